@@ -1,1 +1,359 @@
-//! placeholder
+//! The budget language and its evaluation.
+//!
+//! A budget is `[scope.]metric op value`:
+//! - scope: a phase name (`spike`, `step-3`), an outcome class (`ok`, `shed`, …),
+//!   or both (`overload.ok.p99 < 500ms`); none = the whole run, every class;
+//! - metric: `p50` `p75` `p90` `p95` `p99` `p99.9` `max` `mean` (latency from
+//!   the intended start), `svc.p99`-style service time, `error_rate`,
+//!   `shed_rate`, `drop_rate` (fractions), `throughput` (ok answers/s),
+//!   `rps` (all answers/s), `requests` (count);
+//! - op: `<` `<=` `>` `>=`; value: `500ms`, `1.5s`, `0.1%`, `3000/s`, `42`.
+//!
+//! In YAML a budget is a string, or `{expr: "p99 < 300ms", phase: spike}`.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::metrics::{Class, Stats};
+use crate::profile::{Level, Percent};
+
+#[derive(Debug, Error, PartialEq)]
+#[error("{0}")]
+pub struct BudgetError(pub String);
+
+/// A budget as written in the profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum BudgetSpec {
+    Expr(String),
+    Scoped {
+        expr: String,
+        #[serde(default)]
+        phase: Option<String>,
+    },
+}
+
+impl BudgetSpec {
+    pub fn expr(&self) -> &str {
+        match self {
+            BudgetSpec::Expr(e) | BudgetSpec::Scoped { expr: e, .. } => e,
+        }
+    }
+    pub fn parse(&self) -> Result<Budget, BudgetError> {
+        let mut b = Budget::parse(self.expr())?;
+        if let BudgetSpec::Scoped { phase: Some(p), .. } = self {
+            if b.phase.is_some() {
+                return Err(BudgetError(format!(
+                    "`{}` names a phase and `phase: {p}` names another",
+                    self.expr()
+                )));
+            }
+            b.phase = Some(p.clone());
+        }
+        Ok(b)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub enum Metric {
+    /// Latency quantile (0..=1) from the intended start.
+    Quantile(f64),
+    /// Service-time quantile, from the actual send.
+    ServiceQuantile(f64),
+    Max,
+    Mean,
+    ErrorRate,
+    ShedRate,
+    DropRate,
+    Throughput,
+    Rps,
+    Requests,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Op {
+    fn holds(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+        }
+    }
+}
+
+/// A parsed budget. `limit` is in the metric's unit: ms for latency, a
+/// fraction for rates, per second for throughput.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Budget {
+    pub text: String,
+    pub phase: Option<String>,
+    pub class: Option<Class>,
+    pub metric: Metric,
+    pub op: Op,
+    pub limit: f64,
+}
+
+fn quantile(s: &str) -> Option<f64> {
+    let digits = s.strip_prefix('p')?;
+    let q: f64 = match digits {
+        "999" => 99.9,
+        "9999" => 99.99,
+        d => d.parse().ok()?,
+    };
+    (q > 0.0 && q <= 100.0).then_some(q / 100.0)
+}
+
+impl Budget {
+    pub fn parse(text: &str) -> Result<Budget, BudgetError> {
+        let err = |m: String| BudgetError(m);
+        let t = text.trim();
+        let (lhs, op, rhs) = ["<=", ">=", "<", ">"]
+            .iter()
+            .find_map(|o| t.split_once(o).map(|(a, b)| (a.trim(), *o, b.trim())))
+            .ok_or_else(|| err("expected `metric < value`, e.g. `p99 < 500ms`".into()))?;
+        let op = match op {
+            "<=" => Op::Le,
+            ">=" => Op::Ge,
+            "<" => Op::Lt,
+            _ => Op::Gt,
+        };
+        // Metrics may contain a dot (p99.9, svc.p99): find the longest metric suffix.
+        let parts: Vec<&str> = lhs.split('.').collect();
+        let mut found = None;
+        for k in (1..=parts.len().min(3)).rev() {
+            let m = parts[parts.len() - k..].join(".");
+            if let Some(metric) = parse_metric(&m) {
+                found = Some((metric, parts.len() - k));
+                break;
+            }
+        }
+        let (metric, nscope) = found.ok_or_else(|| {
+            err(format!(
+                "`{lhs}`: unknown metric; expected p50, p90, p95, p99, p99.9, max, mean, svc.p99, error_rate, shed_rate, drop_rate, throughput, rps or requests"
+            ))
+        })?;
+        let mut phase = None;
+        let mut class = None;
+        for s in &parts[..nscope] {
+            match Class::from_name(s) {
+                Some(c) if class.is_none() => class = Some(c),
+                Some(_) => return Err(err(format!("`{lhs}`: two outcome classes"))),
+                None if phase.is_none() && class.is_none() => phase = Some(s.to_string()),
+                None => return Err(err(format!("`{lhs}`: `{s}` is neither a phase nor an outcome class (ok, shed, http_error, timeout, connect_error, reset, check_failed, other_error)"))),
+            }
+        }
+        let limit = match metric {
+            Metric::Quantile(_) | Metric::ServiceQuantile(_) | Metric::Max | Metric::Mean => {
+                humantime::parse_duration(rhs)
+                    .map(|d| d.as_secs_f64() * 1000.0)
+                    .map_err(|_| err(format!("`{rhs}`: expected a duration such as `500ms` or `1.5s`")))
+                    .or_else(|e| {
+                        // humantime has no fractions: accept `1.5s`/`0.5ms` by hand.
+                        parse_frac_duration_ms(rhs).ok_or(e)
+                    })?
+            }
+            Metric::ErrorRate | Metric::ShedRate | Metric::DropRate => rhs
+                .parse::<Percent>()
+                .map(|p| p.0)
+                .map_err(err)?,
+            Metric::Throughput | Metric::Rps => rhs.parse::<Level>().map(|l| l.0).map_err(err)?,
+            Metric::Requests => rhs
+                .parse::<f64>()
+                .map_err(|_| err(format!("`{rhs}`: expected a number")))?,
+        };
+        if matches!(metric, Metric::ErrorRate | Metric::ShedRate | Metric::DropRate) && class.is_some() {
+            return Err(err(format!("`{lhs}`: rates are over all classes; drop the class")));
+        }
+        Ok(Budget {
+            text: t.to_string(),
+            phase,
+            class,
+            metric,
+            op,
+            limit,
+        })
+    }
+
+    /// The measured value of this budget's metric on `s` (in the limit's unit).
+    pub fn measure(&self, s: &Stats) -> f64 {
+        let secs = s.duration.as_secs_f64().max(1e-9);
+        match self.metric {
+            Metric::Quantile(q) => ms(s.latency(self.class).value_at_quantile(q), &s.latency(self.class)),
+            Metric::ServiceQuantile(q) => ms(s.service(self.class).value_at_quantile(q), &s.service(self.class)),
+            Metric::Max => {
+                let h = s.latency(self.class);
+                ms(h.max(), &h)
+            }
+            Metric::Mean => {
+                let h = s.latency(self.class);
+                if h.is_empty() { 0.0 } else { h.mean() / 1e6 }
+            }
+            Metric::ErrorRate => s.error_rate(),
+            Metric::ShedRate => {
+                let n = s.completed() + s.dropped;
+                if n == 0 { 0.0 } else { s.count(Class::Shed) as f64 / n as f64 }
+            }
+            Metric::DropRate => {
+                if s.offered == 0 { 0.0 } else { s.dropped as f64 / s.offered as f64 }
+            }
+            Metric::Throughput => match self.class {
+                Some(c) => s.count(c) as f64 / secs,
+                None => s.count(Class::Ok) as f64 / secs,
+            },
+            Metric::Rps => match self.class {
+                Some(c) => s.count(c) as f64 / secs,
+                None => s.completed() as f64 / secs,
+            },
+            Metric::Requests => match self.class {
+                Some(c) => s.count(c) as f64,
+                None => s.completed() as f64,
+            },
+        }
+    }
+
+    /// Evaluate on a scope. A latency budget on a scope with no answers passes
+    /// vacuously but says so.
+    pub fn evaluate(&self, s: &Stats) -> Verdict {
+        let value = self.measure(s);
+        let empty = match self.metric {
+            Metric::Quantile(_) | Metric::ServiceQuantile(_) | Metric::Max | Metric::Mean => {
+                s.latency(self.class).is_empty()
+            }
+            _ => false,
+        };
+        Verdict {
+            budget: self.text.clone(),
+            scope: self.phase.clone().unwrap_or_else(|| "run".into()),
+            value,
+            shown: self.show(value),
+            limit: self.show(self.limit),
+            pass: empty || self.op.holds(value, self.limit),
+            note: empty.then(|| "no answers in scope".to_string()),
+        }
+    }
+
+    fn show(&self, v: f64) -> String {
+        match self.metric {
+            Metric::Quantile(_) | Metric::ServiceQuantile(_) | Metric::Max | Metric::Mean => {
+                format!("{v:.1}ms")
+            }
+            Metric::ErrorRate | Metric::ShedRate | Metric::DropRate => format!("{:.3}%", v * 100.0),
+            Metric::Throughput | Metric::Rps => format!("{v:.1}/s"),
+            Metric::Requests => format!("{v:.0}"),
+        }
+    }
+
+    /// Latency budgets (for per-second triggers such as collectors' dumps).
+    pub fn is_latency(&self) -> bool {
+        matches!(self.metric, Metric::Quantile(_) | Metric::Max)
+    }
+}
+
+fn ms(v: u64, h: &hdrhistogram::Histogram<u64>) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        v as f64 / 1e6
+    }
+}
+
+fn parse_frac_duration_ms(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let units = [("ms", 1.0), ("us", 0.001), ("µs", 0.001), ("s", 1000.0), ("m", 60_000.0)];
+    for (u, f) in units {
+        if let Some(n) = s.strip_suffix(u) {
+            if let Ok(v) = n.trim().parse::<f64>() {
+                if v.is_finite() && v >= 0.0 {
+                    return Some(v * f);
+                }
+            }
+        }
+    }
+    None
+}
+
+fn parse_metric(m: &str) -> Option<Metric> {
+    Some(match m {
+        "max" => Metric::Max,
+        "mean" | "avg" => Metric::Mean,
+        "error_rate" => Metric::ErrorRate,
+        "shed_rate" => Metric::ShedRate,
+        "drop_rate" => Metric::DropRate,
+        "throughput" => Metric::Throughput,
+        "rps" => Metric::Rps,
+        "requests" => Metric::Requests,
+        _ => {
+            if let Some(q) = m.strip_prefix("svc.") {
+                return quantile(q).map(Metric::ServiceQuantile);
+            }
+            return quantile(m).map(Metric::Quantile);
+        }
+    })
+}
+
+/// A budget's result on one scope.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Verdict {
+    pub budget: String,
+    /// `run` or a phase name.
+    pub scope: String,
+    pub value: f64,
+    pub shown: String,
+    pub limit: String,
+    pub pass: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {:<28} [{}] measured {}",
+            if self.pass { "PASS" } else { "FAIL" },
+            self.budget,
+            self.scope,
+            self.shown
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_language() {
+        let b = Budget::parse("p99 < 500ms").unwrap();
+        assert_eq!(b.metric, Metric::Quantile(0.99));
+        assert_eq!(b.limit, 500.0);
+        let b = Budget::parse("shed.p99 < 50ms").unwrap();
+        assert_eq!(b.class, Some(Class::Shed));
+        let b = Budget::parse("spike.ok.p99.9 <= 1.5s").unwrap();
+        assert_eq!(b.phase.as_deref(), Some("spike"));
+        assert_eq!(b.class, Some(Class::Ok));
+        assert_eq!(b.metric, Metric::Quantile(0.999));
+        assert_eq!(b.limit, 1500.0);
+        let b = Budget::parse("error_rate < 0.1%").unwrap();
+        assert!((b.limit - 0.001).abs() < 1e-12);
+        let b = Budget::parse("throughput >= 3000/s").unwrap();
+        assert_eq!((b.metric, b.op, b.limit), (Metric::Throughput, Op::Ge, 3000.0));
+        let b = Budget::parse("svc.p99 < 20ms").unwrap();
+        assert_eq!(b.metric, Metric::ServiceQuantile(0.99));
+        assert!(Budget::parse("p99 500ms").is_err());
+        assert!(Budget::parse("p101 < 5ms").is_err());
+        assert!(Budget::parse("latency < 5ms").is_err());
+        assert!(Budget::parse("p99 < fast").is_err());
+        assert!(Budget::parse("ok.error_rate < 1%").is_err());
+    }
+}

@@ -1,1 +1,214 @@
-//! placeholder
+//! The load engine: turns a [`Plan`] into requests and hands every outcome to
+//! the recorder. It never waits on anything but the target.
+//!
+//! - `workers` threads, each a current-thread tokio runtime (cheaper per
+//!   request than a multi-thread runtime here), each taking 1/W of the load.
+//! - Open model ([`open`]): arrivals on a precomputed schedule; a request
+//!   that cannot be queued because `max_in_flight` is reached is *dropped*
+//!   and counted; latency counts from the intended start.
+//! - Closed model ([`closed`]): virtual users, each waiting for its answer.
+//! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
+
+pub mod client;
+mod closed;
+mod open;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use thiserror::Error;
+
+use crate::metrics::{RecorderMsg, WorkerRecorder};
+use crate::profile::{LoadSpec, Model, Plan, Profile};
+pub use client::{Prepared, Target};
+
+#[derive(Debug, Error)]
+pub enum EngineError {
+    #[error(transparent)]
+    Client(#[from] client::ClientError),
+    #[error("cannot start load worker: {0}")]
+    Spawn(std::io::Error),
+    #[error("target {0} is unreachable: {1}")]
+    Unreachable(String, String),
+}
+
+/// This process's share of a sharded run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// 0-based.
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Shard { index: 0, count: 1 }
+    }
+}
+
+/// Everything the workers need, shared read-only.
+pub struct EngineConfig {
+    pub target: Target,
+    pub requests: Vec<Prepared>,
+    /// Cumulative weights for picking a request.
+    cumulative: Vec<f64>,
+    pub load: LoadSpec,
+    pub plan: Plan,
+    pub shard: Shard,
+    pub workers: usize,
+}
+
+impl EngineConfig {
+    /// Build from a profile; `url` is the resolved target URL (`--target` or the profile's).
+    pub fn new(profile: &Profile, url: &str, plan: Plan, shard: Shard) -> Result<Self, EngineError> {
+        let (target, base) = client::target_from(profile, url)?;
+        let requests = client::prepare(profile, &target, &base)?;
+        let mut acc = 0.0;
+        let cumulative = profile
+            .requests
+            .iter()
+            .map(|r| {
+                acc += r.weight;
+                acc
+            })
+            .collect();
+        let workers = profile.load.workers.unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        });
+        Ok(EngineConfig {
+            target,
+            requests,
+            cumulative,
+            load: profile.load.clone(),
+            plan,
+            shard,
+            workers: workers.max(1),
+        })
+    }
+
+    #[inline]
+    fn pick(&self, rng: &mut fastrand::Rng) -> usize {
+        if self.cumulative.len() == 1 {
+            return 0;
+        }
+        let total = self.cumulative.last().copied().unwrap_or(1.0);
+        let x = rng.f64() * total;
+        self.cumulative
+            .iter()
+            .position(|c| x < *c)
+            .unwrap_or(self.cumulative.len() - 1)
+    }
+}
+
+/// Live counters the progress display reads (relaxed atomics, off the hot path's critical work).
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Requests queued or running, one slot per worker, refreshed every 100 ms.
+    pub in_flight: Vec<AtomicU64>,
+}
+
+impl Live {
+    pub fn in_flight(&self) -> u64 {
+        self.in_flight.iter().map(|a| a.load(Ordering::Relaxed)).sum()
+    }
+}
+
+/// A running engine.
+pub struct Engine {
+    threads: Vec<JoinHandle<()>>,
+    pub live: Arc<Live>,
+}
+
+impl Engine {
+    /// Start the workers now; phase offsets count from `start`.
+    pub fn start(
+        cfg: Arc<EngineConfig>,
+        start: Instant,
+        tx: Sender<RecorderMsg>,
+        stop: Arc<AtomicBool>,
+    ) -> Result<Engine, EngineError> {
+        let live = Arc::new(Live {
+            in_flight: (0..cfg.workers).map(|_| AtomicU64::new(0)).collect(),
+        });
+        let mut threads = Vec::new();
+        for w in 0..cfg.workers {
+            let cfg = cfg.clone();
+            let tx = tx.clone();
+            let stop = stop.clone();
+            let live = live.clone();
+            let h = std::thread::Builder::new()
+                .name(format!("brunt-load-{w}"))
+                .spawn(move || {
+                    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                        Ok(rt) => rt,
+                        Err(_) => {
+                            let _ = tx.send(RecorderMsg::Done);
+                            return;
+                        }
+                    };
+                    let local = tokio::task::LocalSet::new();
+                    let rec = Rc::new(RefCell::new(WorkerRecorder::new(start, tx)));
+                    let r2 = rec.clone();
+                    local.block_on(&rt, async move {
+                        match cfg.load.model {
+                            Model::Open => open::run(cfg, w, start, r2, stop, live).await,
+                            Model::Closed => closed::run(cfg, w, start, r2, stop, live).await,
+                        }
+                    });
+                    // Lanes still waiting on a dead target are cancelled with the LocalSet.
+                    drop(local);
+                    rec.borrow_mut().finish();
+                })
+                .map_err(EngineError::Spawn)?;
+            threads.push(h);
+        }
+        Ok(Engine { threads, live })
+    }
+
+    pub fn join(self) {
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Check once, before any load, that the target accepts connections: an
+/// unreachable target is a clear error, not a run full of connect errors.
+pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
+    let addr = format!("{}:{}", cfg.target.host, cfg.target.port);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(EngineError::Spawn)?;
+    rt.block_on(async {
+        match tokio::time::timeout(
+            cfg.target.connect_timeout,
+            tokio::net::TcpStream::connect((cfg.target.host.as_str(), cfg.target.port)),
+        )
+        .await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(EngineError::Unreachable(addr, e.to_string())),
+            Err(_) => Err(EngineError::Unreachable(
+                addr,
+                format!("no answer within {:?}", cfg.target.connect_timeout),
+            )),
+        }
+    })
+}
+
+/// Per-worker share of a level: the worker's and the shard's fraction.
+fn share(cfg: &EngineConfig) -> f64 {
+    1.0 / (cfg.workers as f64 * cfg.shard.count as f64)
+}
+
+pub(crate) fn is_stopped(stop: &AtomicBool) -> bool {
+    stop.load(Ordering::Relaxed)
+}

@@ -1,1 +1,384 @@
-//! placeholder
+//! The recorder: every request's outcome goes into HdrHistograms per phase ×
+//! outcome class, cut into 1-s windows. Windows become the interval log
+//! (`latency.hlog`), the time series (`timeseries.csv`) and the per-phase
+//! totals that budgets and reports read. Nothing is kept per request, so
+//! memory stays flat however long the run.
+//!
+//! - [`WorkerRecorder`]: owned by one load worker, no locks on the hot path.
+//! - [`Aggregator`]: the recorder thread; merges the workers' windows.
+//! - [`hlog`]: the interval log writer/reader; [`series`]: the time series.
+
+pub mod hlog;
+pub mod series;
+
+use std::collections::BTreeMap;
+use std::sync::mpsc::Sender;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Lowest and highest recordable latency (ns): 1 µs to 1 h at 3 significant digits.
+const LOWEST_NS: u64 = 1_000;
+const HIGHEST_NS: u64 = 3_600_000_000_000;
+
+/// An empty latency histogram (nanoseconds).
+pub fn new_hist() -> Histogram<u64> {
+    // Bounds are constants that the crate accepts; failure here is a bug.
+    Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, 3).expect("valid histogram bounds")
+}
+
+/// How a request ended. Every class gets its own histograms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// An expected status (and the body check passed, when sampled).
+    Ok,
+    /// 503 or 429: the server refused the work (load shedding).
+    Shed,
+    /// Any other unexpected status.
+    HttpError,
+    /// Expected status but the sampled body check failed.
+    CheckFailed,
+    /// No complete answer within the request timeout.
+    Timeout,
+    /// The connection could not be made (refused, unreachable, TLS failure).
+    ConnectError,
+    /// The connection broke mid-request (reset, closed early).
+    Reset,
+    /// Anything else the client reported.
+    OtherError,
+}
+
+pub const CLASSES: [Class; 8] = [
+    Class::Ok,
+    Class::Shed,
+    Class::HttpError,
+    Class::CheckFailed,
+    Class::Timeout,
+    Class::ConnectError,
+    Class::Reset,
+    Class::OtherError,
+];
+
+impl Class {
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Ok => "ok",
+            Class::Shed => "shed",
+            Class::HttpError => "http_error",
+            Class::CheckFailed => "check_failed",
+            Class::Timeout => "timeout",
+            Class::ConnectError => "connect_error",
+            Class::Reset => "reset",
+            Class::OtherError => "other_error",
+        }
+    }
+    pub fn from_name(s: &str) -> Option<Class> {
+        CLASSES.iter().copied().find(|c| c.name() == s)
+    }
+    /// Errors are everything but `ok` and `shed` (shedding is a deliberate answer).
+    pub fn is_error(self) -> bool {
+        !matches!(self, Class::Ok | Class::Shed)
+    }
+}
+
+/// Latency (from the intended start) and service time (from the actual send) of one class.
+#[derive(Debug, Clone)]
+pub struct ClassHists {
+    pub latency: Histogram<u64>,
+    pub service: Histogram<u64>,
+}
+
+impl ClassHists {
+    fn new() -> Self {
+        ClassHists {
+            latency: new_hist(),
+            service: new_hist(),
+        }
+    }
+    fn add(&mut self, o: &ClassHists) {
+        // Same bounds everywhere, so add cannot fail; saturate defensively.
+        let _ = self.latency.add(&o.latency);
+        let _ = self.service.add(&o.service);
+    }
+}
+
+/// Histograms and counts of one scope (a window, a phase, or the whole run).
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub classes: BTreeMap<Class, ClassHists>,
+    /// Requests due to start (sent + dropped).
+    pub offered: u64,
+    /// Due but not started: `max_in_flight` was reached.
+    pub dropped: u64,
+    /// Wall time the scope covers (for rates).
+    pub duration: Duration,
+}
+
+impl Stats {
+    pub fn merge(&mut self, o: &Stats) {
+        for (c, h) in &o.classes {
+            self.classes.entry(*c).or_insert_with(ClassHists::new).add(h);
+        }
+        self.offered += o.offered;
+        self.dropped += o.dropped;
+    }
+    pub fn count(&self, c: Class) -> u64 {
+        self.classes.get(&c).map(|h| h.latency.len()).unwrap_or(0)
+    }
+    /// Requests that got an answer or an error (dropped excluded).
+    pub fn completed(&self) -> u64 {
+        self.classes.values().map(|h| h.latency.len()).sum()
+    }
+    pub fn errors(&self) -> u64 {
+        self.classes
+            .iter()
+            .filter(|(c, _)| c.is_error())
+            .map(|(_, h)| h.latency.len())
+            .sum()
+    }
+    /// Latency histogram of the given classes merged (all when `None`).
+    pub fn latency(&self, class: Option<Class>) -> Histogram<u64> {
+        let mut h = new_hist();
+        for (c, ch) in &self.classes {
+            if class.is_none_or(|k| k == *c) {
+                let _ = h.add(&ch.latency);
+            }
+        }
+        h
+    }
+    pub fn service(&self, class: Option<Class>) -> Histogram<u64> {
+        let mut h = new_hist();
+        for (c, ch) in &self.classes {
+            if class.is_none_or(|k| k == *c) {
+                let _ = h.add(&ch.service);
+            }
+        }
+        h
+    }
+    /// Errors (dropped included) over everything offered.
+    pub fn error_rate(&self) -> f64 {
+        let denom = self.completed() + self.dropped;
+        if denom == 0 {
+            0.0
+        } else {
+            (self.errors() + self.dropped) as f64 / denom as f64
+        }
+    }
+    /// Add a histogram read back from an interval log.
+    pub fn add_hist(&mut self, c: Class, h: &Histogram<u64>, service: bool) {
+        let e = self.ensure(c);
+        let _ = if service { e.service.add(h) } else { e.latency.add(h) };
+    }
+    fn ensure(&mut self, c: Class) -> &mut ClassHists {
+        self.classes.entry(c).or_insert_with(ClassHists::new)
+    }
+}
+
+/// One worker's share of one 1-s window, sent to the aggregator.
+#[derive(Debug)]
+pub struct WindowPart {
+    pub window: u64,
+    /// Per phase index.
+    pub phases: Vec<(usize, Stats)>,
+    /// Requests queued or running when the part was cut.
+    pub in_flight: u64,
+}
+
+/// Messages from workers to the aggregator.
+#[derive(Debug)]
+pub enum RecorderMsg {
+    Part(WindowPart),
+    /// A worker has stopped and flushed everything.
+    Done,
+}
+
+/// The hot-path recorder of one load worker. Not shared: no locks.
+pub struct WorkerRecorder {
+    start: Instant,
+    window: u64,
+    /// Small: usually one phase per window.
+    phases: Vec<(usize, Stats)>,
+    tx: Sender<RecorderMsg>,
+    pub in_flight: u64,
+}
+
+impl WorkerRecorder {
+    pub fn new(start: Instant, tx: Sender<RecorderMsg>) -> Self {
+        WorkerRecorder {
+            start,
+            window: 0,
+            phases: Vec::new(),
+            tx,
+            in_flight: 0,
+        }
+    }
+
+    #[inline]
+    fn stats_at(&mut self, phase: usize, at: Instant) -> &mut Stats {
+        let w = at.saturating_duration_since(self.start).as_secs();
+        if w > self.window {
+            self.flush_to(w);
+        }
+        let pos = match self.phases.iter().position(|(p, _)| *p == phase) {
+            Some(i) => i,
+            None => {
+                self.phases.push((phase, Stats::default()));
+                self.phases.len() - 1
+            }
+        };
+        &mut self.phases[pos].1
+    }
+
+    /// Record a finished request. `intended` is its scheduled start (open
+    /// model) or its actual start (closed model).
+    #[inline]
+    pub fn record(&mut self, phase: usize, class: Class, intended: Instant, sent: Instant, end: Instant) {
+        let latency = end.saturating_duration_since(intended).as_nanos() as u64;
+        let service = end.saturating_duration_since(sent).as_nanos() as u64;
+        let h = self.stats_at(phase, end).ensure(class);
+        h.latency.saturating_record(latency.max(LOWEST_NS));
+        h.service.saturating_record(service.max(LOWEST_NS));
+    }
+
+    /// A request fell due (whether it then starts or is dropped).
+    #[inline]
+    pub fn offered(&mut self, phase: usize, at: Instant) {
+        self.stats_at(phase, at).offered += 1;
+    }
+
+    #[inline]
+    pub fn dropped(&mut self, phase: usize, at: Instant) {
+        self.stats_at(phase, at).dropped += 1;
+    }
+
+    /// Cut the window if the clock has moved on (called by a ticker, so that
+    /// quiet seconds still produce windows).
+    pub fn tick(&mut self, now: Instant) {
+        let w = now.saturating_duration_since(self.start).as_secs();
+        if w > self.window {
+            self.flush_to(w);
+        }
+    }
+
+    fn flush_to(&mut self, next: u64) {
+        let part = WindowPart {
+            window: self.window,
+            phases: std::mem::take(&mut self.phases),
+            in_flight: self.in_flight,
+        };
+        // The aggregator outlives workers; if it is gone the run is ending anyway.
+        let _ = self.tx.send(RecorderMsg::Part(part));
+        self.window = next;
+    }
+
+    /// Flush the last window and say goodbye.
+    pub fn finish(&mut self) {
+        let w = self.window + 1;
+        self.flush_to(w);
+        let _ = self.tx.send(RecorderMsg::Done);
+    }
+}
+
+/// A finished window as the aggregator hands it on: merged over workers.
+#[derive(Debug)]
+pub struct Window {
+    pub second: u64,
+    pub phases: Vec<(usize, Stats)>,
+    pub in_flight: u64,
+}
+
+impl Window {
+    pub fn total(&self) -> Stats {
+        let mut s = Stats::default();
+        for (_, p) in &self.phases {
+            s.merge(p);
+        }
+        s
+    }
+}
+
+/// Collects workers' window parts and releases each window once every
+/// worker has moved past it (or a grace time has passed).
+pub struct Aggregator {
+    workers: usize,
+    pending: BTreeMap<u64, (Window, usize)>,
+    /// Highest window released; late parts fold into the next one.
+    released: Option<u64>,
+    done: usize,
+}
+
+impl Aggregator {
+    pub fn new(workers: usize) -> Self {
+        Aggregator {
+            workers,
+            pending: BTreeMap::new(),
+            released: None,
+            done: 0,
+        }
+    }
+
+    pub fn all_done(&self) -> bool {
+        self.done >= self.workers
+    }
+
+    pub fn accept(&mut self, msg: RecorderMsg) {
+        match msg {
+            RecorderMsg::Done => self.done += 1,
+            RecorderMsg::Part(part) => {
+                let mut w = part.window;
+                if let Some(r) = self.released {
+                    if w <= r {
+                        w = r + 1;
+                    }
+                }
+                let entry = self.pending.entry(w).or_insert_with(|| {
+                    (
+                        Window {
+                            second: w,
+                            phases: Vec::new(),
+                            in_flight: 0,
+                        },
+                        0,
+                    )
+                });
+                entry.1 += 1;
+                entry.0.in_flight += part.in_flight;
+                for (p, s) in part.phases {
+                    match entry.0.phases.iter_mut().find(|(q, _)| *q == p) {
+                        Some((_, t)) => t.merge(&s),
+                        None => entry.0.phases.push((p, s)),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Windows ready to release: all workers reported, or `now_window` is
+    /// at least two seconds past it, or every worker is done.
+    pub fn ready(&mut self, now_window: u64) -> Vec<Window> {
+        let mut out = Vec::new();
+        while let Some((&w, (_, n))) = self.pending.iter().next() {
+            let complete = *n >= self.workers || now_window >= w + 2 || self.all_done();
+            if !complete {
+                break;
+            }
+            if let Some((mut win, _)) = self.pending.remove(&w) {
+                win.phases.sort_by_key(|(p, _)| *p);
+                self.released = Some(w);
+                out.push(win);
+            }
+        }
+        out
+    }
+}
+
+/// Percentile of a histogram in microseconds.
+pub fn pct_us(h: &Histogram<u64>, q: f64) -> u64 {
+    if h.is_empty() {
+        0
+    } else {
+        h.value_at_quantile(q) / 1000
+    }
+}

@@ -1,1 +1,355 @@
-//! placeholder
+//! The YAML profile: its types, loading with file/line/column errors, and
+//! validation. [`shape`] compiles the load shape into named phases.
+//!
+//! Parsing is `serde-saphyr` (pure Rust, budgets against YAML bombs, line and
+//! column in every error); durations use `humantime` (`90s`, `5m`, `1h 30m`).
+
+pub mod shape;
+pub mod units;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+pub use shape::{Phase, Plan, Shape};
+pub use units::{Level, Percent};
+
+use crate::collectors::CollectorsConfig;
+use crate::demo::DemoConfig;
+
+/// Why a profile could not be used. Every variant names the file.
+#[derive(Debug, Error)]
+pub enum ProfileError {
+    #[error("cannot read profile {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: u64,
+        column: u64,
+        message: String,
+        /// The parser's rendering with a source snippet.
+        snippet: String,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// A whole profile, as written in YAML.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Names the run directory and the report.
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    pub target: TargetSpec,
+    /// The request mix: each request is picked with probability weight / sum.
+    pub requests: Vec<RequestSpec>,
+    #[serde(default)]
+    pub load: LoadSpec,
+    pub shape: Shape,
+    /// Budget expressions, e.g. `p99 < 500ms`; see [`crate::budgets`].
+    #[serde(default)]
+    pub budgets: Vec<crate::budgets::BudgetSpec>,
+    #[serde(default)]
+    pub output: OutputSpec,
+    #[serde(default)]
+    pub collectors: CollectorsConfig,
+}
+
+/// Where the load goes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    /// `http://host:port`, `https://…`, or `builtin` for the embedded demo target.
+    pub url: String,
+    /// Settings of the built-in demo target (only with `url: builtin`).
+    #[serde(default)]
+    pub builtin: Option<DemoConfig>,
+    /// Headers sent with every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default = "default_connect_timeout", with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// Whole-request timeout (connect included), from the actual send.
+    #[serde(default = "default_timeout", with = "humantime_serde")]
+    pub timeout: Duration,
+    #[serde(default)]
+    pub tls: TlsSpec,
+}
+
+fn default_connect_timeout() -> Duration {
+    Duration::from_secs(3)
+}
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSpec {
+    /// PEM file with extra CA certificates to trust (beside the web PKI roots).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+    /// Skip certificate verification. For test rigs only.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// One entry of the request mix.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestSpec {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// Path and query, e.g. `/api/items?id=7`.
+    pub path: String,
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub body: Option<String>,
+    #[serde(default)]
+    pub expect: ExpectSpec,
+}
+
+fn default_method() -> String {
+    "GET".into()
+}
+fn default_weight() -> f64 {
+    1.0
+}
+
+/// What counts as a good answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectSpec {
+    /// Statuses that count as `ok`. Default: 200–399. 503 and 429 not listed here are `shed`.
+    #[serde(default)]
+    pub status: Vec<u16>,
+    /// The body must contain this text (checked on a sample of responses).
+    #[serde(default)]
+    pub body_contains: Option<String>,
+    /// The body must match this regex (checked on a sample of responses).
+    #[serde(default)]
+    pub body_regex: Option<String>,
+    /// Share of responses whose body is checked, e.g. `1%`. Default 1%.
+    #[serde(default = "default_sample")]
+    pub sample: Percent,
+}
+
+fn default_sample() -> Percent {
+    Percent(0.01)
+}
+
+impl Default for ExpectSpec {
+    fn default() -> Self {
+        ExpectSpec {
+            status: Vec::new(),
+            body_contains: None,
+            body_regex: None,
+            sample: default_sample(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Model {
+    /// Requests start on a schedule whatever the server does (arrival rate).
+    #[default]
+    Open,
+    /// A fixed number of virtual users, each waiting for its answer.
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Evenly spaced starts.
+    #[default]
+    Constant,
+    /// Exponentially distributed gaps (a Poisson process): bursts like real traffic.
+    Poisson,
+}
+
+/// How the load is generated.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadSpec {
+    #[serde(default)]
+    pub model: Model,
+    /// Open model: spacing of request starts.
+    #[serde(default)]
+    pub arrival: Arrival,
+    /// Open model: requests queued or running at once; beyond it a due request is counted as `dropped`.
+    #[serde(default = "default_max_in_flight")]
+    pub max_in_flight: usize,
+    /// Open model: connections at most. Requests beyond wait for a free one
+    /// (their latency still counts from the intended start).
+    #[serde(default = "default_connections")]
+    pub connections: usize,
+    /// Load worker threads (one current-thread runtime each). Default: CPU count.
+    #[serde(default)]
+    pub workers: Option<usize>,
+    /// Closed model: pause of each virtual user between its requests.
+    #[serde(default, with = "humantime_serde")]
+    pub think_time: Option<Duration>,
+}
+
+fn default_max_in_flight() -> usize {
+    10_000
+}
+fn default_connections() -> usize {
+    512
+}
+
+impl Default for LoadSpec {
+    fn default() -> Self {
+        LoadSpec {
+            model: Model::Open,
+            arrival: Arrival::Constant,
+            max_in_flight: default_max_in_flight(),
+            connections: default_connections(),
+            workers: None,
+            think_time: None,
+        }
+    }
+}
+
+/// Where and how results are written.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct OutputSpec {
+    /// Parent folder of run directories (default `runs/`).
+    #[serde(default)]
+    pub dir: Option<PathBuf>,
+}
+
+/// Limits that stop hostile YAML (deep nesting, alias bombs) quickly.
+fn parse_options() -> serde_saphyr::Options {
+    serde_saphyr::Options::default()
+}
+
+impl Profile {
+    /// Read and validate a profile file.
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Profile::from_yaml(&text, path)
+    }
+
+    /// Parse and validate profile text; `path` only names it in errors.
+    pub fn from_yaml(text: &str, path: &Path) -> Result<Profile, ProfileError> {
+        let profile: Profile =
+            serde_saphyr::from_str_with_options(text, parse_options()).map_err(|e| {
+                let (line, column) = e
+                    .location()
+                    .map(|l| (l.line(), l.column()))
+                    .unwrap_or((0, 0));
+                let full = e.to_string();
+                // First line of the rendering is "error: line L column C: message".
+                let first = full.lines().next().unwrap_or("").to_string();
+                let message = match first.split_once(": ") {
+                    Some((_, rest)) => match rest.split_once(": ") {
+                        Some((loc, msg)) if loc.starts_with("line ") => msg.to_string(),
+                        _ => rest.to_string(),
+                    },
+                    None => first,
+                };
+                let snippet = full
+                    .replace("<input>", &path.display().to_string())
+                    .lines()
+                    .skip(1)
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                ProfileError::Syntax {
+                    path: path.to_path_buf(),
+                    line,
+                    column,
+                    message,
+                    snippet,
+                }
+            })?;
+        profile.validate().map_err(|message| ProfileError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })?;
+        Ok(profile)
+    }
+
+    /// Checks serde cannot express: cross-field rules and value ranges.
+    fn validate(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() {
+            return Err("`name` must not be empty".into());
+        }
+        if self.requests.is_empty() {
+            return Err("`requests` needs at least one request".into());
+        }
+        let url = self.target.url.trim();
+        if url != "builtin" && !url.starts_with("http://") && !url.starts_with("https://") {
+            return Err(format!(
+                "target.url `{url}`: expected `http://…`, `https://…` or `builtin`"
+            ));
+        }
+        if self.target.builtin.is_some() && url != "builtin" {
+            return Err("target.builtin is only read with `url: builtin`".into());
+        }
+        for (i, r) in self.requests.iter().enumerate() {
+            let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
+            if !r.path.starts_with('/') {
+                return Err(format!(
+                    "request {which}: path `{}` must start with `/`",
+                    r.path
+                ));
+            }
+            if !(r.weight.is_finite() && r.weight > 0.0) {
+                return Err(format!("request {which}: weight must be above 0"));
+            }
+            if hyper::Method::from_bytes(r.method.as_bytes()).is_err() {
+                return Err(format!("request {which}: `{}` is not an HTTP method", r.method));
+            }
+            if let Some(re) = &r.expect.body_regex {
+                regex::Regex::new(re)
+                    .map_err(|e| format!("request {which}: expect.body_regex: {e}"))?;
+            }
+            for s in &r.expect.status {
+                if !(100..=599).contains(s) {
+                    return Err(format!("request {which}: expect.status {s} is not an HTTP status"));
+                }
+            }
+        }
+        if self.load.max_in_flight == 0 || self.load.connections == 0 {
+            return Err("load.max_in_flight and load.connections must be at least 1".into());
+        }
+        if self.load.workers == Some(0) {
+            return Err("load.workers must be at least 1".into());
+        }
+        if self.load.model == Model::Open && self.load.think_time.is_some() {
+            return Err("load.think_time applies to the closed model only".into());
+        }
+        self.shape.validate(self.load.model)?;
+        for b in &self.budgets {
+            b.parse().map_err(|e| format!("budget `{}`: {e}", b.expr()))?;
+        }
+        Ok(())
+    }
+
+    /// Compile the shape into the phases the engine runs. `time_scale`
+    /// multiplies every phase duration (e.g. 0.1 for a quick rehearsal).
+    pub fn plan(&self, time_scale: f64) -> Plan {
+        self.shape.compile(self.load.model, time_scale)
+    }
+}

@@ -1,0 +1,169 @@
+//! `latency.hlog`: the HdrHistogram interval log (format 1.3), readable by
+//! the standard HdrHistogram tools (HistogramLogProcessor, HdrHistogramVisualizer).
+//!
+//! Lines are written by hand because the crate's `IntervalLogWriter` borrows
+//! its output for its whole life and re-emits headers per instance; a run
+//! needs one owned, long-lived writer flushed each second. Reading uses the
+//! crate's `IntervalLogIterator`.
+//!
+//! Layout: values are nanoseconds (`MaxValueDivisor` 1e6 so maxima read in
+//! ms); timestamps are seconds since `StartTime`. Per window: one untagged
+//! line with every completed request's latency (what tools show by
+//! default), then `Tag=<phase>.<class>` latency lines and
+//! `Tag=<phase>.<class>.svc` service-time lines.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+use std::time::Duration;
+
+use base64::Engine as _;
+use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
+use hdrhistogram::Histogram;
+use thiserror::Error;
+
+use super::{new_hist, Class, Stats};
+
+const MAX_DIVISOR: f64 = 1e6;
+
+#[derive(Debug, Error)]
+pub enum HlogError {
+    #[error("interval log I/O: {0}")]
+    Io(#[from] io::Error),
+    #[error("interval log: cannot encode histogram: {0}")]
+    Encode(String),
+    #[error("interval log {path}: line {line}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        message: String,
+    },
+}
+
+pub struct HlogWriter {
+    out: BufWriter<File>,
+    ser: V2DeflateSerializer,
+    buf: Vec<u8>,
+}
+
+impl HlogWriter {
+    pub fn create(path: &Path, start_unix: f64, comment: &str) -> Result<Self, HlogError> {
+        let mut out = BufWriter::new(File::create(path)?);
+        writeln!(out, "#[{comment}]")?;
+        writeln!(out, "#[Histogram log format version 1.3]")?;
+        let when = chrono::DateTime::from_timestamp(start_unix as i64, 0)
+            .map(|d| d.to_rfc3339())
+            .unwrap_or_default();
+        writeln!(out, "#[StartTime: {start_unix:.3} (seconds since epoch), {when}]")?;
+        writeln!(out, "#[MaxValueDivisor: {MAX_DIVISOR:.3}]")?;
+        writeln!(
+            out,
+            "\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\""
+        )?;
+        out.flush()?;
+        Ok(HlogWriter {
+            out,
+            ser: V2DeflateSerializer::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    fn line(
+        &mut self,
+        tag: Option<&str>,
+        start: f64,
+        len: f64,
+        h: &Histogram<u64>,
+    ) -> Result<(), HlogError> {
+        self.buf.clear();
+        self.ser
+            .serialize(h, &mut self.buf)
+            .map_err(|e| HlogError::Encode(format!("{e:?}")))?;
+        if let Some(t) = tag {
+            write!(self.out, "Tag={t},")?;
+        }
+        let enc = base64::engine::general_purpose::STANDARD.encode(&self.buf);
+        writeln!(
+            self.out,
+            "{start:.3},{len:.3},{:.3},{enc}",
+            h.max() as f64 / MAX_DIVISOR
+        )?;
+        Ok(())
+    }
+
+    /// Write one window: `phases` pairs a phase name with its stats.
+    pub fn window(&mut self, second: u64, phases: &[(&str, &Stats)]) -> Result<(), HlogError> {
+        let start = second as f64;
+        let mut all = new_hist();
+        for (_, s) in phases {
+            for h in s.classes.values() {
+                let _ = all.add(&h.latency);
+            }
+        }
+        self.line(None, start, 1.0, &all)?;
+        for (name, s) in phases {
+            for (c, h) in &s.classes {
+                self.line(Some(&format!("{name}.{}", c.name())), start, 1.0, &h.latency)?;
+                self.line(Some(&format!("{name}.{}.svc", c.name())), start, 1.0, &h.service)?;
+            }
+        }
+        self.out.flush()?;
+        Ok(())
+    }
+}
+
+/// One interval read back from a log.
+#[derive(Debug)]
+pub struct Interval {
+    /// Seconds since the log's StartTime.
+    pub start: Duration,
+    pub tag: Option<String>,
+    pub hist: Histogram<u64>,
+}
+
+/// Read every interval of a log (the whole file: logs are compact, a few KB per second).
+pub fn read(path: &Path) -> Result<Vec<Interval>, HlogError> {
+    let data = std::fs::read(path)?;
+    let mut de = Deserializer::new();
+    let mut out = Vec::new();
+    let name = path.display().to_string();
+    for (i, entry) in IntervalLogIterator::new(&data).enumerate() {
+        let entry = entry.map_err(|e| HlogError::Parse {
+            path: name.clone(),
+            line: i + 1,
+            message: format!("{e:?}"),
+        })?;
+        if let LogEntry::Interval(ih) = entry {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(ih.encoded_histogram())
+                .map_err(|e| HlogError::Parse {
+                    path: name.clone(),
+                    line: i + 1,
+                    message: format!("base64: {e}"),
+                })?;
+            let hist: Histogram<u64> =
+                de.deserialize(&mut bytes.as_slice()).map_err(|e| HlogError::Parse {
+                    path: name.clone(),
+                    line: i + 1,
+                    message: format!("histogram: {e:?}"),
+                })?;
+            out.push(Interval {
+                start: ih.start_timestamp(),
+                tag: ih.tag().map(|t| t.as_str().to_string()),
+                hist,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Split a `phase.class[.svc]` tag.
+pub fn parse_tag(tag: &str) -> Option<(&str, Class, bool)> {
+    let (rest, svc) = match tag.strip_suffix(".svc") {
+        Some(r) => (r, true),
+        None => (tag, false),
+    };
+    let (phase, class) = rest.rsplit_once('.')?;
+    Some((phase, Class::from_name(class)?, svc))
+}

@@ -1,0 +1,441 @@
+//! Load shapes (stress, soak, spike, overload, stages, constant) and their
+//! compilation into a [`Plan`]: a list of named phases, each a linear ramp of
+//! the load level from `from` to `to` over its duration.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::units::Level;
+use super::Model;
+use crate::run::PhaseInfo;
+
+/// The `shape:` section: exactly one of the shapes below.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Shape {
+    /// One level held for a duration, after an optional ramp.
+    Constant {
+        #[serde(alias = "vus")]
+        rate: Level,
+        #[serde(with = "humantime_serde")]
+        duration: Duration,
+        #[serde(default, with = "humantime_serde")]
+        ramp_up: Option<Duration>,
+    },
+    /// Step the level up until `max` (or the first step that breaks a budget).
+    Stress {
+        #[serde(alias = "start_vus")]
+        start: Level,
+        step: Level,
+        #[serde(with = "humantime_serde")]
+        step_duration: Duration,
+        max: Level,
+        /// Stop at the first step that breaks a budget (default true).
+        #[serde(default = "yes")]
+        stop_on_breach: bool,
+        /// Fail the run (exit 99) when the knee is below this level.
+        #[serde(default)]
+        expect_capacity: Option<Level>,
+    },
+    /// Hold a level for hours to expose leaks and drift.
+    Soak {
+        #[serde(alias = "vus")]
+        rate: Level,
+        #[serde(with = "humantime_serde")]
+        duration: Duration,
+        #[serde(default, with = "humantime_serde")]
+        ramp_up: Option<Duration>,
+        /// Left out of leak trends (JIT, caches and pools warming up).
+        #[serde(default, with = "humantime_serde")]
+        warmup: Option<Duration>,
+    },
+    /// Baseline, then `factor`× at once, then baseline again.
+    Spike {
+        baseline: Level,
+        #[serde(default = "ten")]
+        factor: f64,
+        #[serde(with = "humantime_serde")]
+        baseline_duration: Duration,
+        #[serde(with = "humantime_serde")]
+        spike_duration: Duration,
+        #[serde(with = "humantime_serde")]
+        recovery_duration: Duration,
+    },
+    /// Drive past capacity to check load shedding.
+    Overload {
+        baseline: Level,
+        #[serde(alias = "vus")]
+        rate: Level,
+        #[serde(with = "humantime_serde")]
+        baseline_duration: Duration,
+        /// Time to ramp from baseline to `rate` (default: at once).
+        #[serde(default, with = "humantime_serde")]
+        ramp: Option<Duration>,
+        #[serde(with = "humantime_serde")]
+        duration: Duration,
+        #[serde(with = "humantime_serde")]
+        recovery_duration: Duration,
+        /// Shed responses (503/429) must come back faster than this (p99).
+        #[serde(default = "fast_fail", with = "humantime_serde")]
+        fast_fail: Duration,
+    },
+    /// A free list of ramps: each stage moves linearly from the previous target to its own.
+    Stages {
+        #[serde(default)]
+        start: Level,
+        stages: Vec<Stage>,
+    },
+}
+
+fn yes() -> bool {
+    true
+}
+fn ten() -> f64 {
+    10.0
+}
+fn fast_fail() -> Duration {
+    Duration::from_millis(50)
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stage {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(with = "humantime_serde")]
+    pub duration: Duration,
+    #[serde(alias = "rate", alias = "vus")]
+    pub target: Level,
+}
+
+/// One phase of a plan: the level ramps linearly from `from` to `to`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Phase {
+    pub info: PhaseInfo,
+    pub from: f64,
+    pub to: f64,
+}
+
+impl Phase {
+    /// Level at `t` into the phase.
+    pub fn level_at(&self, t: Duration) -> f64 {
+        let d = self.info.duration.as_secs_f64();
+        if d <= 0.0 {
+            return self.to;
+        }
+        let f = (t.as_secs_f64() / d).clamp(0.0, 1.0);
+        self.from + (self.to - self.from) * f
+    }
+    pub fn end(&self) -> Duration {
+        self.info.start + self.info.duration
+    }
+}
+
+/// What the shape asks of the run beyond its phases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum ShapeKind {
+    Constant,
+    Stress {
+        stop_on_breach: bool,
+        expect_capacity: Option<f64>,
+    },
+    Soak {
+        #[serde(with = "humantime_serde")]
+        warmup: Option<Duration>,
+    },
+    Spike,
+    Overload {
+        #[serde(with = "humantime_serde")]
+        fast_fail: Duration,
+    },
+    Stages,
+}
+
+/// The compiled schedule.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub model: Model,
+    pub kind: ShapeKind,
+    pub phases: Vec<Phase>,
+}
+
+impl Plan {
+    pub fn total(&self) -> Duration {
+        self.phases.last().map(|p| p.end()).unwrap_or_default()
+    }
+    /// Index of the phase running at offset `t` (the last one after the end).
+    pub fn phase_at(&self, t: Duration) -> usize {
+        self.phases
+            .iter()
+            .position(|p| t < p.end())
+            .unwrap_or(self.phases.len().saturating_sub(1))
+    }
+    pub fn infos(&self) -> Vec<PhaseInfo> {
+        self.phases.iter().map(|p| p.info.clone()).collect()
+    }
+}
+
+fn label(model: Model, from: f64, to: f64) -> String {
+    let unit = match model {
+        Model::Open => "/s",
+        Model::Closed => " VUs",
+    };
+    let f = |v: f64| Level(v).to_string();
+    if (from - to).abs() < f64::EPSILON {
+        format!("{}{unit}", f(to))
+    } else {
+        format!("{}→{}{unit}", f(from), f(to))
+    }
+}
+
+struct Builder {
+    model: Model,
+    scale: f64,
+    at: Duration,
+    phases: Vec<Phase>,
+}
+
+impl Builder {
+    fn push(&mut self, name: String, d: Duration, from: f64, to: f64) {
+        let duration = d.mul_f64(self.scale);
+        if duration.is_zero() {
+            return;
+        }
+        self.phases.push(Phase {
+            info: PhaseInfo {
+                index: self.phases.len(),
+                name,
+                label: label(self.model, from, to),
+                start: self.at,
+                duration,
+            },
+            from,
+            to,
+        });
+        self.at += duration;
+    }
+}
+
+impl Shape {
+    pub(super) fn validate(&self, model: Model) -> Result<(), String> {
+        let nonzero = |d: &Duration, what: &str| {
+            if d.is_zero() {
+                Err(format!("shape: {what} must be longer than 0s"))
+            } else {
+                Ok(())
+            }
+        };
+        match self {
+            Shape::Constant { duration, .. } | Shape::Soak { duration, .. } => {
+                nonzero(duration, "duration")
+            }
+            Shape::Stress {
+                start,
+                step,
+                step_duration,
+                max,
+                ..
+            } => {
+                nonzero(step_duration, "step_duration")?;
+                if step.0 <= 0.0 {
+                    return Err("shape.stress.step must be above 0".into());
+                }
+                if max.0 < start.0 {
+                    return Err("shape.stress.max must be at least start".into());
+                }
+                if ((max.0 - start.0) / step.0) > 1000.0 {
+                    return Err("shape.stress: more than 1000 steps; raise `step`".into());
+                }
+                Ok(())
+            }
+            Shape::Spike {
+                factor,
+                spike_duration,
+                ..
+            } => {
+                nonzero(spike_duration, "spike_duration")?;
+                if !(factor.is_finite() && *factor > 0.0) {
+                    return Err("shape.spike.factor must be above 0".into());
+                }
+                Ok(())
+            }
+            Shape::Overload { duration, .. } => nonzero(duration, "duration"),
+            Shape::Stages { stages, .. } => {
+                if stages.is_empty() {
+                    return Err("shape.stages needs at least one stage".into());
+                }
+                for s in stages {
+                    if let Some(n) = &s.name {
+                        if !tag_safe(n) {
+                            return Err(format!("stage name `{n}`: use letters, digits, `-`, `_` and `.` only"));
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+        .and_then(|()| {
+            if model == Model::Closed {
+                if let Shape::Spike { factor, baseline, .. } = self {
+                    if (baseline.0 * factor).fract() != 0.0 {
+                        return Err("shape.spike: baseline × factor must be a whole number of VUs in the closed model".into());
+                    }
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// Compile into phases; `scale` multiplies every duration.
+    pub fn compile(&self, model: Model, scale: f64) -> Plan {
+        let mut b = Builder {
+            model,
+            scale,
+            at: Duration::ZERO,
+            phases: Vec::new(),
+        };
+        let kind = match self {
+            Shape::Constant {
+                rate,
+                duration,
+                ramp_up,
+            } => {
+                if let Some(r) = ramp_up {
+                    b.push("ramp-up".into(), *r, 0.0, rate.0);
+                }
+                b.push("main".into(), *duration, rate.0, rate.0);
+                ShapeKind::Constant
+            }
+            Shape::Stress {
+                start,
+                step,
+                step_duration,
+                max,
+                stop_on_breach,
+                expect_capacity,
+            } => {
+                let mut level = start.0;
+                let mut i = 1;
+                while level <= max.0 + 1e-9 {
+                    b.push(format!("step-{i}"), *step_duration, level, level);
+                    level += step.0;
+                    i += 1;
+                }
+                ShapeKind::Stress {
+                    stop_on_breach: *stop_on_breach,
+                    expect_capacity: expect_capacity.map(|l| l.0),
+                }
+            }
+            Shape::Soak {
+                rate,
+                duration,
+                ramp_up,
+                warmup,
+            } => {
+                if let Some(r) = ramp_up {
+                    b.push("ramp-up".into(), *r, 0.0, rate.0);
+                }
+                b.push("soak".into(), *duration, rate.0, rate.0);
+                ShapeKind::Soak {
+                    warmup: warmup.map(|w| w.mul_f64(scale)),
+                }
+            }
+            Shape::Spike {
+                baseline,
+                factor,
+                baseline_duration,
+                spike_duration,
+                recovery_duration,
+            } => {
+                let peak = baseline.0 * factor;
+                b.push("baseline".into(), *baseline_duration, baseline.0, baseline.0);
+                b.push("spike".into(), *spike_duration, peak, peak);
+                b.push("recovery".into(), *recovery_duration, baseline.0, baseline.0);
+                ShapeKind::Spike
+            }
+            Shape::Overload {
+                baseline,
+                rate,
+                baseline_duration,
+                ramp,
+                duration,
+                recovery_duration,
+                fast_fail,
+            } => {
+                b.push("baseline".into(), *baseline_duration, baseline.0, baseline.0);
+                if let Some(r) = ramp {
+                    b.push("ramp".into(), *r, baseline.0, rate.0);
+                }
+                b.push("overload".into(), *duration, rate.0, rate.0);
+                b.push("recovery".into(), *recovery_duration, baseline.0, baseline.0);
+                ShapeKind::Overload {
+                    fast_fail: *fast_fail,
+                }
+            }
+            Shape::Stages { start, stages } => {
+                let mut prev = start.0;
+                for (i, s) in stages.iter().enumerate() {
+                    let name = s.name.clone().unwrap_or_else(|| format!("stage-{}", i + 1));
+                    b.push(name, s.duration, prev, s.target.0);
+                    prev = s.target.0;
+                }
+                ShapeKind::Stages
+            }
+        };
+        Plan {
+            model,
+            kind,
+            phases: b.phases,
+        }
+    }
+}
+
+/// Names end up as interval-log tags: no spaces, commas or newlines.
+pub fn tag_safe(s: &str) -> bool {
+    !s.is_empty()
+        && s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stress_steps_are_contiguous() {
+        let s = Shape::Stress {
+            start: Level(100.0),
+            step: Level(100.0),
+            step_duration: Duration::from_secs(10),
+            max: Level(500.0),
+            stop_on_breach: true,
+            expect_capacity: None,
+        };
+        let p = s.compile(Model::Open, 1.0);
+        assert_eq!(p.phases.len(), 5);
+        assert_eq!(p.phases[4].info.name, "step-5");
+        assert_eq!(p.phases[4].from, 500.0);
+        assert_eq!(p.phases[2].info.start, Duration::from_secs(20));
+        assert_eq!(p.total(), Duration::from_secs(50));
+        assert_eq!(p.phase_at(Duration::from_millis(19_999)), 1);
+        let fast = s.compile(Model::Open, 0.1);
+        assert_eq!(fast.total(), Duration::from_secs(5));
+    }
+
+    #[test]
+    fn ramp_level() {
+        let s = Shape::Stages {
+            start: Level(0.0),
+            stages: vec![Stage {
+                name: None,
+                duration: Duration::from_secs(10),
+                target: Level(100.0),
+            }],
+        };
+        let p = s.compile(Model::Open, 1.0);
+        assert!((p.phases[0].level_at(Duration::from_secs(5)) - 50.0).abs() < 1e-9);
+    }
+}

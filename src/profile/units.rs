@@ -1,0 +1,159 @@
+//! Small value types of the profile language: rates (`200/s`), levels (a rate
+//! in the open model, a number of virtual users in the closed one) and
+//! percentages (`0.1%`). Each parses from YAML strings or numbers.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// A load level: requests per second (open model) or virtual users (closed).
+/// Written `200/s`, `12000/m`, `3/h` or a plain number.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Level(pub f64);
+
+impl Level {
+    pub fn per_sec(self) -> f64 {
+        self.0
+    }
+}
+
+impl FromStr for Level {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let (num, div) = if let Some(n) = t.strip_suffix("/s") {
+            (n, 1.0)
+        } else if let Some(n) = t.strip_suffix("/m") {
+            (n, 60.0)
+        } else if let Some(n) = t.strip_suffix("/h") {
+            (n, 3600.0)
+        } else {
+            (t, 1.0)
+        };
+        let v: f64 = num
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a rate: expected e.g. `200/s`, `600/m` or `50`"))?;
+        if !v.is_finite() || v < 0.0 {
+            return Err(format!("`{s}`: a rate must be zero or positive"));
+        }
+        Ok(Level(v / div))
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.fract() == 0.0 {
+            write!(f, "{}", self.0 as u64)
+        } else {
+            write!(f, "{:.2}", self.0)
+        }
+    }
+}
+
+struct NumOrStr<T>(std::marker::PhantomData<T>);
+
+impl<T: FromStr<Err = String> + From<f64>> Visitor<'_> for NumOrStr<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number or a string such as `200/s` or `0.1%`")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        v.parse().map_err(E::custom)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
+        Ok(T::from(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<T, E> {
+        Ok(T::from(v as f64))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<T, E> {
+        if v < 0 {
+            return Err(E::custom(format!("{v}: must be zero or positive")));
+        }
+        Ok(T::from(v as f64))
+    }
+}
+
+impl From<f64> for Level {
+    fn from(v: f64) -> Self {
+        Level(v)
+    }
+}
+
+impl<'de> Deserialize<'de> for Level {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NumOrStr::<Level>(std::marker::PhantomData))
+    }
+}
+
+impl Serialize for Level {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+/// A fraction written as a percentage (`0.1%`) or a plain fraction (`0.001`).
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct Percent(pub f64);
+
+impl FromStr for Percent {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        let (num, scale) = match t.strip_suffix('%') {
+            Some(n) => (n, 0.01),
+            None => (t, 1.0),
+        };
+        let v: f64 = num
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{s}` is not a percentage: expected e.g. `0.1%` or `0.001`"))?;
+        if !(0.0..=100.0).contains(&v) {
+            return Err(format!("`{s}`: out of range"));
+        }
+        Ok(Percent(v * scale))
+    }
+}
+
+impl From<f64> for Percent {
+    fn from(v: f64) -> Self {
+        Percent(v)
+    }
+}
+
+impl<'de> Deserialize<'de> for Percent {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NumOrStr::<Percent>(std::marker::PhantomData))
+    }
+}
+
+impl Serialize for Percent {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}%", self.0 * 100.0))
+    }
+}
+
+impl fmt::Display for Percent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}%", self.0 * 100.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_parse() {
+        assert_eq!("200/s".parse::<Level>().unwrap().0, 200.0);
+        assert_eq!("600/m".parse::<Level>().unwrap().0, 10.0);
+        assert_eq!("50".parse::<Level>().unwrap().0, 50.0);
+        assert!("fast".parse::<Level>().is_err());
+        assert!("-3/s".parse::<Level>().is_err());
+        assert!((("0.1%".parse::<Percent>().unwrap().0) - 0.001).abs() < 1e-12);
+        assert!("150%".parse::<Percent>().is_err());
+    }
+}

@@ -1,0 +1,134 @@
+//! The end-of-run summary as plain text: per phase, the budgets, the verdicts.
+
+use std::fmt::Write as _;
+
+use super::summary::{ScopeSummary, Summary};
+
+fn fmt_ms(v: f64) -> String {
+    if v >= 10_000.0 {
+        format!("{:.1}s", v / 1000.0)
+    } else if v >= 100.0 {
+        format!("{v:.0}ms")
+    } else {
+        format!("{v:.2}ms")
+    }
+}
+
+fn errors_by_kind(s: &ScopeSummary) -> String {
+    let mut parts: Vec<String> = s
+        .by_class
+        .iter()
+        .filter(|(k, _)| k.as_str() != "ok")
+        .map(|(k, c)| format!("{k}={}", c.count))
+        .collect();
+    if s.dropped > 0 {
+        parts.push(format!("dropped={}", s.dropped));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// Render the summary for a terminal or a log.
+pub fn render(s: &Summary) -> String {
+    let mut o = String::new();
+    let m = &s.meta;
+    let _ = writeln!(
+        o,
+        "\nbrunt · {} · {} · {:?} model{}",
+        m.name,
+        m.target,
+        m.model,
+        if m.shard_count > 1 {
+            format!(" · shard {}/{}", m.shard_index + 1, m.shard_count)
+        } else {
+            String::new()
+        }
+    );
+    if s.interrupted {
+        let _ = writeln!(
+            o,
+            "interrupted: {}",
+            s.stopped_reason.as_deref().unwrap_or("the load ended early")
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<12} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  errors",
+        "phase", "target", "requests", "rate/s", "p50", "p95", "p99", "p99.9", "max"
+    );
+    let row = |o: &mut String, p: &ScopeSummary| {
+        let _ = writeln!(
+            o,
+            "{:<12} {:>12} {:>9} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
+            p.name,
+            p.label,
+            p.requests,
+            p.rps,
+            fmt_ms(p.latency.p50),
+            fmt_ms(p.latency.p95),
+            fmt_ms(p.latency.p99),
+            fmt_ms(p.latency.p999),
+            fmt_ms(p.latency.max),
+            errors_by_kind(p)
+        );
+    };
+    for p in &s.phases {
+        if p.requests + p.dropped > 0 {
+            row(&mut o, p);
+        }
+    }
+    row(&mut o, &s.totals);
+    let t = &s.totals;
+    if t.requests > 0 {
+        let _ = writeln!(
+            o,
+            "\nlatency counts from each request's intended start; service time (from the actual send) p99 = {}",
+            fmt_ms(t.service.p99)
+        );
+    }
+    if let Some(st) = &s.stress {
+        let _ = writeln!(o);
+        match (&st.knee, &st.first_breach) {
+            (Some(k), Some(b)) => {
+                let why: Vec<String> = st.breached.iter().map(|v| format!("{} (measured {})", v.budget, v.shown)).collect();
+                let _ = writeln!(
+                    o,
+                    "knee: {k} ({}) is the last step within budget; {b} ({}) broke {}",
+                    level(st.knee_level),
+                    level(st.first_breach_level),
+                    why.join(", ")
+                );
+            }
+            (Some(k), None) => {
+                let _ = writeln!(o, "knee: not reached — every step up to {k} ({}) met the budgets", level(st.knee_level));
+            }
+            (None, Some(b)) => {
+                let _ = writeln!(o, "knee: below the first step — {b} already broke the budgets");
+            }
+            (None, None) => {
+                let _ = writeln!(o, "knee: no step completed");
+            }
+        }
+        if let Some(want) = st.expect_capacity {
+            let _ = writeln!(o, "expected capacity {want}/s: {}", if st.knee_level.is_some_and(|k| k >= want) { "PASS" } else { "FAIL" });
+        }
+    }
+    if !s.budgets.is_empty() {
+        let _ = writeln!(o, "\nbudgets:");
+        for v in &s.budgets {
+            let _ = writeln!(o, "  {v}{}", v.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default());
+        }
+    }
+    for n in &s.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    let _ = writeln!(o, "\nresult: {}", if s.passed { "PASS" } else { "FAIL" });
+    o
+}
+
+fn level(l: Option<f64>) -> String {
+    l.map(|v| format!("{v}/s")).unwrap_or_else(|| "-".into())
+}
