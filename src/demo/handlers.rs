@@ -1,0 +1,320 @@
+//! Request routing and the endpoints' behaviour.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE, RETRY_AFTER};
+use hyper::{Request, Response, StatusCode};
+use tokio::sync::{Mutex, Semaphore};
+
+use super::stall::StallSchedule;
+use super::{DemoConfig, DemoStats, EndpointStats};
+
+/// Largest body `/echo` accepts (413 above): the demo target must stay cheap.
+pub(crate) const ECHO_LIMIT: usize = 1 << 20;
+/// Largest `/slow?ms=N` honoured (400 above): keeps a typo from parking a
+/// connection for hours.
+pub(crate) const SLOW_MAX_MS: u64 = 600_000;
+
+type Resp = Response<Full<Bytes>>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    Fast,
+    Slow,
+    Contended,
+    Shed,
+    NoShed,
+    Status,
+    Echo,
+    Health,
+    NotFound,
+}
+
+const ENDPOINTS: usize = 9;
+
+impl Endpoint {
+    fn route(path: &str) -> Endpoint {
+        match path {
+            "/" | "/fast" => Endpoint::Fast,
+            "/slow" => Endpoint::Slow,
+            "/contended" => Endpoint::Contended,
+            "/shed" => Endpoint::Shed,
+            "/noshed" => Endpoint::NoShed,
+            "/echo" => Endpoint::Echo,
+            "/health" => Endpoint::Health,
+            p if p.starts_with("/status/") => Endpoint::Status,
+            _ => Endpoint::NotFound,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    requests: AtomicU64,
+    completed: AtomicU64,
+    shed: AtomicU64,
+}
+
+impl Counters {
+    fn snapshot(&self) -> EndpointStats {
+        EndpointStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            completed: self.completed.load(Ordering::Relaxed),
+            shed: self.shed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// State shared by every worker thread of one server.
+pub(crate) struct Shared {
+    started: Instant,
+    slow: Duration,
+    contended_hold: Duration,
+    shed_cap: usize,
+    shed_work: Duration,
+    stall: Option<StallSchedule>,
+    /// The one contention point of `/contended`: a fair (FIFO) async lock,
+    /// so waiters queue without holding a thread each.
+    contended: Mutex<()>,
+    shed_in_flight: AtomicUsize,
+    noshed_permits: Semaphore,
+    counters: [Counters; ENDPOINTS],
+    connections: AtomicU64,
+    stalled: AtomicU64,
+}
+
+impl Shared {
+    pub(crate) fn new(cfg: &DemoConfig, started: Instant) -> Shared {
+        Shared {
+            started,
+            slow: cfg.slow,
+            contended_hold: cfg.contended_hold,
+            shed_cap: cfg.shed_cap,
+            shed_work: cfg.shed_work,
+            stall: cfg.stall_schedule(),
+            contended: Mutex::new(()),
+            shed_in_flight: AtomicUsize::new(0),
+            noshed_permits: Semaphore::new(cfg.shed_cap),
+            counters: Default::default(),
+            connections: AtomicU64::new(0),
+            stalled: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn connection_opened(&self) {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn counters(&self, ep: Endpoint) -> &Counters {
+        &self.counters[ep as usize]
+    }
+
+    pub(crate) fn stats(&self) -> DemoStats {
+        let c = |ep| self.counters(ep).snapshot();
+        DemoStats {
+            fast: c(Endpoint::Fast),
+            slow: c(Endpoint::Slow),
+            contended: c(Endpoint::Contended),
+            shed: c(Endpoint::Shed),
+            noshed: c(Endpoint::NoShed),
+            status: c(Endpoint::Status),
+            echo: c(Endpoint::Echo),
+            health: c(Endpoint::Health),
+            not_found: c(Endpoint::NotFound),
+            connections: self.connections.load(Ordering::Relaxed),
+            stalled: self.stalled.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Holds a response back until the current stall window (if any) ends:
+    /// whatever arrived or was in progress during the window completes at
+    /// its end, exactly as if the whole process had been paused.
+    async fn stall_gate(&self) {
+        let Some(stall) = self.stall else { return };
+        let elapsed = self.started.elapsed();
+        if let Some((_, end)) = stall.window_at(elapsed) {
+            self.stalled.fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep_until((self.started + end).into()).await;
+        }
+    }
+}
+
+/// Decrements the `/shed` in-flight count however the request ends
+/// (including a client that hangs up mid-request).
+struct InFlight<'a>(&'a AtomicUsize);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+pub(crate) async fn handle(
+    shared: Arc<Shared>,
+    req: Request<Incoming>,
+) -> Result<Resp, Infallible> {
+    let ep = Endpoint::route(req.uri().path());
+    let counters = shared.counters(ep);
+    counters.requests.fetch_add(1, Ordering::Relaxed);
+    let resp = match ep {
+        Endpoint::Fast | Endpoint::Health => text(StatusCode::OK, "ok\n"),
+        Endpoint::Slow => slow(&shared, req.uri().query()).await,
+        Endpoint::Contended => contended(&shared).await,
+        Endpoint::Shed => {
+            // The guard lives past the stall gate: a paused server still
+            // counts its stuck requests as in flight.
+            let prev = shared.shed_in_flight.fetch_add(1, Ordering::AcqRel);
+            let _guard = InFlight(&shared.shed_in_flight);
+            let resp = if prev >= shared.shed_cap {
+                counters.shed.fetch_add(1, Ordering::Relaxed);
+                shed_response()
+            } else {
+                tokio::time::sleep(shared.shed_work).await;
+                text(StatusCode::OK, "ok\n")
+            };
+            shared.stall_gate().await;
+            counters.completed.fetch_add(1, Ordering::Relaxed);
+            return Ok(resp);
+        }
+        Endpoint::NoShed => match shared.noshed_permits.acquire().await {
+            Ok(_permit) => {
+                tokio::time::sleep(shared.shed_work).await;
+                text(StatusCode::OK, "ok\n")
+            }
+            // Only if the semaphore were closed, which this module never does.
+            Err(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "closed\n"),
+        },
+        Endpoint::Status => status(req.uri().path(), req.uri().query()),
+        Endpoint::Echo => echo(req).await,
+        Endpoint::NotFound => text(StatusCode::NOT_FOUND, "not found\n"),
+    };
+    shared.stall_gate().await;
+    counters.completed.fetch_add(1, Ordering::Relaxed);
+    Ok(resp)
+}
+
+fn text(status: StatusCode, body: &'static str) -> Resp {
+    let mut resp = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    resp
+}
+
+fn shed_response() -> Resp {
+    let mut resp = text(StatusCode::SERVICE_UNAVAILABLE, "overloaded\n");
+    resp.headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+    resp
+}
+
+/// Value of `key` in a query string (`a=1&b=2`), if present.
+fn query_param<'q>(query: Option<&'q str>, key: &str) -> Option<&'q str> {
+    query?
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v)
+}
+
+async fn slow(shared: &Shared, query: Option<&str>) -> Resp {
+    let delay = match query_param(query, "ms") {
+        None => shared.slow,
+        Some(v) => match v.parse::<u64>() {
+            Ok(ms) if ms <= SLOW_MAX_MS => Duration::from_millis(ms),
+            _ => return text(StatusCode::BAD_REQUEST, "ms must be 0..=600000\n"),
+        },
+    };
+    tokio::time::sleep(delay).await;
+    text(StatusCode::OK, "ok\n")
+}
+
+async fn contended(shared: &Shared) -> Resp {
+    let _lock = shared.contended.lock().await;
+    hold(shared.contended_hold).await;
+    text(StatusCode::OK, "ok\n")
+}
+
+/// Sleeps for `d` while the caller holds the contended lock. Tokio's timer
+/// rounds up to whole milliseconds (a 2-ms sleep takes 2–3 ms), which would
+/// cap `/contended` well below 1/hold; a thread sleep is accurate to tens of
+/// microseconds, and only the lock holder ever runs one, so the blocking
+/// pool stays at one thread.
+async fn hold(d: Duration) {
+    if d.is_zero() {
+        return;
+    }
+    if d >= Duration::from_millis(50) {
+        tokio::time::sleep(d).await;
+        return;
+    }
+    if tokio::task::spawn_blocking(move || std::thread::sleep(d))
+        .await
+        .is_err()
+    {
+        // The blocking pool is gone (runtime shutting down): still hold.
+        tokio::time::sleep(d).await;
+    }
+}
+
+fn status(path: &str, query: Option<&str>) -> Resp {
+    let code = path
+        .strip_prefix("/status/")
+        .and_then(|c| c.parse::<u16>().ok())
+        .filter(|c| (200..=599).contains(c))
+        .and_then(|c| StatusCode::from_u16(c).ok());
+    let Some(code) = code else {
+        return text(StatusCode::BAD_REQUEST, "status must be 200..=599\n");
+    };
+    let mut resp = text(code, "status\n");
+    // Opt-in, so a test can also check a 503 *without* Retry-After.
+    if let Some(v) = query_param(query, "retry_after") {
+        if let Ok(v) = HeaderValue::from_str(v) {
+            resp.headers_mut().insert(RETRY_AFTER, v);
+        }
+    }
+    resp
+}
+
+async fn echo(req: Request<Incoming>) -> Resp {
+    let content_type = req.headers().get(CONTENT_TYPE).cloned();
+    let body = match Limited::new(req.into_body(), ECHO_LIMIT).collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return text(StatusCode::PAYLOAD_TOO_LARGE, "body too large\n")
+        }
+        Err(_) => return text(StatusCode::BAD_REQUEST, "body read failed\n"),
+    };
+    let mut resp = Response::new(Full::new(body));
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        content_type.unwrap_or(HeaderValue::from_static("application/octet-stream")),
+    );
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert_eq!(Endpoint::route("/"), Endpoint::Fast);
+        assert_eq!(Endpoint::route("/fast"), Endpoint::Fast);
+        assert_eq!(Endpoint::route("/status/418"), Endpoint::Status);
+        assert_eq!(Endpoint::route("/nope"), Endpoint::NotFound);
+    }
+
+    #[test]
+    fn query_params() {
+        assert_eq!(query_param(Some("a=1&ms=20"), "ms"), Some("20"));
+        assert_eq!(query_param(Some("ms"), "ms"), None);
+        assert_eq!(query_param(None, "ms"), None);
+    }
+}
