@@ -156,23 +156,32 @@ impl Budget {
             Metric::Quantile(_) | Metric::ServiceQuantile(_) | Metric::Max | Metric::Mean => {
                 humantime::parse_duration(rhs)
                     .map(|d| d.as_secs_f64() * 1000.0)
-                    .map_err(|_| err(format!("`{rhs}`: expected a duration such as `500ms` or `1.5s`")))
+                    .map_err(|_| {
+                        err(format!(
+                            "`{rhs}`: expected a duration such as `500ms` or `1.5s`"
+                        ))
+                    })
                     .or_else(|e| {
                         // humantime has no fractions: accept `1.5s`/`0.5ms` by hand.
                         parse_frac_duration_ms(rhs).ok_or(e)
                     })?
             }
-            Metric::ErrorRate | Metric::ShedRate | Metric::DropRate => rhs
-                .parse::<Percent>()
-                .map(|p| p.0)
-                .map_err(err)?,
+            Metric::ErrorRate | Metric::ShedRate | Metric::DropRate => {
+                rhs.parse::<Percent>().map(|p| p.0).map_err(err)?
+            }
             Metric::Throughput | Metric::Rps => rhs.parse::<Level>().map(|l| l.0).map_err(err)?,
             Metric::Requests => rhs
                 .parse::<f64>()
                 .map_err(|_| err(format!("`{rhs}`: expected a number")))?,
         };
-        if matches!(metric, Metric::ErrorRate | Metric::ShedRate | Metric::DropRate) && class.is_some() {
-            return Err(err(format!("`{lhs}`: rates are over all classes; drop the class")));
+        if matches!(
+            metric,
+            Metric::ErrorRate | Metric::ShedRate | Metric::DropRate
+        ) && class.is_some()
+        {
+            return Err(err(format!(
+                "`{lhs}`: rates are over all classes; drop the class"
+            )));
         }
         Ok(Budget {
             text: t.to_string(),
@@ -188,23 +197,41 @@ impl Budget {
     pub fn measure(&self, s: &Stats) -> f64 {
         let secs = s.duration.as_secs_f64().max(1e-9);
         match self.metric {
-            Metric::Quantile(q) => ms(s.latency(self.class).value_at_quantile(q), &s.latency(self.class)),
-            Metric::ServiceQuantile(q) => ms(s.service(self.class).value_at_quantile(q), &s.service(self.class)),
+            Metric::Quantile(q) => ms(
+                s.latency(self.class).value_at_quantile(q),
+                &s.latency(self.class),
+            ),
+            Metric::ServiceQuantile(q) => ms(
+                s.service(self.class).value_at_quantile(q),
+                &s.service(self.class),
+            ),
             Metric::Max => {
                 let h = s.latency(self.class);
                 ms(h.max(), &h)
             }
             Metric::Mean => {
                 let h = s.latency(self.class);
-                if h.is_empty() { 0.0 } else { h.mean() / 1e6 }
+                if h.is_empty() {
+                    0.0
+                } else {
+                    h.mean() / 1e6
+                }
             }
             Metric::ErrorRate => s.error_rate(),
             Metric::ShedRate => {
                 let n = s.completed() + s.dropped;
-                if n == 0 { 0.0 } else { s.count(Class::Shed) as f64 / n as f64 }
+                if n == 0 {
+                    0.0
+                } else {
+                    s.count(Class::Shed) as f64 / n as f64
+                }
             }
             Metric::DropRate => {
-                if s.offered == 0 { 0.0 } else { s.dropped as f64 / s.offered as f64 }
+                if s.offered == 0 {
+                    0.0
+                } else {
+                    s.dropped as f64 / s.offered as f64
+                }
             }
             Metric::Throughput => match self.class {
                 Some(c) => s.count(c) as f64 / secs,
@@ -269,7 +296,13 @@ fn ms(v: u64, h: &hdrhistogram::Histogram<u64>) -> f64 {
 
 fn parse_frac_duration_ms(s: &str) -> Option<f64> {
     let s = s.trim();
-    let units = [("ms", 1.0), ("us", 0.001), ("µs", 0.001), ("s", 1000.0), ("m", 60_000.0)];
+    let units = [
+        ("ms", 1.0),
+        ("us", 0.001),
+        ("µs", 0.001),
+        ("s", 1000.0),
+        ("m", 60_000.0),
+    ];
     for (u, f) in units {
         if let Some(n) = s.strip_suffix(u) {
             if let Ok(v) = n.trim().parse::<f64>() {
@@ -347,7 +380,10 @@ mod tests {
         let b = Budget::parse("error_rate < 0.1%").unwrap();
         assert!((b.limit - 0.001).abs() < 1e-12);
         let b = Budget::parse("throughput >= 3000/s").unwrap();
-        assert_eq!((b.metric, b.op, b.limit), (Metric::Throughput, Op::Ge, 3000.0));
+        assert_eq!(
+            (b.metric, b.op, b.limit),
+            (Metric::Throughput, Op::Ge, 3000.0)
+        );
         let b = Budget::parse("svc.p99 < 20ms").unwrap();
         assert_eq!(b.metric, Metric::ServiceQuantile(0.99));
         assert!(Budget::parse("p99 500ms").is_err());

@@ -1,4 +1,272 @@
-//! Command-line parsing and exit codes (placeholder).
+//! The command line: argument parsing, Ctrl-C, exit codes. Everything else
+//! lives in the library.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{anyhow, Context};
+use clap::{Parser, Subcommand};
+
+use crate::engine::{EngineError, Shard};
+use crate::profile::{Profile, ProfileError};
+use crate::run::{self, Progress, RunError, RunOptions};
+
+const EXIT_CODES: &str = "Exit codes: 0 every budget met · 99 a budget failed · 2 bad input (profile, arguments) · 1 any other failure.";
+
+#[derive(Parser)]
+#[command(name = "brunt", version, about = "Profile-driven HTTP load that watches the server side and tells you where — and why — it broke.", after_help = EXIT_CODES)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a load profile and write a run directory (summary.json, latency.hlog, timeseries.csv).
+    #[command(after_help = EXIT_CODES)]
+    Run {
+        /// The YAML profile (see profiles/).
+        profile: PathBuf,
+        /// Run directory (default: runs/<timestamp>-<name>).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Target base URL, overriding the profile's `target.url` (e.g. staging vs production).
+        #[arg(long)]
+        target: Option<String>,
+        /// Multiply every phase duration, e.g. 0.1 for a quick rehearsal of a long profile.
+        #[arg(long, default_value_t = 1.0)]
+        time_scale: f64,
+        /// Run shard I of N (1-based): take 1/N of the load.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<String>,
+        /// Start the load at this Unix time (seconds), so shards step together.
+        #[arg(long, value_name = "UNIX_SECONDS")]
+        start_at: Option<f64>,
+        /// Plain progress lines instead of a live bar.
+        #[arg(long)]
+        plain: bool,
+        /// No progress output.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Check a profile without running it.
+    #[command(after_help = EXIT_CODES)]
+    Validate { profile: PathBuf },
+    /// Serve the built-in demo target (fast, slow, contended, shedding and stalling endpoints).
+    DemoTarget {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        listen: String,
+        /// Pause the whole server every this often (e.g. 10s): the coordinated-omission trap.
+        #[arg(long)]
+        stall_every: Option<String>,
+        /// Length of each pause.
+        #[arg(long, default_value = "1s")]
+        stall_for: String,
+    },
+    /// Rebuild summary.json (and the terminal summary) from a run directory, also an interrupted one.
+    #[command(after_help = EXIT_CODES)]
+    Report { dir: PathBuf },
+}
+
+/// Bad input (exit 2) versus other failures (exit 1).
+struct BadInput(anyhow::Error);
+
 pub fn main() -> i32 {
-    0
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(Failure::Bad(e)) => {
+            eprintln!("error: {e:#}");
+            2
+        }
+        Err(Failure::Other(e)) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+enum Failure {
+    Bad(anyhow::Error),
+    Other(anyhow::Error),
+}
+
+impl From<BadInput> for Failure {
+    fn from(b: BadInput) -> Self {
+        Failure::Bad(b.0)
+    }
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Other(e)
+    }
+}
+
+fn load_profile(path: &std::path::Path) -> Result<Profile, Failure> {
+    Profile::load(path).map_err(|e| match &e {
+        ProfileError::Syntax { snippet, .. } => Failure::Bad(anyhow!("{e}\n{snippet}")),
+        _ => Failure::Bad(anyhow!(e)),
+    })
+}
+
+fn parse_shard(s: &str) -> Result<Shard, Failure> {
+    let bad = || {
+        Failure::Bad(anyhow!(
+            "--shard {s}: expected I/N with 1 ≤ I ≤ N, e.g. 2/4"
+        ))
+    };
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let i: u32 = i.trim().parse().map_err(|_| bad())?;
+    let n: u32 = n.trim().parse().map_err(|_| bad())?;
+    if n == 0 || i == 0 || i > n {
+        return Err(bad());
+    }
+    Ok(Shard {
+        index: i - 1,
+        count: n,
+    })
+}
+
+/// First Ctrl-C: stop the load and finish the report. Second: exit now.
+fn install_ctrl_c(stop: Arc<AtomicBool>) {
+    let _ = std::thread::Builder::new()
+        .name("brunt-signal".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("\nstopping: finishing the report (Ctrl-C again to quit at once)");
+                    stop.store(true, Ordering::Relaxed);
+                }
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    eprintln!("\nquit: the run directory holds every second measured so far");
+                    std::process::exit(130);
+                }
+            });
+        });
+}
+
+fn dispatch(cli: Cli) -> Result<i32, Failure> {
+    match cli.cmd {
+        Cmd::Validate { profile } => {
+            let p = load_profile(&profile)?;
+            let plan = p.plan(1.0);
+            println!(
+                "{}: OK — {} phase(s), {} total, {} request(s) in the mix, {} budget(s)",
+                profile.display(),
+                plan.phases.len(),
+                humantime::format_duration(plan.total()),
+                p.requests.len(),
+                p.budgets.len()
+            );
+            for ph in &plan.phases {
+                println!(
+                    "  {:<12} {:>12}  at {:>8}  for {}",
+                    ph.info.name,
+                    ph.info.label,
+                    humantime::format_duration(ph.info.start).to_string(),
+                    humantime::format_duration(ph.info.duration)
+                );
+            }
+            Ok(0)
+        }
+        Cmd::Run {
+            profile,
+            out,
+            target,
+            time_scale,
+            shard,
+            start_at,
+            plain,
+            quiet,
+        } => {
+            let p = load_profile(&profile)?;
+            if !(time_scale.is_finite() && time_scale > 0.0) {
+                return Err(BadInput(anyhow!("--time-scale must be above 0")).into());
+            }
+            let shard = match shard {
+                Some(s) => parse_shard(&s)?,
+                None => Shard::default(),
+            };
+            let start_at = match start_at {
+                Some(t) if t.is_finite() && t > 0.0 => {
+                    Some(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(t))
+                }
+                Some(_) => {
+                    return Err(BadInput(anyhow!("--start-at: expected Unix seconds")).into())
+                }
+                None => None,
+            };
+            let stop = Arc::new(AtomicBool::new(false));
+            install_ctrl_c(stop.clone());
+            let opts = RunOptions {
+                target,
+                out,
+                time_scale,
+                shard,
+                start_at,
+                progress: if quiet {
+                    Progress::Quiet
+                } else if plain {
+                    Progress::Plain
+                } else {
+                    Progress::Auto
+                },
+                stop: Some(stop),
+                observers: Vec::new(),
+            };
+            let result = run::execute(&p, opts).map_err(|e| match e {
+                RunError::Engine(EngineError::Client(_)) | RunError::Invalid(_) => {
+                    Failure::Bad(anyhow!(e))
+                }
+                other => Failure::Other(anyhow!(other)),
+            })?;
+            print!("{}", crate::report::terminal::render(&result.summary));
+            println!("run directory: {}", result.dir.display());
+            Ok(result.exit_code())
+        }
+        Cmd::DemoTarget {
+            listen,
+            stall_every,
+            stall_for,
+        } => {
+            let mut cfg = crate::demo::DemoConfig {
+                listen: listen
+                    .parse()
+                    .map_err(|e| BadInput(anyhow!("--listen {listen}: {e}")))?,
+                ..Default::default()
+            };
+            if let Some(s) = stall_every {
+                cfg.stall_every = Some(
+                    humantime::parse_duration(&s)
+                        .map_err(|e| BadInput(anyhow!("--stall-every {s}: {e}")))?,
+                );
+                cfg.stall_for = humantime::parse_duration(&stall_for)
+                    .map_err(|e| BadInput(anyhow!("--stall-for {stall_for}: {e}")))?;
+            }
+            crate::demo::run_standalone(cfg).context("demo target")?;
+            Ok(0)
+        }
+        Cmd::Report { dir } => {
+            let s = crate::report::summary::rebuild(&dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
+            print!("{}", crate::report::terminal::render(&s));
+            Ok(if s.passed { 0 } else { 99 })
+        }
+    }
 }

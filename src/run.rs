@@ -171,7 +171,11 @@ impl RunResult {
 }
 
 fn default_dir(profile: &Profile, shard: Shard) -> PathBuf {
-    let parent = profile.output.dir.clone().unwrap_or_else(|| PathBuf::from("runs"));
+    let parent = profile
+        .output
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs"));
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
     let mut name = format!("{stamp}-{}", sanitize(&profile.name));
     if shard.count > 1 {
@@ -182,16 +186,28 @@ fn default_dir(profile: &Profile, shard: Shard) -> PathBuf {
 
 fn sanitize(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect()
 }
 
 /// Run a profile end to end and write its run directory.
 pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunError> {
-    let scale = if opts.time_scale > 0.0 { opts.time_scale } else { 1.0 };
+    let scale = if opts.time_scale > 0.0 {
+        opts.time_scale
+    } else {
+        1.0
+    };
     let plan = profile.plan(scale);
     if plan.phases.is_empty() {
-        return Err(RunError::Invalid("the shape compiles to no phase (all durations zero?)".into()));
+        return Err(RunError::Invalid(
+            "the shape compiles to no phase (all durations zero?)".into(),
+        ));
     }
     let mut profile = profile.clone();
     if let Some(t) = &opts.target {
@@ -214,13 +230,20 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     let cfg = Arc::new(EngineConfig::new(&profile, &url, plan.clone(), opts.shard)?);
     engine::preflight(&cfg)?;
 
-    let dir = opts.out.clone().unwrap_or_else(|| default_dir(&profile, opts.shard));
+    let dir = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(&profile, opts.shard));
     std::fs::create_dir_all(dir.join("diagnostics")).map_err(|source| RunError::Dir {
         path: dir.clone(),
         source,
     })?;
     let mut saved = profile.clone();
-    saved.target.url = if demo.is_some() { "builtin".into() } else { url.clone() };
+    saved.target.url = if demo.is_some() {
+        "builtin".into()
+    } else {
+        url.clone()
+    };
     std::fs::write(
         dir.join("profile.yaml"),
         serde_saphyr::to_string(&saved).map_err(|e| RunError::Invalid(e.to_string()))?,
@@ -246,10 +269,17 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
         workers: cfg.workers,
         brunt_version: env!("CARGO_PKG_VERSION").into(),
     };
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&meta).map_err(std::io::Error::other)?)?;
+    std::fs::write(
+        dir.join("run.json"),
+        serde_json::to_string_pretty(&meta).map_err(std::io::Error::other)?,
+    )?;
 
     let stop = opts.stop.clone().unwrap_or_default();
-    let budgets: Vec<Budget> = profile.budgets.iter().filter_map(|b| b.parse().ok()).collect();
+    let budgets: Vec<Budget> = profile
+        .budgets
+        .iter()
+        .filter_map(|b| b.parse().ok())
+        .collect();
     let (tx, rx) = mpsc::channel();
     let rec = Recording {
         dir: dir.clone(),
@@ -261,7 +291,11 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
         observers: opts.observers.clone(),
         progress: resolve_progress(opts.progress),
     };
-    let hlog = HlogWriter::create(&dir.join("latency.hlog"), clock.start_unix(), &format!("brunt {} {}", env!("CARGO_PKG_VERSION"), profile.name))?;
+    let hlog = HlogWriter::create(
+        &dir.join("latency.hlog"),
+        clock.start_unix(),
+        &format!("brunt {} {}", env!("CARGO_PKG_VERSION"), profile.name),
+    )?;
     let series = SeriesWriter::create(&dir.join("timeseries.csv"))?;
     let engine = Engine::start(cfg.clone(), clock.start, tx, stop.clone())?;
     let live = engine.live.clone();
@@ -281,7 +315,9 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     let elapsed = clock.elapsed().min(plan.total());
     let interrupted = stop.load(Ordering::Relaxed);
     let measured = Measured::new(&meta, out.phases, elapsed);
-    let reason = out.stopped_reason.or_else(|| interrupted.then(|| "stopped by the user (Ctrl-C)".to_string()));
+    let reason = out
+        .stopped_reason
+        .or_else(|| interrupted.then(|| "stopped by the user (Ctrl-C)".to_string()));
     let summary = summary::build(meta, &profile, &measured, interrupted, reason);
     summary::write(&dir, &summary)?;
     Ok(RunResult { dir, summary })
@@ -321,14 +357,27 @@ impl Recording {
         live: Arc<engine::Live>,
     ) -> Result<Recorded, RunError> {
         let mut agg = Aggregator::new(self.workers);
-        let mut phases: Vec<Stats> = (0..self.plan.phases.len()).map(|_| Stats::default()).collect();
+        let mut phases: Vec<Stats> = (0..self.plan.phases.len())
+            .map(|_| Stats::default())
+            .collect();
         let mut announced: Option<usize> = None;
         let mut judged = 0usize; // stress steps judged so far
         let mut stopped_reason = None;
         let mut events = std::fs::File::create(self.dir.join("events.jsonl"))?;
         let bar = self.make_bar();
-        let names: Vec<String> = self.plan.phases.iter().map(|p| p.info.name.clone()).collect();
-        let stop_on_breach = matches!(self.plan.kind, ShapeKind::Stress { stop_on_breach: true, .. });
+        let names: Vec<String> = self
+            .plan
+            .phases
+            .iter()
+            .map(|p| p.info.name.clone())
+            .collect();
+        let stop_on_breach = matches!(
+            self.plan.kind,
+            ShapeKind::Stress {
+                stop_on_breach: true,
+                ..
+            }
+        );
         loop {
             // Announce the phase that is running now.
             let now_t = self.clock.elapsed();
@@ -339,7 +388,11 @@ impl Recording {
                     for o in &self.observers {
                         o.phase_started(info, &self.clock);
                     }
-                    let _ = writeln!(events, "{}", serde_json::json!({"event": "phase_start", "phase": info.name, "label": info.label, "t": info.start.as_secs_f64()}));
+                    let _ = writeln!(
+                        events,
+                        "{}",
+                        serde_json::json!({"event": "phase_start", "phase": info.name, "label": info.label, "t": info.start.as_secs_f64()})
+                    );
                 }
                 announced = Some(cur);
             }
@@ -406,8 +459,17 @@ impl Recording {
                             .collect();
                         judged += 1;
                         if !failed.is_empty() && s.completed() > 0 {
-                            let why = format!("{} ({}) broke {}; stopped at the first breach", p.info.name, p.info.label, failed.join(", "));
-                            let _ = writeln!(events, "{}", serde_json::json!({"event": "breach", "phase": p.info.name, "why": why}));
+                            let why = format!(
+                                "{} ({}) broke {}; stopped at the first breach",
+                                p.info.name,
+                                p.info.label,
+                                failed.join(", ")
+                            );
+                            let _ = writeln!(
+                                events,
+                                "{}",
+                                serde_json::json!({"event": "breach", "phase": p.info.name, "why": why})
+                            );
                             stopped_reason = Some(why);
                             self.stop.store(true, Ordering::Relaxed);
                             break;
@@ -422,7 +484,11 @@ impl Recording {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        let _ = writeln!(events, "{}", serde_json::json!({"event": "end", "t": self.clock.elapsed().as_secs_f64()}));
+        let _ = writeln!(
+            events,
+            "{}",
+            serde_json::json!({"event": "end", "t": self.clock.elapsed().as_secs_f64()})
+        );
         Ok(Recorded {
             phases,
             stopped_reason,
@@ -443,7 +509,12 @@ impl Recording {
 
     fn show(&self, bar: &Option<indicatif::ProgressBar>, s: &WindowStats, names: &[String]) {
         let phase = names.get(s.phase).map(String::as_str).unwrap_or("-");
-        let label = self.plan.phases.get(s.phase).map(|p| p.info.label.as_str()).unwrap_or("");
+        let label = self
+            .plan
+            .phases
+            .get(s.phase)
+            .map(|p| p.info.label.as_str())
+            .unwrap_or("");
         let line = format!(
             "{phase} {label} | offered {}/s done {}/s | in flight {} | p99 {:.1}ms | ok {} shed {} err {}",
             s.offered,

@@ -31,7 +31,10 @@ pub enum ClientError {
 pub struct Target {
     pub host: String,
     pub port: u16,
-    pub tls: Option<(tokio_rustls::TlsConnector, rustls::pki_types::ServerName<'static>)>,
+    pub tls: Option<(
+        tokio_rustls::TlsConnector,
+        rustls::pki_types::ServerName<'static>,
+    )>,
     pub connect_timeout: Duration,
     pub timeout: Duration,
 }
@@ -77,7 +80,12 @@ pub fn target_from(profile: &Profile, url: &str) -> Result<(Target, String), Cli
     let https = match uri.scheme_str() {
         Some("http") => false,
         Some("https") => true,
-        _ => return Err(ClientError::Url(url.into(), "expected http:// or https://".into())),
+        _ => {
+            return Err(ClientError::Url(
+                url.into(),
+                "expected http:// or https://".into(),
+            ))
+        }
     };
     let host = uri
         .host()
@@ -179,7 +187,11 @@ mod insecure {
 }
 
 /// Build the request mix once.
-pub fn prepare(profile: &Profile, target: &Target, base: &str) -> Result<Vec<Prepared>, ClientError> {
+pub fn prepare(
+    profile: &Profile,
+    target: &Target,
+    base: &str,
+) -> Result<Vec<Prepared>, ClientError> {
     let host_header = if target.port == 80 || target.port == 443 {
         target.host.clone()
     } else {
@@ -200,7 +212,10 @@ fn prepare_one(
     base: &str,
     host: &str,
 ) -> Result<Prepared, ClientError> {
-    let name = r.name.clone().unwrap_or_else(|| format!("{} {}", r.method, r.path));
+    let name = r
+        .name
+        .clone()
+        .unwrap_or_else(|| format!("{} {}", r.method, r.path));
     let bad = |m: String| ClientError::Request(name.clone(), m);
     let method = Method::from_bytes(r.method.as_bytes()).map_err(|e| bad(e.to_string()))?;
     let path = format!("{base}{}", r.path);
@@ -211,10 +226,17 @@ fn prepare_one(
         .body(Full::new(body.clone()))
         .map_err(|e| bad(e.to_string()))?;
     let h = req.headers_mut();
-    h.insert(HOST, HeaderValue::from_str(host).map_err(|e| bad(e.to_string()))?);
-    h.insert(USER_AGENT, HeaderValue::from_static(concat!("brunt/", env!("CARGO_PKG_VERSION"))));
+    h.insert(
+        HOST,
+        HeaderValue::from_str(host).map_err(|e| bad(e.to_string()))?,
+    );
+    h.insert(
+        USER_AGENT,
+        HeaderValue::from_static(concat!("brunt/", env!("CARGO_PKG_VERSION"))),
+    );
     for (k, v) in profile.target.headers.iter().chain(r.headers.iter()) {
-        let k = HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(format!("header `{k}`: {e}")))?;
+        let k =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(format!("header `{k}`: {e}")))?;
         let v = HeaderValue::from_str(v).map_err(|e| bad(format!("header `{k}` value: {e}")))?;
         h.insert(k, v);
     }
@@ -238,7 +260,11 @@ fn prepare_one(
         None => None,
     };
     let p = r.expect.sample.0;
-    let check_every = if p <= 0.0 { 0 } else { (1.0 / p).round().max(1.0) as u64 };
+    let check_every = if p <= 0.0 {
+        0
+    } else {
+        (1.0 / p).round().max(1.0) as u64
+    };
     let _ = i;
     Ok(Prepared {
         name,
@@ -267,7 +293,12 @@ enum Fail {
 }
 
 async fn connect(t: &Target) -> Result<SendRequest<Full<Bytes>>, Fail> {
-    let tcp = match tokio::time::timeout(t.connect_timeout, TcpStream::connect((t.host.as_str(), t.port))).await {
+    let tcp = match tokio::time::timeout(
+        t.connect_timeout,
+        TcpStream::connect((t.host.as_str(), t.port)),
+    )
+    .await
+    {
         Err(_) => return Err(Fail::Connect(Class::Timeout)),
         Ok(Err(_)) => return Err(Fail::Connect(Class::ConnectError)),
         Ok(Ok(s)) => s,
@@ -344,7 +375,9 @@ impl Conn {
                 if attempt == 0 {
                     continue;
                 }
-                return Answer { class: Class::Reset };
+                return Answer {
+                    class: Class::Reset,
+                };
             }
             let resp = match sender.try_send_request(p.request.clone()).await {
                 Ok(r) => r,
@@ -369,20 +402,26 @@ impl Conn {
                     }
                     Err(e) => {
                         self.sender = None;
-                        return Answer { class: classify_error(&e) };
+                        return Answer {
+                            class: classify_error(&e),
+                        };
                     }
                 }
             } else {
                 while let Some(f) = body.frame().await {
                     if let Err(e) = f {
                         self.sender = None;
-                        return Answer { class: classify_error(&e) };
+                        return Answer {
+                            class: classify_error(&e),
+                        };
                     }
                 }
             }
             return Answer { class };
         }
-        Answer { class: Class::Reset }
+        Answer {
+            class: Class::Reset,
+        }
     }
 
     /// Forget the connection (after a timeout the stream is in an unknown state).

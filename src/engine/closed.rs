@@ -106,16 +106,19 @@ async fn vu(
         let phase = state.phase.get();
         let p = &cfg.requests[cfg.pick(&mut rng)];
         n += 1;
-        let check = p.has_check() && n % p.check_every == 0;
+        let check = p.has_check() && n.is_multiple_of(p.check_every);
         state.running.set(state.running.get() + 1);
         let sent = Instant::now();
-        let class = match tokio::time::timeout(cfg.target.timeout, conn.exchange(&cfg.target, p, check)).await {
-            Ok(a) => a.class,
-            Err(_) => {
-                conn.reset();
-                Class::Timeout
-            }
-        };
+        let class =
+            match tokio::time::timeout(cfg.target.timeout, conn.exchange(&cfg.target, p, check))
+                .await
+            {
+                Ok(a) => a.class,
+                Err(_) => {
+                    conn.reset();
+                    Class::Timeout
+                }
+            };
         let end = Instant::now();
         state.running.set(state.running.get().saturating_sub(1));
         {

@@ -65,7 +65,12 @@ pub struct EngineConfig {
 
 impl EngineConfig {
     /// Build from a profile; `url` is the resolved target URL (`--target` or the profile's).
-    pub fn new(profile: &Profile, url: &str, plan: Plan, shard: Shard) -> Result<Self, EngineError> {
+    pub fn new(
+        profile: &Profile,
+        url: &str,
+        plan: Plan,
+        shard: Shard,
+    ) -> Result<Self, EngineError> {
         let (target, base) = client::target_from(profile, url)?;
         let requests = client::prepare(profile, &target, &base)?;
         let mut acc = 0.0;
@@ -116,7 +121,10 @@ pub struct Live {
 
 impl Live {
     pub fn in_flight(&self) -> u64 {
-        self.in_flight.iter().map(|a| a.load(Ordering::Relaxed)).sum()
+        self.in_flight
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .sum()
     }
 }
 
@@ -146,7 +154,10 @@ impl Engine {
             let h = std::thread::Builder::new()
                 .name(format!("brunt-load-{w}"))
                 .spawn(move || {
-                    let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    let rt = match tokio::runtime::Builder::new_current_thread()
+                        .enable_all()
+                        .build()
+                    {
                         Ok(rt) => rt,
                         Err(_) => {
                             let _ = tx.send(RecorderMsg::Done);

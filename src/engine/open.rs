@@ -230,17 +230,21 @@ async fn lane(cfg: Arc<EngineConfig>, lanes: Rc<Lanes>, rec: Rc<RefCell<WorkerRe
         };
         let p = &cfg.requests[t.req];
         n += 1;
-        let check = p.has_check() && n % p.check_every == 0;
+        let check = p.has_check() && n.is_multiple_of(p.check_every);
         let sent = Instant::now();
-        let class = match tokio::time::timeout(cfg.target.timeout, conn.exchange(&cfg.target, p, check)).await {
-            Ok(a) => a.class,
-            Err(_) => {
-                conn.reset();
-                Class::Timeout
-            }
-        };
+        let class =
+            match tokio::time::timeout(cfg.target.timeout, conn.exchange(&cfg.target, p, check))
+                .await
+            {
+                Ok(a) => a.class,
+                Err(_) => {
+                    conn.reset();
+                    Class::Timeout
+                }
+            };
         let end = Instant::now();
-        rec.borrow_mut().record(t.phase, class, t.intended, sent, end);
+        rec.borrow_mut()
+            .record(t.phase, class, t.intended, sent, end);
         lanes.in_flight.set(lanes.in_flight.get().saturating_sub(1));
     }
 }

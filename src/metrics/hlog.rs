@@ -55,7 +55,10 @@ impl HlogWriter {
         let when = chrono::DateTime::from_timestamp(start_unix as i64, 0)
             .map(|d| d.to_rfc3339())
             .unwrap_or_default();
-        writeln!(out, "#[StartTime: {start_unix:.3} (seconds since epoch), {when}]")?;
+        writeln!(
+            out,
+            "#[StartTime: {start_unix:.3} (seconds since epoch), {when}]"
+        )?;
         writeln!(out, "#[MaxValueDivisor: {MAX_DIVISOR:.3}]")?;
         writeln!(
             out,
@@ -104,8 +107,18 @@ impl HlogWriter {
         self.line(None, start, 1.0, &all)?;
         for (name, s) in phases {
             for (c, h) in &s.classes {
-                self.line(Some(&format!("{name}.{}", c.name())), start, 1.0, &h.latency)?;
-                self.line(Some(&format!("{name}.{}.svc", c.name())), start, 1.0, &h.service)?;
+                self.line(
+                    Some(&format!("{name}.{}", c.name())),
+                    start,
+                    1.0,
+                    &h.latency,
+                )?;
+                self.line(
+                    Some(&format!("{name}.{}.svc", c.name())),
+                    start,
+                    1.0,
+                    &h.service,
+                )?;
             }
         }
         self.out.flush()?;
@@ -143,11 +156,12 @@ pub fn read(path: &Path) -> Result<Vec<Interval>, HlogError> {
                     message: format!("base64: {e}"),
                 })?;
             let hist: Histogram<u64> =
-                de.deserialize(&mut bytes.as_slice()).map_err(|e| HlogError::Parse {
-                    path: name.clone(),
-                    line: i + 1,
-                    message: format!("histogram: {e:?}"),
-                })?;
+                de.deserialize(&mut bytes.as_slice())
+                    .map_err(|e| HlogError::Parse {
+                        path: name.clone(),
+                        line: i + 1,
+                        message: format!("histogram: {e:?}"),
+                    })?;
             out.push(Interval {
                 start: ih.start_timestamp(),
                 tag: ih.tag().map(|t| t.as_str().to_string()),

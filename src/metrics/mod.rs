@@ -119,7 +119,10 @@ pub struct Stats {
 impl Stats {
     pub fn merge(&mut self, o: &Stats) {
         for (c, h) in &o.classes {
-            self.classes.entry(*c).or_insert_with(ClassHists::new).add(h);
+            self.classes
+                .entry(*c)
+                .or_insert_with(ClassHists::new)
+                .add(h);
         }
         self.offered += o.offered;
         self.dropped += o.dropped;
@@ -169,7 +172,11 @@ impl Stats {
     /// Add a histogram read back from an interval log.
     pub fn add_hist(&mut self, c: Class, h: &Histogram<u64>, service: bool) {
         let e = self.ensure(c);
-        let _ = if service { e.service.add(h) } else { e.latency.add(h) };
+        let _ = if service {
+            e.service.add(h)
+        } else {
+            e.latency.add(h)
+        };
     }
     fn ensure(&mut self, c: Class) -> &mut ClassHists {
         self.classes.entry(c).or_insert_with(ClassHists::new)
@@ -234,7 +241,14 @@ impl WorkerRecorder {
     /// Record a finished request. `intended` is its scheduled start (open
     /// model) or its actual start (closed model).
     #[inline]
-    pub fn record(&mut self, phase: usize, class: Class, intended: Instant, sent: Instant, end: Instant) {
+    pub fn record(
+        &mut self,
+        phase: usize,
+        class: Class,
+        intended: Instant,
+        sent: Instant,
+        end: Instant,
+    ) {
         let latency = end.saturating_duration_since(intended).as_nanos() as u64;
         let service = end.saturating_duration_since(sent).as_nanos() as u64;
         let h = self.stats_at(phase, end).ensure(class);

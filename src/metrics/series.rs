@@ -79,7 +79,11 @@ impl SeriesWriter {
         Ok(SeriesWriter { out })
     }
     pub fn row(&mut self, r: &Row) -> io::Result<()> {
-        write!(self.out, "{},{},{},{}", r.second, r.phase, r.offered, r.dropped)?;
+        write!(
+            self.out,
+            "{},{},{},{}",
+            r.second, r.phase, r.offered, r.dropped
+        )?;
         for c in r.counts {
             write!(self.out, ",{c}")?;
         }

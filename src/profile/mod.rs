@@ -283,10 +283,12 @@ impl Profile {
                     snippet,
                 }
             })?;
-        profile.validate().map_err(|message| ProfileError::Invalid {
-            path: path.to_path_buf(),
-            message,
-        })?;
+        profile
+            .validate()
+            .map_err(|message| ProfileError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            })?;
         Ok(profile)
     }
 
@@ -319,7 +321,10 @@ impl Profile {
                 return Err(format!("request {which}: weight must be above 0"));
             }
             if hyper::Method::from_bytes(r.method.as_bytes()).is_err() {
-                return Err(format!("request {which}: `{}` is not an HTTP method", r.method));
+                return Err(format!(
+                    "request {which}: `{}` is not an HTTP method",
+                    r.method
+                ));
             }
             if let Some(re) = &r.expect.body_regex {
                 regex::Regex::new(re)
@@ -327,7 +332,9 @@ impl Profile {
             }
             for s in &r.expect.status {
                 if !(100..=599).contains(s) {
-                    return Err(format!("request {which}: expect.status {s} is not an HTTP status"));
+                    return Err(format!(
+                        "request {which}: expect.status {s} is not an HTTP status"
+                    ));
                 }
             }
         }
@@ -342,7 +349,8 @@ impl Profile {
         }
         self.shape.validate(self.load.model)?;
         for b in &self.budgets {
-            b.parse().map_err(|e| format!("budget `{}`: {e}", b.expr()))?;
+            b.parse()
+                .map_err(|e| format!("budget `{}`: {e}", b.expr()))?;
         }
         Ok(())
     }

@@ -350,9 +350,19 @@ impl Shape {
                 recovery_duration,
             } => {
                 let peak = baseline.0 * factor;
-                b.push("baseline".into(), *baseline_duration, baseline.0, baseline.0);
+                b.push(
+                    "baseline".into(),
+                    *baseline_duration,
+                    baseline.0,
+                    baseline.0,
+                );
                 b.push("spike".into(), *spike_duration, peak, peak);
-                b.push("recovery".into(), *recovery_duration, baseline.0, baseline.0);
+                b.push(
+                    "recovery".into(),
+                    *recovery_duration,
+                    baseline.0,
+                    baseline.0,
+                );
                 ShapeKind::Spike
             }
             Shape::Overload {
@@ -364,12 +374,22 @@ impl Shape {
                 recovery_duration,
                 fast_fail,
             } => {
-                b.push("baseline".into(), *baseline_duration, baseline.0, baseline.0);
+                b.push(
+                    "baseline".into(),
+                    *baseline_duration,
+                    baseline.0,
+                    baseline.0,
+                );
                 if let Some(r) = ramp {
                     b.push("ramp".into(), *r, baseline.0, rate.0);
                 }
                 b.push("overload".into(), *duration, rate.0, rate.0);
-                b.push("recovery".into(), *recovery_duration, baseline.0, baseline.0);
+                b.push(
+                    "recovery".into(),
+                    *recovery_duration,
+                    baseline.0,
+                    baseline.0,
+                );
                 ShapeKind::Overload {
                     fast_fail: *fast_fail,
                 }
@@ -395,8 +415,7 @@ impl Shape {
 /// Names end up as interval-log tags: no spaces, commas or newlines.
 pub fn tag_safe(s: &str) -> bool {
     !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 

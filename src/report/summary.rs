@@ -72,7 +72,11 @@ impl Percentiles {
             p95: ms(pct_us(h, 0.95)),
             p99: ms(pct_us(h, 0.99)),
             p999: ms(pct_us(h, 0.999)),
-            max: if h.is_empty() { 0.0 } else { h.max() as f64 / 1e6 },
+            max: if h.is_empty() {
+                0.0
+            } else {
+                h.max() as f64 / 1e6
+            },
             mean: if h.is_empty() { 0.0 } else { h.mean() / 1e6 },
         }
     }
@@ -202,7 +206,12 @@ impl Measured {
             s.duration = ran;
             run.merge(s);
         }
-        run.duration = elapsed.min(meta.phases.last().map(|p| p.start + p.duration).unwrap_or(elapsed));
+        run.duration = elapsed.min(
+            meta.phases
+                .last()
+                .map(|p| p.start + p.duration)
+                .unwrap_or(elapsed),
+        );
         Measured { phases, run }
     }
 }
@@ -239,7 +248,10 @@ pub fn build(
             None => verdicts.push(b.evaluate(&m.run)),
         }
     }
-    let stress = if let ShapeKind::Stress { expect_capacity, .. } = &meta.shape {
+    let stress = if let ShapeKind::Stress {
+        expect_capacity, ..
+    } = &meta.shape
+    {
         Some(stress_result(&meta, &budgets, m, *expect_capacity))
     } else {
         None
@@ -302,7 +314,12 @@ pub fn step_verdicts(budgets: &[Budget], s: &Stats) -> Vec<Verdict> {
         .collect()
 }
 
-fn stress_result(meta: &RunMeta, budgets: &[Budget], m: &Measured, expect: Option<f64>) -> StressResult {
+fn stress_result(
+    meta: &RunMeta,
+    budgets: &[Budget],
+    m: &Measured,
+    expect: Option<f64>,
+) -> StressResult {
     let mut knee = None;
     let mut first = None;
     let mut breached = Vec::new();
@@ -322,7 +339,13 @@ fn stress_result(meta: &RunMeta, budgets: &[Budget], m: &Measured, expect: Optio
             break;
         }
     }
-    let level = |p: &PhaseInfo| p.label.trim_end_matches("/s").trim_end_matches(" VUs").parse::<f64>().ok();
+    let level = |p: &PhaseInfo| {
+        p.label
+            .trim_end_matches("/s")
+            .trim_end_matches(" VUs")
+            .parse::<f64>()
+            .ok()
+    };
     StressResult {
         knee_level: knee.and_then(level),
         knee: knee.map(|p| p.name.clone()),
@@ -341,8 +364,12 @@ pub fn measured_from_dir(dir: &Path, meta: &RunMeta) -> Result<(Measured, Durati
     let mut last = 0u64;
     for iv in &intervals {
         last = last.max(iv.start.as_secs() + 1);
-        let Some(tag) = iv.tag.as_deref() else { continue };
-        let Some((phase, class, svc)) = hlog::parse_tag(tag) else { continue };
+        let Some(tag) = iv.tag.as_deref() else {
+            continue;
+        };
+        let Some((phase, class, svc)) = hlog::parse_tag(tag) else {
+            continue;
+        };
         let Some(i) = idx(phase) else { continue };
         let mut one = Stats::default();
         one.add_hist(class, &iv.hist, svc);
@@ -359,7 +386,11 @@ pub fn measured_from_dir(dir: &Path, meta: &RunMeta) -> Result<(Measured, Durati
             phases[i].dropped += r.dropped;
         }
     }
-    let total = meta.phases.last().map(|p| p.start + p.duration).unwrap_or_default();
+    let total = meta
+        .phases
+        .last()
+        .map(|p| p.start + p.duration)
+        .unwrap_or_default();
     let elapsed = Duration::from_secs(last).min(total);
     Ok((Measured::new(meta, phases, elapsed), elapsed))
 }
@@ -372,20 +403,31 @@ pub fn rebuild(dir: &Path) -> Result<Summary, ReportError> {
             message: e.to_string(),
         })
     };
-    let meta: RunMeta = serde_json::from_str(&read("run.json")?).map_err(|e| ReportError::Read {
-        path: dir.join("run.json"),
-        message: e.to_string(),
-    })?;
+    let meta: RunMeta =
+        serde_json::from_str(&read("run.json")?).map_err(|e| ReportError::Read {
+            path: dir.join("run.json"),
+            message: e.to_string(),
+        })?;
     let profile = Profile::from_yaml(&read("profile.yaml")?, &dir.join("profile.yaml"))?;
     let (m, elapsed) = measured_from_dir(dir, &meta)?;
-    let total = meta.phases.last().map(|p| p.start + p.duration).unwrap_or_default();
+    let total = meta
+        .phases
+        .last()
+        .map(|p| p.start + p.duration)
+        .unwrap_or_default();
     let interrupted = elapsed + Duration::from_secs(1) < total;
     // Keep what only the live run knew (why it stopped, collectors, findings).
     let old: Option<Summary> = read("summary.json")
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     let reason = old.as_ref().and_then(|o| o.stopped_reason.clone());
-    let mut s = build(meta, &profile, &m, interrupted || old.as_ref().is_some_and(|o| o.interrupted), reason);
+    let mut s = build(
+        meta,
+        &profile,
+        &m,
+        interrupted || old.as_ref().is_some_and(|o| o.interrupted),
+        reason,
+    );
     if let Some(o) = old {
         s.collectors = o.collectors;
         s.findings = o.findings;

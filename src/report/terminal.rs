@@ -51,7 +51,9 @@ pub fn render(s: &Summary) -> String {
         let _ = writeln!(
             o,
             "interrupted: {}",
-            s.stopped_reason.as_deref().unwrap_or("the load ended early")
+            s.stopped_reason
+                .as_deref()
+                .unwrap_or("the load ended early")
         );
     }
     let _ = writeln!(
@@ -93,7 +95,11 @@ pub fn render(s: &Summary) -> String {
         let _ = writeln!(o);
         match (&st.knee, &st.first_breach) {
             (Some(k), Some(b)) => {
-                let why: Vec<String> = st.breached.iter().map(|v| format!("{} (measured {})", v.budget, v.shown)).collect();
+                let why: Vec<String> = st
+                    .breached
+                    .iter()
+                    .map(|v| format!("{} (measured {})", v.budget, v.shown))
+                    .collect();
                 let _ = writeln!(
                     o,
                     "knee: {k} ({}) is the last step within budget; {b} ({}) broke {}",
@@ -103,23 +109,45 @@ pub fn render(s: &Summary) -> String {
                 );
             }
             (Some(k), None) => {
-                let _ = writeln!(o, "knee: not reached — every step up to {k} ({}) met the budgets", level(st.knee_level));
+                let _ = writeln!(
+                    o,
+                    "knee: not reached — every step up to {k} ({}) met the budgets",
+                    level(st.knee_level)
+                );
             }
             (None, Some(b)) => {
-                let _ = writeln!(o, "knee: below the first step — {b} already broke the budgets");
+                let _ = writeln!(
+                    o,
+                    "knee: below the first step — {b} already broke the budgets"
+                );
             }
             (None, None) => {
                 let _ = writeln!(o, "knee: no step completed");
             }
         }
         if let Some(want) = st.expect_capacity {
-            let _ = writeln!(o, "expected capacity {want}/s: {}", if st.knee_level.is_some_and(|k| k >= want) { "PASS" } else { "FAIL" });
+            let _ = writeln!(
+                o,
+                "expected capacity {want}/s: {}",
+                if st.knee_level.is_some_and(|k| k >= want) {
+                    "PASS"
+                } else {
+                    "FAIL"
+                }
+            );
         }
     }
     if !s.budgets.is_empty() {
         let _ = writeln!(o, "\nbudgets:");
         for v in &s.budgets {
-            let _ = writeln!(o, "  {v}{}", v.note.as_ref().map(|n| format!(" ({n})")).unwrap_or_default());
+            let _ = writeln!(
+                o,
+                "  {v}{}",
+                v.note
+                    .as_ref()
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default()
+            );
         }
     }
     for n in &s.notes {
