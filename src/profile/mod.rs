@@ -348,9 +348,22 @@ impl Profile {
             return Err("load.think_time applies to the closed model only".into());
         }
         self.shape.validate(self.load.model)?;
+        let plan = self.shape.compile(self.load.model, 1.0);
         for b in &self.budgets {
-            b.parse()
+            let parsed = b
+                .parse()
                 .map_err(|e| format!("budget `{}`: {e}", b.expr()))?;
+            if let Some(p) = &parsed.phase {
+                if !plan.phases.iter().any(|ph| &ph.info.name == p) {
+                    let names: Vec<&str> =
+                        plan.phases.iter().map(|ph| ph.info.name.as_str()).collect();
+                    return Err(format!(
+                        "budget `{}`: no phase named `{p}`; this shape's phases are {}",
+                        b.expr(),
+                        names.join(", ")
+                    ));
+                }
+            }
         }
         Ok(())
     }

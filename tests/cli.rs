@@ -1,0 +1,308 @@
+//! The `brunt` binary as a user meets it: exit codes, profile errors with
+//! line and column, Ctrl-C and kill -9 mid-run, `brunt report` on the
+//! leftovers, an unreachable target, and every shipped profile validating.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn brunt() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_brunt"))
+}
+
+fn repo(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+fn out(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+const SHORT: &str = r#"
+name: short
+target: { url: builtin }
+requests: [ { path: /fast } ]
+shape: { constant: { rate: 100/s, duration: 2s } }
+budgets:
+  - BUDGET
+"#;
+
+#[test]
+fn budgets_decide_the_exit_code() {
+    let d = tempfile::tempdir().unwrap();
+    let pass = write(d.path(), "pass.yaml", &SHORT.replace("BUDGET", "p99 < 5s"));
+    let o = brunt()
+        .args(["run", "--quiet"])
+        .arg(&pass)
+        .arg("--out")
+        .arg(d.path().join("r1"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(out(&o).contains("PASS p99 < 5s"), "{}", out(&o));
+
+    let fail = write(
+        d.path(),
+        "fail.yaml",
+        &SHORT.replace("BUDGET", "throughput >= 500/s"),
+    );
+    let o = brunt()
+        .args(["run", "--quiet"])
+        .arg(&fail)
+        .arg("--out")
+        .arg(d.path().join("r2"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(99), "{}", out(&o));
+    assert!(out(&o).contains("FAIL throughput >= 500/s"), "{}", out(&o));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("r2/summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["schema"], "brunt.summary/1");
+    assert_eq!(summary["passed"], false);
+    assert_eq!(summary["budgets"][0]["pass"], false);
+}
+
+#[test]
+fn bad_profiles_say_file_line_column_and_exit_2() {
+    let d = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "unknown.yaml",
+            SHORT.replace("BUDGET", "p99 < 1s") + "colour: blue\n",
+            ":8:1",
+            "unknown field `colour`",
+        ),
+        (
+            "duration.yaml",
+            SHORT
+                .replace("2s }", "2 fortnights }")
+                .replace("BUDGET", "p99 < 1s"),
+            ":5:",
+            "expected a duration",
+        ),
+        (
+            "type.yaml",
+            SHORT
+                .replace("BUDGET", "p99 < 1s")
+                .replace("load: ", "x")
+                .replace("name: short", "name: short\nload: { connections: many }"),
+            ":3:",
+            "invalid",
+        ),
+        (
+            "rate.yaml",
+            SHORT.replace("100/s", "fast").replace("BUDGET", "p99 < 1s"),
+            ":5:",
+            "not a rate",
+        ),
+        (
+            "budget.yaml",
+            SHORT.replace("BUDGET", "p99 is small"),
+            "",
+            "expected `metric < value`",
+        ),
+        (
+            "phase.yaml",
+            SHORT.replace("BUDGET", "spike.p99 < 1s"),
+            "",
+            "no phase named `spike`",
+        ),
+    ];
+    for (name, text, loc, what) in cases {
+        let p = write(d.path(), name, &text);
+        for cmd in ["validate", "run"] {
+            let o = brunt().arg(cmd).arg(&p).output().unwrap();
+            let s = out(&o);
+            assert_eq!(o.status.code(), Some(2), "{name} {cmd}: {s}");
+            assert!(
+                s.contains(&format!("{}{loc}", p.display())),
+                "{name} {cmd} names file:line:col `{loc}`: {s}"
+            );
+            assert!(s.contains(what), "{name} {cmd} says `{what}`: {s}");
+            assert!(!s.contains("panicked"), "{s}");
+        }
+    }
+    let o = brunt()
+        .args(["validate", "/nonexistent/profile.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(out(&o).contains("/nonexistent/profile.yaml"));
+}
+
+#[test]
+fn every_shipped_profile_validates() {
+    let mut n = 0;
+    for e in std::fs::read_dir(repo("profiles")).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "yaml") {
+            let o = brunt().arg("validate").arg(&p).output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "{}: {}", p.display(), out(&o));
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "quickstart, stress, soak, spike, overload");
+}
+
+#[test]
+fn an_unreachable_target_is_a_quick_clear_error() {
+    // Bind then drop a listener: nothing listens on that port now.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "p.yaml", &SHORT.replace("BUDGET", "p99 < 1s"));
+    let t = Instant::now();
+    let o = brunt()
+        .arg("run")
+        .arg(&p)
+        .args(["--target", &format!("http://127.0.0.1:{port}")])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(out(&o).contains("unreachable"), "{}", out(&o));
+    assert!(t.elapsed() < Duration::from_secs(10));
+}
+
+fn wait_for(path: &Path, min_rows: usize, limit: Duration) {
+    let t = Instant::now();
+    while t.elapsed() < limit {
+        if let Ok(s) = std::fs::read_to_string(path) {
+            if s.lines().count() > min_rows {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{} never got {min_rows} rows", path.display());
+}
+
+const LONG: &str = r#"
+name: long
+target: { url: builtin }
+requests: [ { path: /fast } ]
+shape: { constant: { rate: 200/s, duration: 60s } }
+budgets: [ "p99 < 5s" ]
+"#;
+
+#[test]
+fn ctrl_c_stops_gracefully_and_writes_the_report() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "long.yaml", LONG);
+    let run = d.path().join("run");
+    let child = brunt()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(&run)
+        .arg("--plain")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&run.join("timeseries.csv"), 3, Duration::from_secs(20));
+    let t = Instant::now();
+    assert!(Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = child.wait_with_output().unwrap();
+    assert!(t.elapsed() < Duration::from_secs(8), "stopped promptly");
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["interrupted"], true);
+    let n = s["totals"]["requests"].as_u64().unwrap();
+    assert!(n >= 600, "{n} requests measured before Ctrl-C");
+    assert!(out(&o).contains("interrupted"));
+}
+
+#[test]
+fn kill_9_leaves_a_directory_that_brunt_report_rebuilds() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "long.yaml", LONG);
+    let run = d.path().join("run");
+    let mut child = brunt()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(&run)
+        .arg("--quiet")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&run.join("timeseries.csv"), 4, Duration::from_secs(20));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!run.join("summary.json").exists());
+    let o = brunt().arg("report").arg(&run).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["interrupted"], true);
+    let n = s["totals"]["requests"].as_u64().unwrap();
+    assert!(n >= 600, "{n}: every full second before the kill is kept");
+    // A missing directory is bad input.
+    let o = brunt()
+        .arg("report")
+        .arg(d.path().join("nope"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn target_override_and_time_scale() {
+    let srv = brunt::demo::DemoServer::start(Default::default()).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "p.yaml",
+        &SHORT.replace("BUDGET", "p99 < 5s").replace("2s }", "20s }"),
+    );
+    let o = brunt()
+        .arg("run")
+        .arg(&p)
+        .args([
+            "--target",
+            &srv.base_url(),
+            "--time-scale",
+            "0.1",
+            "--quiet",
+        ])
+        .arg("--out")
+        .arg(d.path().join("r"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert_eq!(
+        srv.stats().fast.completed,
+        200,
+        "20 s × 0.1 at 100/s against the overriding target"
+    );
+}
+
+#[test]
+fn help_states_the_exit_codes() {
+    for args in [vec!["--help"], vec!["run", "--help"]] {
+        let o = brunt().args(&args).output().unwrap();
+        assert!(out(&o).contains("99 a budget failed"), "{args:?}");
+    }
+    let o = brunt().arg("frobnicate").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,346 @@
+//! The engine against the built-in demo target, driven through the library:
+//! rate accuracy, the coordinated-omission stall test, outcome classes,
+//! dropped requests, closed model, phase boundaries and the interval log.
+
+#[path = "support/load.rs"]
+mod load;
+
+use std::time::Duration;
+
+use brunt::demo::DemoConfig;
+use brunt::metrics::hlog;
+
+#[test]
+fn open_model_rate_is_accurate_at_thousands_per_second() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let p = load::profile(
+        r#"
+name: rate
+target: { url: "{url}" }
+requests: [ { path: /fast } ]
+load: { model: open, connections: 64 }
+shape: { constant: { rate: 3000/s, duration: 5s } }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let t = &r.summary.totals;
+    let expected = 15_000.0;
+    assert_eq!(
+        t.offered, 15_000,
+        "the schedule offers exactly rate × duration"
+    );
+    let achieved = t.ok as f64;
+    assert!(
+        (achieved - expected).abs() / expected < 0.02,
+        "achieved {achieved} ok answers, expected {expected} ±2%"
+    );
+    assert!(
+        (t.throughput - 3000.0).abs() / 3000.0 < 0.02,
+        "throughput {}",
+        t.throughput
+    );
+    assert_eq!(t.dropped, 0);
+    // The server saw what brunt counted.
+    assert_eq!(srv.stats().fast.completed, t.requests);
+}
+
+#[test]
+fn stalls_show_in_latency_from_intended_start_but_not_in_service_time() {
+    let _g = load::serial();
+    let stall_every = Duration::from_secs(10);
+    let stall_for = Duration::from_secs(1);
+    let srv = load::demo(DemoConfig {
+        stall_every: Some(stall_every),
+        stall_for,
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    // Few connections: during a stall later requests wait for a connection,
+    // which is exactly where a closed-loop tool stops measuring.
+    let p = load::profile(
+        r#"
+name: stall
+target: { url: "{url}", timeout: 5s }
+requests: [ { path: /fast } ]
+load: { model: open, connections: 2, workers: 1 }
+shape: { constant: { rate: 200/s, duration: 20s } }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let t = &r.summary.totals;
+    // A request due at a uniform point in a stall waits out the rest of it:
+    // P(latency > x) = f·(1 − x/stall) with f = stall/every, so
+    // p(q) = stall·(1 − (1−q)/f).
+    let f = stall_for.as_secs_f64() / stall_every.as_secs_f64();
+    let expect = |q: f64| stall_for.as_secs_f64() * 1000.0 * (1.0 - (1.0 - q) / f);
+    let (p99, p999) = (expect(0.99), expect(0.999));
+    assert!(
+        (t.latency.p99 - p99).abs() < 0.1 * p99 + 20.0,
+        "p99 {} ms, expected ≈ {p99} ms from the stall parameters",
+        t.latency.p99
+    );
+    assert!(
+        (t.latency.p999 - p999).abs() < 0.1 * p999 + 20.0,
+        "p99.9 {} ms, expected ≈ {p999} ms",
+        t.latency.p999
+    );
+    assert!(
+        t.service.p99 < 50.0,
+        "service time p99 {} ms must not show the stalls (only the requests on the 2 busy connections wait)",
+        t.service.p99
+    );
+    assert!(srv.stats().stalled > 0, "the server did stall");
+    assert_eq!(t.errors, 0);
+}
+
+#[test]
+fn shed_and_errors_are_classified_and_counted() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig {
+        shed_cap: 4,
+        shed_work: Duration::from_millis(20),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let p = load::profile(
+        r#"
+name: classes
+target: { url: "{url}" }
+requests:
+  - { name: shed, path: /shed, weight: 2 }
+  - { name: boom, path: /status/500, weight: 1 }
+  - { name: bad-body, path: /fast, weight: 1, expect: { body_contains: "nope", sample: 100% } }
+load: { model: open, connections: 100 }
+shape: { constant: { rate: 500/s, duration: 3s } }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let t = &r.summary.totals;
+    let count = |k: &str| t.by_class.get(k).map(|c| c.count).unwrap_or(0);
+    let s = srv.stats();
+    assert!(s.shed.shed > 0, "the demo target shed some requests");
+    assert_eq!(count("shed"), s.shed.shed, "every 503 counted as shed");
+    assert_eq!(
+        count("http_error"),
+        s.status.completed,
+        "500s are http errors"
+    );
+    assert_eq!(
+        count("check_failed"),
+        s.fast.completed,
+        "every sampled body check failed"
+    );
+    assert_eq!(t.requests, s.total().completed);
+    assert!(count("ok") > 0);
+    // shed answers are fast; their histogram is separate from ok's
+    let shed = &t.by_class["shed"];
+    assert!(shed.latency.p99 < t.by_class["ok"].latency.p99.max(25.0));
+
+    // An expected status overrides the default 2xx/3xx rule.
+    let dir = tempfile::tempdir().unwrap();
+    let p = load::profile(
+        r#"
+name: teapot
+target: { url: "{url}" }
+requests: [ { path: /status/418, expect: { status: [418] } } ]
+shape: { constant: { rate: 50/s, duration: 1s } }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    assert_eq!(r.summary.totals.ok, 50);
+    assert_eq!(r.summary.totals.errors, 0);
+}
+
+#[test]
+fn max_in_flight_drops_instead_of_delaying() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let p = load::profile(
+        r#"
+name: drops
+target: { url: "{url}" }
+requests: [ { path: "/slow?ms=500" } ]
+load: { model: open, connections: 10, max_in_flight: 10, workers: 1 }
+shape: { constant: { rate: 100/s, duration: 3s } }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let t = &r.summary.totals;
+    assert_eq!(t.offered, 300);
+    assert!(
+        t.dropped > 200,
+        "10 in flight × 2/s ≈ 60 served, the rest dropped: {t:?}"
+    );
+    assert_eq!(
+        t.offered,
+        t.requests + t.dropped,
+        "every due request is answered or dropped"
+    );
+    assert!(t.latency.p50 >= 500.0);
+    assert!(r.summary.notes.iter().any(|n| n.contains("dropped")));
+}
+
+#[test]
+fn stress_steps_have_exact_boundaries_and_the_log_reads_back() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let p = load::profile(
+        r#"
+name: steps
+target: { url: "{url}" }
+requests: [ { path: /fast } ]
+shape: { stress: { start: 100/s, step: 100/s, step_duration: 2s, max: 300/s, stop_on_breach: false } }
+budgets: [ "p99 < 1s" ]
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let s = &r.summary;
+    let names: Vec<&str> = s.phases.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["step-1", "step-2", "step-3"]);
+    let offered: Vec<u64> = s.phases.iter().map(|p| p.offered).collect();
+    assert_eq!(
+        offered,
+        [200, 400, 600],
+        "each step offers level × duration"
+    );
+    let st = s.stress.as_ref().expect("stress verdict");
+    assert_eq!(st.knee.as_deref(), Some("step-3"));
+    assert_eq!(st.first_breach, None);
+
+    // The interval log holds every request: untagged lines sum to the total,
+    // tagged lines to each phase's count.
+    let ivs = hlog::read(&dir.path().join("latency.hlog")).expect("log reads back");
+    let untagged: u64 = ivs
+        .iter()
+        .filter(|i| i.tag.is_none())
+        .map(|i| i.hist.len())
+        .sum();
+    assert_eq!(untagged, s.totals.requests);
+    for ph in &s.phases {
+        let tag = format!("{}.ok", ph.name);
+        let n: u64 = ivs
+            .iter()
+            .filter(|i| i.tag.as_deref() == Some(tag.as_str()))
+            .map(|i| i.hist.len())
+            .sum();
+        assert_eq!(n, ph.ok, "{tag}");
+    }
+    // And the report rebuilt from the directory agrees with the live one.
+    let rebuilt = brunt::report::summary::rebuild(dir.path()).expect("rebuild");
+    assert_eq!(rebuilt.totals.requests, s.totals.requests);
+    assert_eq!(rebuilt.totals.latency.p99, s.totals.latency.p99);
+    assert_eq!(rebuilt.stress, s.stress);
+}
+
+#[test]
+fn stress_stops_at_the_first_breach_and_names_the_knee() {
+    let _g = load::serial();
+    // /contended holds one lock 5 ms per request: capacity 200/s.
+    let srv = load::demo(DemoConfig {
+        contended_hold: Duration::from_millis(5),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let p = load::profile(
+        r#"
+name: knee
+target: { url: "{url}", timeout: 3s }
+requests: [ { path: /contended } ]
+shape: { stress: { start: 50/s, step: 50/s, step_duration: 2s, max: 500/s } }
+budgets: [ "p99 < 100ms" ]
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let st = r.summary.stress.clone().expect("stress verdict");
+    let knee = st.knee_level.expect("a knee below capacity");
+    let breach = st.first_breach_level.expect("a breach above capacity");
+    assert!(
+        (100.0..=200.0).contains(&knee),
+        "knee {knee}/s (capacity 200/s)"
+    );
+    assert_eq!(breach, knee + 50.0);
+    assert!(r.summary.interrupted, "stopped early at the breach");
+    assert!(r
+        .summary
+        .stopped_reason
+        .as_deref()
+        .unwrap_or("")
+        .contains("p99 < 100ms"));
+    assert!(
+        r.summary.phases.last().unwrap().requests == 0,
+        "later steps never ran"
+    );
+    assert_eq!(
+        r.exit_code(),
+        0,
+        "a knee was found: the stress run itself passes"
+    );
+}
+
+#[test]
+fn closed_model_holds_the_virtual_users() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let dir = tempfile::tempdir().unwrap();
+    let p = load::profile(
+        r#"
+name: closed
+target: { url: "{url}" }
+requests: [ { path: "/slow?ms=100" } ]
+load: { model: closed, think_time: 100ms }
+shape: { constant: { vus: 10, duration: 3s } }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let t = &r.summary.totals;
+    // 10 VUs × (100 ms + 100 ms think) → 50/s → ~150 in 3 s.
+    assert!((120..=160).contains(&t.requests), "{} requests", t.requests);
+    assert!(t.latency.p50 >= 100.0 && t.latency.p50 < 150.0);
+    assert!(r.summary.notes.iter().any(|n| n.contains("closed model")));
+}
+
+#[test]
+fn spike_overload_and_stages_name_their_phases() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let url = srv.base_url();
+    let cases = [
+        (
+            "shape: { spike: { baseline: 20/s, factor: 5, baseline_duration: 1s, spike_duration: 1s, recovery_duration: 1s } }",
+            vec![("baseline", 20), ("spike", 100), ("recovery", 20)],
+        ),
+        (
+            "shape: { overload: { baseline: 10/s, rate: 50/s, baseline_duration: 1s, duration: 1s, recovery_duration: 1s } }",
+            vec![("baseline", 10), ("overload", 50), ("recovery", 10)],
+        ),
+        (
+            "shape: { stages: { stages: [ { duration: 2s, target: 100/s }, { name: down, duration: 1s, target: 0 } ] } }",
+            vec![("stage-1", 100), ("down", 50)],
+        ),
+    ];
+    for (shape, want) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = format!("name: shapes\ntarget: {{ url: \"{{url}}\" }}\nrequests: [ {{ path: /fast }} ]\n{shape}\n");
+        let r = load::run(&load::profile(&yaml, &url), dir.path());
+        let got: Vec<(&str, u64)> = r
+            .summary
+            .phases
+            .iter()
+            .map(|p| (p.name.as_str(), p.offered))
+            .collect();
+        let want: Vec<(&str, u64)> = want.iter().map(|(n, c)| (*n, *c)).collect();
+        assert_eq!(got, want, "{shape}");
+    }
+}

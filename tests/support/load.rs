@@ -1,0 +1,41 @@
+//! Helpers for tests that drive brunt's library against the built-in demo
+//! target on 127.0.0.1. Load tests in one binary share the machine's two
+//! cores: `serial()` makes them take turns so rates stay honest.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use brunt::demo::{DemoConfig, DemoServer};
+use brunt::profile::Profile;
+use brunt::run::{execute, Progress, RunOptions, RunResult};
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+pub fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+pub fn demo(cfg: DemoConfig) -> DemoServer {
+    DemoServer::start(cfg).expect("demo target starts on 127.0.0.1")
+}
+
+/// Parse a profile written inline; `{url}` is replaced by `url`.
+pub fn profile(yaml: &str, url: &str) -> Profile {
+    let text = yaml.replace("{url}", url);
+    Profile::from_yaml(&text, Path::new("test.yaml"))
+        .unwrap_or_else(|e| panic!("test profile: {e}"))
+}
+
+pub fn run(p: &Profile, dir: &Path) -> RunResult {
+    execute(
+        p,
+        RunOptions {
+            out: Some(dir.to_path_buf()),
+            progress: Progress::Quiet,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("run failed: {e}"))
+}
