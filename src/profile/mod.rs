@@ -236,6 +236,41 @@ pub struct OutputSpec {
     pub dir: Option<PathBuf>,
 }
 
+/// The dotted key path of a block-style YAML line (`shape.constant.duration`),
+/// found from indentation: serde's messages name neither the field nor its parents.
+fn key_path(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let key_of = |l: &str| -> Option<(usize, String)> {
+        let body = l.trim_start();
+        let indent = l.len() - body.len();
+        let body = body.strip_prefix("- ").unwrap_or(body);
+        if body.starts_with('#') || body.starts_with('{') {
+            return None;
+        }
+        let (k, _) = body.split_once(':')?;
+        let k = k.trim().trim_matches('"');
+        (!k.is_empty() && !k.contains(' ')).then(|| (indent, k.to_string()))
+    };
+    let (mut indent, first) = key_of(lines.get(line.checked_sub(1)?)?)?;
+    let mut path = vec![first];
+    for l in lines[..line - 1].iter().rev() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        if let Some((i, k)) = key_of(l) {
+            if i < indent {
+                path.push(k);
+                indent = i;
+                if i == 0 {
+                    break;
+                }
+            }
+        }
+    }
+    path.reverse();
+    Some(path.join("."))
+}
+
 /// Limits that stop hostile YAML (deep nesting, alias bombs) quickly.
 fn parse_options() -> serde_saphyr::Options {
     serde_saphyr::Options::default()
@@ -275,6 +310,32 @@ impl Profile {
                     .skip(1)
                     .collect::<Vec<_>>()
                     .join("\n");
+                // "invalid u64" names neither what was wanted nor what was found.
+                let message = if ["invalid u", "invalid i", "invalid f"]
+                    .iter()
+                    .any(|p| message.starts_with(p))
+                {
+                    let found = text
+                        .lines()
+                        .nth((line as usize).saturating_sub(1))
+                        .and_then(|l| l.get((column as usize).saturating_sub(1)..))
+                        .map(|v| {
+                            v.split(" #")
+                                .next()
+                                .unwrap_or(v)
+                                .trim()
+                                .trim_end_matches([',', '}', ']'])
+                                .trim()
+                        })
+                        .unwrap_or("");
+                    format!("expected a number, found `{found}`")
+                } else {
+                    message
+                };
+                let message = match key_path(text, line as usize) {
+                    Some(k) if !message.contains(&k) => format!("{message} (at `{k}`)"),
+                    _ => message,
+                };
                 ProfileError::Syntax {
                     path: path.to_path_buf(),
                     line,

