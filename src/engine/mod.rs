@@ -33,6 +33,8 @@ pub enum EngineError {
     Client(#[from] client::ClientError),
     #[error("cannot start load worker: {0}")]
     Spawn(std::io::Error),
+    #[error("TLS handshake with {0} failed: {1} (trust its CA with target.tls.ca_file, or opt out with target.tls.insecure: true)")]
+    Tls(String, String),
     #[error("target {0} is unreachable: {1}")]
     Unreachable(String, String),
 }
@@ -205,7 +207,25 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
         )
         .await
         {
-            Ok(Ok(_)) => Ok(()),
+            Ok(Ok(tcp)) => match &cfg.target.tls {
+                None => Ok(()),
+                // A certificate problem would otherwise show only as a run full of connect errors.
+                Some((connector, name)) => {
+                    match tokio::time::timeout(
+                        cfg.target.connect_timeout,
+                        connector.connect(name.clone(), tcp),
+                    )
+                    .await
+                    {
+                        Ok(Ok(_)) => Ok(()),
+                        Ok(Err(e)) => Err(EngineError::Tls(addr, e.to_string())),
+                        Err(_) => Err(EngineError::Tls(
+                            addr,
+                            "no TLS handshake within the connect timeout".into(),
+                        )),
+                    }
+                }
+            },
             Ok(Err(e)) => Err(EngineError::Unreachable(addr, e.to_string())),
             Err(_) => Err(EngineError::Unreachable(
                 addr,
