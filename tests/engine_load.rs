@@ -235,6 +235,38 @@ budgets: [ "p99 < 1s" ]
             .sum();
         assert_eq!(n, ph.ok, "{tag}");
     }
+    // An independent reader (HdrHistogram's Python port) decodes every line.
+    let script = r#"
+import sys
+from hdrh.histogram import HdrHistogram
+untagged = tagged = 0
+for line in open(sys.argv[1]):
+    if line.startswith('#') or line.startswith('"'):
+        continue
+    tag = None
+    if line.startswith('Tag='):
+        tag, line = line[4:].split(',', 1)
+    start, length, mx, b64 = line.strip().split(',')
+    h = HdrHistogram.decode(b64)
+    if tag is None:
+        untagged += h.get_total_count()
+    elif not tag.endswith('.svc'):
+        tagged += h.get_total_count()
+print(untagged, tagged)
+"#;
+    let o = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .arg(dir.path().join("latency.hlog"))
+        .output()
+        .expect("python3");
+    assert!(
+        o.status.success(),
+        "the Python HdrHistogram reader (pip install hdrhistogram; tests/setup.sh does it): {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let counts = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    assert_eq!(counts, format!("{0} {0}", s.totals.requests));
     // And the report rebuilt from the directory agrees with the live one.
     let rebuilt = brunt::report::summary::rebuild(dir.path()).expect("rebuild");
     assert_eq!(rebuilt.totals.requests, s.totals.requests);

