@@ -234,6 +234,40 @@ fn contended_serializes_on_one_lock() {
 }
 
 #[test]
+fn contended_throughput_caps_at_one_per_hold() {
+    let hold = Duration::from_millis(5);
+    let server = start(DemoConfig {
+        contended_hold: hold,
+        ..DemoConfig::default()
+    });
+    let addr = server.addr();
+    let run = Duration::from_millis(800);
+    let t0 = Instant::now();
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut c = Conn::open(addr);
+                let mut n = 0u64;
+                while t0.elapsed() < run {
+                    assert_eq!(c.get("/contended").status, 200);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let total: u64 = clients.into_iter().map(|h| h.join().expect("client")).sum();
+    let wall = t0.elapsed();
+    // Saturated: one hold after another, so requests ≈ wall / hold.
+    let expected = wall.as_secs_f64() / hold.as_secs_f64();
+    let ratio = total as f64 / expected;
+    assert!(
+        (0.85..=1.02).contains(&ratio),
+        "{total} requests in {wall:?}: {ratio:.3} of 1/hold"
+    );
+}
+
+#[test]
 fn shed_answers_503_with_retry_after_above_the_cap() {
     let work = Duration::from_millis(400);
     let server = start(DemoConfig {
