@@ -25,6 +25,10 @@
 //! Threads: each worker thread runs its own current-thread tokio runtime and
 //! accepts from a shared listening socket, so the target costs one core at
 //! most by default (`threads: 1`) and leaves the rest to the load generator.
+//! Measured here (release build, server on CPU 1, `wrk -t1 -c50` on CPU 0):
+//! one thread serves 90–110 k req/s of `/fast` at ~4.5 µs of CPU per request
+//! and 3.3 MB RSS; two threads on the same core did no better. Raise
+//! `threads` only on a machine with cores to spare.
 
 mod handlers;
 mod stall;
