@@ -451,3 +451,27 @@ fn errors_say_what_is_wrong() {
     assert!(matches!(e, DemoError::Config(_)));
     assert!(e.to_string().contains("stall_for"), "{e}");
 }
+
+/// The engine's tests start the target from inside a tokio runtime: start,
+/// use and stop must all work there (no runtime is built or dropped on the
+/// caller's thread).
+#[tokio::test]
+async fn usable_from_inside_an_async_runtime() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = start(DemoConfig::default());
+    let mut s = tokio::net::TcpStream::connect(server.addr())
+        .await
+        .expect("connect");
+    s.write_all(b"GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.ends_with("ok\n"), "{text}");
+    server.stop();
+}

@@ -245,25 +245,28 @@ impl DemoServer {
             workers: Vec::with_capacity(cfg.threads),
         };
         for i in 0..cfg.threads {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_io()
-                .enable_time()
-                .build()
-                .map_err(DemoError::Runtime)?;
             // Each worker accepts on its own handle to the one socket; the
             // kernel hands each connection to one of them.
             let std_listener = listener.try_clone().map_err(bind_err)?;
-            let tokio_listener = {
-                let _guard = rt.enter();
-                tokio::net::TcpListener::from_std(std_listener).map_err(bind_err)?
-            };
             let shared = server.shared.clone();
             let stop = server.shutdown.subscribe();
+            let (ready_tx, ready_rx) = std::sync::mpsc::channel();
             let handle = std::thread::Builder::new()
                 .name(format!("brunt-demo-{i}"))
-                .spawn(move || rt.block_on(accept_loop(tokio_listener, shared, stop)))
+                .spawn(move || worker(std_listener, shared, stop, ready_tx))
                 .map_err(DemoError::Thread)?; // `server` drops here and stops the started workers
             server.workers.push(handle);
+            // The runtime is built (and later dropped) on the worker thread
+            // itself, so start/stop also work from inside a caller's runtime.
+            match ready_rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(e),
+                Err(_) => {
+                    return Err(DemoError::Runtime(std::io::Error::other(
+                        "worker thread ended during start-up",
+                    )))
+                }
+            }
         }
         Ok(server)
     }
@@ -309,6 +312,41 @@ impl Drop for DemoServer {
             let _ = w.join();
         }
     }
+}
+
+/// One worker thread: its own current-thread runtime around the accept loop.
+/// Reports start-up success or failure on `ready` before serving.
+fn worker(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    stop: tokio::sync::watch::Receiver<bool>,
+    ready: std::sync::mpsc::Sender<Result<(), DemoError>>,
+) {
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = ready.send(Err(DemoError::Runtime(e)));
+            return;
+        }
+    };
+    let listener = {
+        let _guard = rt.enter();
+        match tokio::net::TcpListener::from_std(listener) {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = ready.send(Err(DemoError::Runtime(e)));
+                return;
+            }
+        }
+    };
+    if ready.send(Ok(())).is_err() {
+        return; // start() gave up already
+    }
+    rt.block_on(accept_loop(listener, shared, stop));
 }
 
 async fn accept_loop(
