@@ -19,8 +19,14 @@
 //!
 //! Stalls ([`DemoConfig::stall_every`]) pause the *whole* server — every
 //! endpoint — during windows computed from the server's start (see
-//! [`StallSchedule`]): the coordinated-omission trap. A response that would
-//! be sent inside a window is held until the window ends.
+//! [`StallSchedule`]): the coordinated-omission trap. Each window is the
+//! last `stall_for` of every `stall_every` period; a response that would be
+//! sent inside a window is held until the window ends.
+//!
+//! Timing: `/contended` holds are thread sleeps chained back to back
+//! (accurate to tens of µs, saturated throughput exactly 1/hold); `/slow`,
+//! `/shed` and `/noshed` work and stall waits use tokio's timer, which rounds
+//! up to the next millisecond (never early).
 //!
 //! Threads: each worker thread runs its own current-thread tokio runtime and
 //! accepts from a shared listening socket, so the target costs one core at
@@ -114,7 +120,8 @@ impl DemoConfig {
         }
         if self.shed_cap == 0 || self.shed_cap > tokio::sync::Semaphore::MAX_PERMITS {
             return bad(format!(
-                "shed_cap must be at least 1, got {}",
+                "shed_cap must be 1..={}, got {}",
+                tokio::sync::Semaphore::MAX_PERMITS,
                 self.shed_cap
             ));
         }
