@@ -311,6 +311,15 @@ impl DemoServer {
     }
 }
 
+impl std::fmt::Debug for DemoServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DemoServer")
+            .field("addr", &self.addr)
+            .field("threads", &self.workers.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for DemoServer {
     fn drop(&mut self) {
         self.shutdown.send_replace(true);
