@@ -446,8 +446,7 @@ fn errors_say_what_is_wrong() {
         stall_for: Duration::from_secs(2),
         ..DemoConfig::default()
     })
-    .err()
-    .expect("rejected");
+    .expect_err("rejected");
     assert!(matches!(e, DemoError::Config(_)));
     assert!(e.to_string().contains("stall_for"), "{e}");
 }
