@@ -234,6 +234,40 @@ fn contended_serializes_on_one_lock() {
 }
 
 #[test]
+fn contended_throughput_caps_at_one_per_hold() {
+    let hold = Duration::from_millis(5);
+    let server = start(DemoConfig {
+        contended_hold: hold,
+        ..DemoConfig::default()
+    });
+    let addr = server.addr();
+    let run = Duration::from_millis(800);
+    let t0 = Instant::now();
+    let clients: Vec<_> = (0..8)
+        .map(|_| {
+            thread::spawn(move || {
+                let mut c = Conn::open(addr);
+                let mut n = 0u64;
+                while t0.elapsed() < run {
+                    assert_eq!(c.get("/contended").status, 200);
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let total: u64 = clients.into_iter().map(|h| h.join().expect("client")).sum();
+    let wall = t0.elapsed();
+    // Saturated: one hold after another, so requests ≈ wall / hold.
+    let expected = wall.as_secs_f64() / hold.as_secs_f64();
+    let ratio = total as f64 / expected;
+    assert!(
+        (0.85..=1.02).contains(&ratio),
+        "{total} requests in {wall:?}: {ratio:.3} of 1/hold"
+    );
+}
+
+#[test]
 fn shed_answers_503_with_retry_after_above_the_cap() {
     let work = Duration::from_millis(400);
     let server = start(DemoConfig {
@@ -412,8 +446,31 @@ fn errors_say_what_is_wrong() {
         stall_for: Duration::from_secs(2),
         ..DemoConfig::default()
     })
-    .err()
-    .expect("rejected");
+    .expect_err("rejected");
     assert!(matches!(e, DemoError::Config(_)));
     assert!(e.to_string().contains("stall_for"), "{e}");
+}
+
+/// The engine's tests start the target from inside a tokio runtime: start,
+/// use and stop must all work there (no runtime is built or dropped on the
+/// caller's thread).
+#[tokio::test]
+async fn usable_from_inside_an_async_runtime() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = start(DemoConfig::default());
+    let mut s = tokio::net::TcpStream::connect(server.addr())
+        .await
+        .expect("connect");
+    s.write_all(b"GET /fast HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .expect("write");
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), s.read_to_end(&mut buf))
+        .await
+        .expect("answered in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.ends_with("ok\n"), "{text}");
+    server.stop();
 }

@@ -80,8 +80,9 @@ pub(crate) struct Shared {
     shed_work: Duration,
     stall: Option<StallSchedule>,
     /// The one contention point of `/contended`: a fair (FIFO) async lock,
-    /// so waiters queue without holding a thread each.
-    contended: Mutex<()>,
+    /// so waiters queue without holding a thread each. It guards the instant
+    /// the previous holder was due to release it.
+    contended: Mutex<Option<Instant>>,
     shed_in_flight: AtomicUsize,
     noshed_permits: Semaphore,
     counters: [Counters; ENDPOINTS],
@@ -98,7 +99,7 @@ impl Shared {
             shed_cap: cfg.shed_cap,
             shed_work: cfg.shed_work,
             stall: cfg.stall_schedule(),
-            contended: Mutex::new(()),
+            contended: Mutex::new(None),
             shed_in_flight: AtomicUsize::new(0),
             noshed_permits: Semaphore::new(cfg.shed_cap),
             counters: Default::default(),
@@ -236,30 +237,43 @@ async fn slow(shared: &Shared, query: Option<&str>) -> Resp {
 }
 
 async fn contended(shared: &Shared) -> Resp {
-    let _lock = shared.contended.lock().await;
-    hold(shared.contended_hold).await;
+    let arrived = Instant::now();
+    let mut last_release = shared.contended.lock().await;
+    // A request that queued starts its hold when the previous one was due
+    // to end, not when the hand-off (a wake-up or two) finally reached it:
+    // saturated throughput is then exactly 1/hold.
+    let start = match *last_release {
+        Some(prev) if prev > arrived => prev,
+        _ => arrived,
+    };
+    let release = start + shared.contended_hold;
+    hold_until(release).await;
+    *last_release = Some(release);
     text(StatusCode::OK, "ok\n")
 }
 
-/// Sleeps for `d` while the caller holds the contended lock. Tokio's timer
-/// rounds up to whole milliseconds (a 2-ms sleep takes 2–3 ms), which would
-/// cap `/contended` well below 1/hold; a thread sleep is accurate to tens of
-/// microseconds, and only the lock holder ever runs one, so the blocking
-/// pool stays at one thread.
-async fn hold(d: Duration) {
-    if d.is_zero() {
+/// Sleeps until `deadline` while the caller holds the contended lock.
+/// Tokio's timer rounds up to whole milliseconds (a 2-ms sleep takes 2–3 ms),
+/// which would cap `/contended` well below 1/hold; a thread sleep is accurate
+/// to tens of microseconds, and only the lock holder ever runs one, so the
+/// blocking pool stays at one thread.
+async fn hold_until(deadline: Instant) {
+    let Some(d) = deadline.checked_duration_since(Instant::now()) else {
         return;
-    }
+    };
     if d >= Duration::from_millis(50) {
-        tokio::time::sleep(d).await;
+        tokio::time::sleep_until(deadline.into()).await;
         return;
     }
-    if tokio::task::spawn_blocking(move || std::thread::sleep(d))
-        .await
-        .is_err()
-    {
+    let slept = tokio::task::spawn_blocking(move || {
+        if let Some(d) = deadline.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+    })
+    .await;
+    if slept.is_err() {
         // The blocking pool is gone (runtime shutting down): still hold.
-        tokio::time::sleep(d).await;
+        tokio::time::sleep_until(deadline.into()).await;
     }
 }
 

@@ -43,6 +43,20 @@ impl StallSchedule {
         Some((nanos(end - stall), nanos(end)))
     }
 
+    /// The q-quantile (0..=1) of the wait a stall adds to a request arriving
+    /// at a uniformly random time — what open-model traffic over whole
+    /// periods sees: a fraction S/E of requests wait uniformly 0..S, the
+    /// rest not at all. With 1 s every 10 s: p99 = 0.9 s, p99.9 = 0.99 s.
+    /// Add the endpoint's own service time for the expected latency.
+    pub fn added_latency_quantile(&self, q: f64) -> Duration {
+        let f = self.stalled_fraction();
+        let q = q.clamp(0.0, 1.0);
+        if f <= 0.0 || q <= 1.0 - f {
+            return Duration::ZERO;
+        }
+        self.stall_for.mul_f64(((q - (1.0 - f)) / f).min(1.0))
+    }
+
     /// Fraction of time the server is paused (S / E).
     pub fn stalled_fraction(&self) -> f64 {
         if self.every.is_zero() {
@@ -77,6 +91,21 @@ mod tests {
         assert_eq!(s.window_at(ms(10_000)), None);
         assert_eq!(s.window_at(ms(19_500)), Some((ms(19_000), ms(20_000))));
         assert!((s.stalled_fraction() - 0.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn added_latency_quantiles() {
+        let s = StallSchedule {
+            every: ms(10_000),
+            stall_for: ms(1_000),
+        };
+        let q = |q: f64| s.added_latency_quantile(q).as_secs_f64();
+        assert_eq!(q(0.5), 0.0);
+        assert_eq!(q(0.9), 0.0);
+        assert!((q(0.95) - 0.5).abs() < 1e-9);
+        assert!((q(0.99) - 0.9).abs() < 1e-9);
+        assert!((q(0.999) - 0.99).abs() < 1e-9);
+        assert!((q(1.0) - 1.0).abs() < 1e-9);
     }
 
     #[test]
