@@ -155,6 +155,33 @@ shape: { constant: { rate: 50/s, duration: 1s } }
     let r = load::run(&p, dir.path());
     assert_eq!(r.summary.totals.ok, 50);
     assert_eq!(r.summary.totals.errors, 0);
+    assert_eq!(
+        t.shed_retry_after, t.shed,
+        "the demo's /shed always sends Retry-After"
+    );
+
+    // A 503 without Retry-After is shed all the same, and counted apart.
+    let dir = tempfile::tempdir().unwrap();
+    let p = load::profile(
+        r#"
+name: retry-after
+target: { url: "{url}" }
+requests:
+  - { path: /status/503 }
+  - { path: "/status/429?retry_after=2" }
+shape: { constant: { rate: 100/s, duration: 1s } }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let t = &r.summary.totals;
+    assert_eq!(t.shed, 100);
+    assert!(
+        t.shed_retry_after > 20 && t.shed_retry_after < 80,
+        "{}",
+        t.shed_retry_after
+    );
+    assert_eq!(r.summary.phases[0].shed_retry_after, t.shed_retry_after);
 }
 
 #[test]

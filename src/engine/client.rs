@@ -279,6 +279,17 @@ fn prepare_one(
 /// How one exchange went.
 pub struct Answer {
     pub class: Class,
+    /// A shed answer carried `Retry-After`.
+    pub retry_after: bool,
+}
+
+impl From<Class> for Answer {
+    fn from(class: Class) -> Self {
+        Answer {
+            class,
+            retry_after: false,
+        }
+    }
 }
 
 /// A lane's connection: opened lazily, reopened when the server closes it.
@@ -366,7 +377,7 @@ impl Conn {
                     Ok(s) => self.sender.insert(s),
                     Err(Fail::Connect(c)) => {
                         self.sender = None;
-                        return Answer { class: c };
+                        return c.into();
                     }
                 },
             };
@@ -375,9 +386,7 @@ impl Conn {
                 if attempt == 0 {
                     continue;
                 }
-                return Answer {
-                    class: Class::Reset,
-                };
+                return Class::Reset.into();
             }
             let resp = match sender.try_send_request(p.request.clone()).await {
                 Ok(r) => r,
@@ -388,10 +397,12 @@ impl Conn {
                     if unsent && reused && attempt == 0 {
                         continue;
                     }
-                    return Answer { class };
+                    return class.into();
                 }
             };
             let mut class = p.classify_status(resp.status());
+            let retry_after =
+                class == Class::Shed && resp.headers().contains_key(hyper::header::RETRY_AFTER);
             let mut body = resp.into_body();
             if check && class == Class::Ok {
                 match body.collect().await {
@@ -402,26 +413,20 @@ impl Conn {
                     }
                     Err(e) => {
                         self.sender = None;
-                        return Answer {
-                            class: classify_error(&e),
-                        };
+                        return classify_error(&e).into();
                     }
                 }
             } else {
                 while let Some(f) = body.frame().await {
                     if let Err(e) = f {
                         self.sender = None;
-                        return Answer {
-                            class: classify_error(&e),
-                        };
+                        return classify_error(&e).into();
                     }
                 }
             }
-            return Answer { class };
+            return Answer { class, retry_after };
         }
-        Answer {
-            class: Class::Reset,
-        }
+        Class::Reset.into()
     }
 
     /// Forget the connection (after a timeout the stream is in an unknown state).

@@ -109,14 +109,14 @@ async fn vu(
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         state.running.set(state.running.get() + 1);
         let sent = Instant::now();
-        let class =
+        let (class, retry_after) =
             match tokio::time::timeout(cfg.target.timeout, conn.exchange(&cfg.target, p, check))
                 .await
             {
-                Ok(a) => a.class,
+                Ok(a) => (a.class, a.retry_after),
                 Err(_) => {
                     conn.reset();
-                    Class::Timeout
+                    (Class::Timeout, false)
                 }
             };
         let end = Instant::now();
@@ -125,6 +125,9 @@ async fn vu(
             let mut r = rec.borrow_mut();
             r.offered(phase, sent);
             r.record(phase, class, sent, sent, end);
+            if retry_after {
+                r.retry_after(phase, end);
+            }
         }
         if let Some(think) = cfg.load.think_time {
             tokio::time::sleep(think).await;

@@ -232,19 +232,23 @@ async fn lane(cfg: Arc<EngineConfig>, lanes: Rc<Lanes>, rec: Rc<RefCell<WorkerRe
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         let sent = Instant::now();
-        let class =
+        let (class, retry_after) =
             match tokio::time::timeout(cfg.target.timeout, conn.exchange(&cfg.target, p, check))
                 .await
             {
-                Ok(a) => a.class,
+                Ok(a) => (a.class, a.retry_after),
                 Err(_) => {
                     conn.reset();
-                    Class::Timeout
+                    (Class::Timeout, false)
                 }
             };
         let end = Instant::now();
-        rec.borrow_mut()
-            .record(t.phase, class, t.intended, sent, end);
+        let mut r = rec.borrow_mut();
+        r.record(t.phase, class, t.intended, sent, end);
+        if retry_after {
+            r.retry_after(t.phase, end);
+        }
+        drop(r);
         lanes.in_flight.set(lanes.in_flight.get().saturating_sub(1));
     }
 }

@@ -112,6 +112,8 @@ pub struct Stats {
     pub offered: u64,
     /// Due but not started: `max_in_flight` was reached.
     pub dropped: u64,
+    /// Shed answers (503/429) that carried a `Retry-After` header.
+    pub shed_retry_after: u64,
     /// Wall time the scope covers (for rates).
     pub duration: Duration,
 }
@@ -126,6 +128,7 @@ impl Stats {
         }
         self.offered += o.offered;
         self.dropped += o.dropped;
+        self.shed_retry_after += o.shed_retry_after;
     }
     pub fn count(&self, c: Class) -> u64 {
         self.classes.get(&c).map(|h| h.latency.len()).unwrap_or(0)
@@ -260,6 +263,12 @@ impl WorkerRecorder {
     #[inline]
     pub fn offered(&mut self, phase: usize, at: Instant) {
         self.stats_at(phase, at).offered += 1;
+    }
+
+    /// A shed answer carried `Retry-After`.
+    #[inline]
+    pub fn retry_after(&mut self, phase: usize, at: Instant) {
+        self.stats_at(phase, at).shed_retry_after += 1;
     }
 
     #[inline]

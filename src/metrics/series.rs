@@ -16,6 +16,8 @@ pub struct Row {
     pub phase: String,
     pub offered: u64,
     pub dropped: u64,
+    /// Shed answers that carried `Retry-After`.
+    pub shed_retry_after: u64,
     /// Completed per class, in [`CLASSES`] order.
     pub counts: [u64; 8],
     pub in_flight: u64,
@@ -40,6 +42,7 @@ impl Row {
             phase: phase.to_string(),
             offered: s.offered,
             dropped: s.dropped,
+            shed_retry_after: s.shed_retry_after,
             counts,
             in_flight,
             p50_us: pct_us(&lat, 0.50),
@@ -63,7 +66,7 @@ fn header() -> String {
         h.push(',');
         h.push_str(c.name());
     }
-    h.push_str(",in_flight,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms");
+    h.push_str(",shed_retry_after,in_flight,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms");
     h
 }
 
@@ -90,7 +93,8 @@ impl SeriesWriter {
         let ms = |us: u64| us as f64 / 1000.0;
         writeln!(
             self.out,
-            ",{},{:.3},{:.3},{:.3},{:.3},{:.3}",
+            ",{},{},{:.3},{:.3},{:.3},{:.3},{:.3}",
+            r.shed_retry_after,
             r.in_flight,
             ms(r.p50_us),
             ms(r.p90_us),
@@ -115,7 +119,7 @@ pub fn read(path: &Path) -> io::Result<Vec<Row>> {
             continue;
         }
         let v: Vec<&str> = line.split(',').collect();
-        if v.len() != 4 + 8 + 6 {
+        if v.len() != 4 + 8 + 7 {
             continue;
         }
         let n = |s: &str| s.parse::<u64>().ok();
@@ -131,12 +135,13 @@ pub fn read(path: &Path) -> io::Result<Vec<Row>> {
                 offered: n(v[2])?,
                 dropped: n(v[3])?,
                 counts,
-                in_flight: n(v[12])?,
-                p50_us: ms(v[13])?,
-                p90_us: ms(v[14])?,
-                p99_us: ms(v[15])?,
-                max_us: ms(v[16])?,
-                svc_p99_us: ms(v[17])?,
+                shed_retry_after: n(v[12])?,
+                in_flight: n(v[13])?,
+                p50_us: ms(v[14])?,
+                p90_us: ms(v[15])?,
+                p99_us: ms(v[16])?,
+                max_us: ms(v[17])?,
+                svc_p99_us: ms(v[18])?,
             })
         })();
         if let Some(r) = parsed {

@@ -105,6 +105,8 @@ pub struct ScopeSummary {
     pub ok: u64,
     pub errors: u64,
     pub shed: u64,
+    /// Shed answers that carried `Retry-After`.
+    pub shed_retry_after: u64,
     pub error_rate: f64,
     /// Offered per second.
     pub offered_rate: f64,
@@ -144,6 +146,7 @@ impl ScopeSummary {
             ok: s.count(Class::Ok),
             errors: s.errors(),
             shed: s.count(Class::Shed),
+            shed_retry_after: s.shed_retry_after,
             error_rate: s.error_rate(),
             offered_rate: s.offered as f64 / secs,
             rps: s.completed() as f64 / secs,
@@ -384,6 +387,7 @@ pub fn measured_from_dir(dir: &Path, meta: &RunMeta) -> Result<(Measured, Durati
         if let Some(i) = idx(&r.phase) {
             phases[i].offered += r.offered;
             phases[i].dropped += r.dropped;
+            phases[i].shed_retry_after += r.shed_retry_after;
         }
     }
     let total = meta
