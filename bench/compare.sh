@@ -23,12 +23,12 @@
 #   count/rate after the start, checked afterwards against the summary's
 #   request count). Exit 0 when RSS stayed flat, 1 when it grew.
 #
-# Assumptions about brunt (its engine lands in parallel; adjust here):
-#   - `brunt run PROFILE --target URL --out DIR` runs a profile; the profiles
-#     are bench/profiles/max.yaml and bench/profiles/memory.yaml, whose
-#     `vus:`, `rate:` and `duration:` values this script rewrites;
-#   - DIR/summary.json holds the number of requests sent at `.totals.requests`
-#     (brunt's req/s here = that count / D);
+# How brunt is driven:
+#   - `brunt run PROFILE --target URL --out DIR` runs bench/profiles/max.yaml
+#     or bench/profiles/memory.yaml, whose `vus:`, `rate:` and `duration:`
+#     values this script rewrites;
+#   - DIR/summary.json holds the number of completed requests at
+#     `.totals.requests` (brunt's req/s here = that count / D);
 #   - `brunt demo-target --listen 127.0.0.1:PORT` serves `/fast`;
 #   - exit code 0 (or 99, a failed budget) means the run happened.
 #   A brunt that is missing, fails or writes no usable summary is reported as
