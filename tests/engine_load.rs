@@ -185,6 +185,41 @@ shape: { constant: { rate: 100/s, duration: 1s } }
 }
 
 #[test]
+fn poisson_arrivals_vary_but_keep_the_rate() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let url = srv.base_url();
+    let per_second = |arrival: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let yaml = format!(
+            "name: arrivals\ntarget: {{ url: \"{{url}}\" }}\nrequests: [ {{ path: /fast }} ]\nload: {{ arrival: {arrival} }}\nshape: {{ constant: {{ rate: 1000/s, duration: 4s }} }}\n"
+        );
+        let r = load::run(&load::profile(&yaml, &url), dir.path());
+        let rows = brunt::metrics::series::read(&dir.path().join("timeseries.csv")).unwrap();
+        (
+            r.summary.totals.offered,
+            rows.iter()
+                .filter(|r| r.second < 4)
+                .map(|r| r.offered)
+                .collect::<Vec<_>>(),
+        )
+    };
+    let (total, rows) = per_second("constant");
+    assert_eq!(total, 4000);
+    assert!(
+        rows.iter().all(|&n| n == 1000),
+        "constant spacing: {rows:?}"
+    );
+    let (total, rows) = per_second("poisson");
+    // Poisson count over 4 s: mean 4000, sd ≈ 63; 6 sd is a bound that only a bug crosses.
+    assert!((total as f64 - 4000.0).abs() < 380.0, "{total}");
+    assert!(
+        rows.iter().any(|&n| n != 1000),
+        "poisson arrivals vary per second: {rows:?}"
+    );
+}
+
+#[test]
 fn max_in_flight_drops_instead_of_delaying() {
     let _g = load::serial();
     let srv = load::demo(DemoConfig::default());
