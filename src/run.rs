@@ -268,6 +268,7 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
         shard_count: opts.shard.count,
         workers: cfg.workers,
         brunt_version: env!("CARGO_PKG_VERSION").into(),
+        requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
     };
     std::fs::write(
         dir.join("run.json"),

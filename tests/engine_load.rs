@@ -137,6 +137,17 @@ shape: { constant: { rate: 500/s, duration: 3s } }
     );
     assert_eq!(t.requests, s.total().completed);
     assert!(count("ok") > 0);
+    // Per request of the mix, also after a rebuild from the run directory.
+    let names: Vec<&str> = r.summary.requests.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(names, ["shed", "boom", "bad-body"]);
+    assert_eq!(
+        r.summary.requests.iter().map(|q| q.requests).sum::<u64>(),
+        t.requests
+    );
+    assert_eq!(r.summary.requests[1].errors, count("http_error"));
+    assert_eq!(r.summary.requests[0].shed, count("shed"));
+    let rebuilt = brunt::report::summary::rebuild(dir.path()).expect("rebuild");
+    assert_eq!(rebuilt.requests, r.summary.requests);
     // shed answers are fast; their histogram is separate from ok's
     let shed = &t.by_class["shed"];
     assert!(shed.latency.p99 < t.by_class["ok"].latency.p99.max(25.0));

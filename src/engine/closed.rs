@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::client::Conn;
 use super::{is_stopped, EngineConfig, Live};
-use crate::metrics::{Class, WorkerRecorder};
+use crate::metrics::{Class, Outcome, WorkerRecorder};
 
 struct State {
     level: Cell<f64>,
@@ -104,7 +104,8 @@ async fn vu(
             continue;
         }
         let phase = state.phase.get();
-        let p = &cfg.requests[cfg.pick(&mut rng)];
+        let req = cfg.pick(&mut rng);
+        let p = &cfg.requests[req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         state.running.set(state.running.get() + 1);
@@ -124,7 +125,14 @@ async fn vu(
         {
             let mut r = rec.borrow_mut();
             r.offered(phase, sent);
-            r.record(phase, class, sent, sent, end);
+            r.record(Outcome {
+                phase,
+                request: req,
+                class,
+                intended: sent,
+                sent,
+                end,
+            });
             if retry_after {
                 r.retry_after(phase, end);
             }

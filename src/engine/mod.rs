@@ -167,7 +167,11 @@ impl Engine {
                         }
                     };
                     let local = tokio::task::LocalSet::new();
-                    let rec = Rc::new(RefCell::new(WorkerRecorder::new(start, tx)));
+                    let rec = Rc::new(RefCell::new(WorkerRecorder::new(
+                        start,
+                        tx,
+                        cfg.requests.len() > 1,
+                    )));
                     let r2 = rec.clone();
                     local.block_on(&rt, async move {
                         match cfg.load.model {

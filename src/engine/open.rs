@@ -18,7 +18,7 @@ use tokio::sync::Notify;
 
 use super::client::Conn;
 use super::{is_stopped, share, EngineConfig, Live};
-use crate::metrics::{Class, WorkerRecorder};
+use crate::metrics::{Class, Outcome, WorkerRecorder};
 use crate::profile::{Arrival, Phase};
 
 struct Ticket {
@@ -244,7 +244,14 @@ async fn lane(cfg: Arc<EngineConfig>, lanes: Rc<Lanes>, rec: Rc<RefCell<WorkerRe
             };
         let end = Instant::now();
         let mut r = rec.borrow_mut();
-        r.record(t.phase, class, t.intended, sent, end);
+        r.record(Outcome {
+            phase: t.phase,
+            request: t.req,
+            class,
+            intended: t.intended,
+            sent,
+            end,
+        });
         if retry_after {
             r.retry_after(t.phase, end);
         }

@@ -9,8 +9,9 @@
 //! Layout: values are nanoseconds (`MaxValueDivisor` 1e6 so maxima read in
 //! ms); timestamps are seconds since `StartTime`. Per window: one untagged
 //! line with every completed request's latency (what tools show by
-//! default), then `Tag=<phase>.<class>` latency lines and
-//! `Tag=<phase>.<class>.svc` service-time lines.
+//! default), then `Tag=<phase>.<class>` latency lines,
+//! `Tag=<phase>.<class>.svc` service-time lines and, when the mix has
+//! several requests, `Tag=<phase>.<class>.r<i>` latency of request `i`.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -119,6 +120,11 @@ impl HlogWriter {
                     1.0,
                     &h.service,
                 )?;
+                for (i, r) in h.by_request.iter().enumerate() {
+                    if let Some(r) = r {
+                        self.line(Some(&format!("{name}.{}.r{i}", c.name())), start, 1.0, r)?;
+                    }
+                }
             }
         }
         self.out.flush()?;
@@ -172,12 +178,30 @@ pub fn read(path: &Path) -> Result<Vec<Interval>, HlogError> {
     Ok(out)
 }
 
-/// Split a `phase.class[.svc]` tag.
-pub fn parse_tag(tag: &str) -> Option<(&str, Class, bool)> {
-    let (rest, svc) = match tag.strip_suffix(".svc") {
-        Some(r) => (r, true),
-        None => (tag, false),
+/// What a tagged line holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TagKind {
+    /// `<phase>.<class>`: latency from the intended start.
+    Latency,
+    /// `<phase>.<class>.svc`: service time from the actual send.
+    Service,
+    /// `<phase>.<class>.r<i>`: latency of request `i` of the mix.
+    Request(usize),
+}
+
+/// Split a `phase.class[.svc|.rN]` tag.
+pub fn parse_tag(tag: &str) -> Option<(&str, Class, TagKind)> {
+    let (rest, kind) = match tag.rsplit_once('.') {
+        Some((r, "svc")) => (r, TagKind::Service),
+        Some((r, last))
+            if last.len() > 1
+                && last.starts_with('r')
+                && last[1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (r, TagKind::Request(last[1..].parse().ok()?))
+        }
+        _ => (tag, TagKind::Latency),
     };
     let (phase, class) = rest.rsplit_once('.')?;
-    Some((phase, Class::from_name(class)?, svc))
+    Some((phase, Class::from_name(class)?, kind))
 }

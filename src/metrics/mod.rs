@@ -88,6 +88,9 @@ impl Class {
 pub struct ClassHists {
     pub latency: Histogram<u64>,
     pub service: Histogram<u64>,
+    /// Latency split by request of the mix (index into the profile's
+    /// `requests`); empty when the mix has a single request.
+    pub by_request: Vec<Option<Histogram<u64>>>,
 }
 
 impl ClassHists {
@@ -95,12 +98,25 @@ impl ClassHists {
         ClassHists {
             latency: new_hist(),
             service: new_hist(),
+            by_request: Vec::new(),
         }
     }
     fn add(&mut self, o: &ClassHists) {
         // Same bounds everywhere, so add cannot fail; saturate defensively.
         let _ = self.latency.add(&o.latency);
         let _ = self.service.add(&o.service);
+        for (i, h) in o.by_request.iter().enumerate() {
+            if let Some(h) = h {
+                let _ = self.request_mut(i).add(h);
+            }
+        }
+    }
+    /// The histogram of request `i`, created on first use.
+    pub fn request_mut(&mut self, i: usize) -> &mut Histogram<u64> {
+        if self.by_request.len() <= i {
+            self.by_request.resize_with(i + 1, || None);
+        }
+        self.by_request[i].get_or_insert_with(new_hist)
     }
 }
 
@@ -173,13 +189,25 @@ impl Stats {
         }
     }
     /// Add a histogram read back from an interval log.
-    pub fn add_hist(&mut self, c: Class, h: &Histogram<u64>, service: bool) {
+    pub fn add_hist(&mut self, c: Class, h: &Histogram<u64>, kind: hlog::TagKind) {
         let e = self.ensure(c);
-        let _ = if service {
-            e.service.add(h)
-        } else {
-            e.latency.add(h)
+        let _ = match kind {
+            hlog::TagKind::Latency => e.latency.add(h),
+            hlog::TagKind::Service => e.service.add(h),
+            hlog::TagKind::Request(i) => e.request_mut(i).add(h),
         };
+    }
+    /// Latency of request `i` of the mix (all classes) and its count per class.
+    pub fn request(&self, i: usize) -> (Histogram<u64>, BTreeMap<Class, u64>) {
+        let mut h = new_hist();
+        let mut counts = BTreeMap::new();
+        for (c, ch) in &self.classes {
+            if let Some(Some(r)) = ch.by_request.get(i) {
+                let _ = h.add(r);
+                counts.insert(*c, r.len());
+            }
+        }
+        (h, counts)
     }
     fn ensure(&mut self, c: Class) -> &mut ClassHists {
         self.classes.entry(c).or_insert_with(ClassHists::new)
@@ -212,16 +240,32 @@ pub struct WorkerRecorder {
     phases: Vec<(usize, Stats)>,
     tx: Sender<RecorderMsg>,
     pub in_flight: u64,
+    /// Keep per-request histograms (the mix has more than one request).
+    split_requests: bool,
+}
+
+/// One finished request, as the engine reports it.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome {
+    pub phase: usize,
+    /// Index of the request in the profile's mix.
+    pub request: usize,
+    pub class: Class,
+    /// Scheduled start (open model) or actual start (closed model).
+    pub intended: Instant,
+    pub sent: Instant,
+    pub end: Instant,
 }
 
 impl WorkerRecorder {
-    pub fn new(start: Instant, tx: Sender<RecorderMsg>) -> Self {
+    pub fn new(start: Instant, tx: Sender<RecorderMsg>, split_requests: bool) -> Self {
         WorkerRecorder {
             start,
             window: 0,
             phases: Vec::new(),
             tx,
             in_flight: 0,
+            split_requests,
         }
     }
 
@@ -241,22 +285,19 @@ impl WorkerRecorder {
         &mut self.phases[pos].1
     }
 
-    /// Record a finished request. `intended` is its scheduled start (open
-    /// model) or its actual start (closed model).
+    /// Record a finished request.
     #[inline]
-    pub fn record(
-        &mut self,
-        phase: usize,
-        class: Class,
-        intended: Instant,
-        sent: Instant,
-        end: Instant,
-    ) {
-        let latency = end.saturating_duration_since(intended).as_nanos() as u64;
-        let service = end.saturating_duration_since(sent).as_nanos() as u64;
-        let h = self.stats_at(phase, end).ensure(class);
-        h.latency.saturating_record(latency.max(LOWEST_NS));
+    pub fn record(&mut self, o: Outcome) {
+        let latency = o.end.saturating_duration_since(o.intended).as_nanos() as u64;
+        let service = o.end.saturating_duration_since(o.sent).as_nanos() as u64;
+        let split = self.split_requests;
+        let h = self.stats_at(o.phase, o.end).ensure(o.class);
+        let latency = latency.max(LOWEST_NS);
+        h.latency.saturating_record(latency);
         h.service.saturating_record(service.max(LOWEST_NS));
+        if split {
+            h.request_mut(o.request).saturating_record(latency);
+        }
     }
 
     /// A request fell due (whether it then starts or is dropped).

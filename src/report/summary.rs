@@ -47,6 +47,21 @@ pub struct RunMeta {
     pub shard_count: u32,
     pub workers: usize,
     pub brunt_version: String,
+    /// Names of the requests of the mix, in profile order.
+    #[serde(default)]
+    pub requests: Vec<String>,
+}
+
+/// One request of the mix over the whole run (only with several requests).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RequestSummary {
+    pub name: String,
+    pub requests: u64,
+    pub ok: u64,
+    pub shed: u64,
+    pub errors: u64,
+    /// All answers of this request, from the intended start.
+    pub latency: Percentiles,
 }
 
 /// Latency percentiles in milliseconds.
@@ -181,6 +196,9 @@ pub struct Summary {
     pub stopped_reason: Option<String>,
     pub totals: ScopeSummary,
     pub phases: Vec<ScopeSummary>,
+    /// Per request of the mix (empty for a single-request mix).
+    #[serde(default)]
+    pub requests: Vec<RequestSummary>,
     pub budgets: Vec<Verdict>,
     pub stress: Option<StressResult>,
     pub passed: bool,
@@ -288,8 +306,33 @@ pub fn build(
         .zip(&m.phases)
         .map(|(p, s)| ScopeSummary::of(&p.name, &p.label, p.start.as_secs_f64(), s))
         .collect();
+    let requests = if meta.requests.len() > 1 {
+        meta.requests
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let (h, counts) = m.run.request(i);
+                let get = |c: Class| counts.get(&c).copied().unwrap_or(0);
+                RequestSummary {
+                    name: name.clone(),
+                    requests: h.len(),
+                    ok: get(Class::Ok),
+                    shed: get(Class::Shed),
+                    errors: counts
+                        .iter()
+                        .filter(|(c, _)| c.is_error())
+                        .map(|(_, n)| n)
+                        .sum(),
+                    latency: Percentiles::of(&h),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     Summary {
         schema: SUMMARY_SCHEMA.into(),
+        requests,
         totals: ScopeSummary::of("run", "", 0.0, &m.run),
         phases,
         budgets: verdicts,

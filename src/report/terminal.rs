@@ -83,6 +83,31 @@ pub fn render(s: &Summary) -> String {
         }
     }
     row(&mut o, &s.totals);
+    if !s.requests.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  errors",
+            "request", "requests", "p50", "p95", "p99", "max"
+        );
+        for r in &s.requests {
+            let _ = writeln!(
+                o,
+                "{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  {}{}",
+                r.name,
+                r.requests,
+                fmt_ms(r.latency.p50),
+                fmt_ms(r.latency.p95),
+                fmt_ms(r.latency.p99),
+                fmt_ms(r.latency.max),
+                r.errors,
+                if r.shed > 0 {
+                    format!(" (+{} shed)", r.shed)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
     let t = &s.totals;
     if t.requests > 0 {
         let _ = writeln!(
