@@ -110,7 +110,8 @@ fn quantile(s: &str) -> Option<f64> {
         "9999" => 99.99,
         d => d.parse().ok()?,
     };
-    (q > 0.0 && q <= 100.0).then_some(q / 100.0)
+    // Round away binary noise: p99.9 is exactly 0.999, not 0.9990000000000001.
+    (q > 0.0 && q <= 100.0).then_some((q * 1e6).round() / 1e8)
 }
 
 impl Budget {

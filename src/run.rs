@@ -319,7 +319,8 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     let reason = out
         .stopped_reason
         .or_else(|| interrupted.then(|| "stopped by the user (Ctrl-C)".to_string()));
-    let summary = summary::build(meta, &profile, &measured, interrupted, reason);
+    let mut summary = summary::build(meta, &profile, &measured, interrupted, reason);
+    summary.set_generator(out.generator);
     summary::write(&dir, &summary)?;
     Ok(RunResult { dir, summary })
 }
@@ -347,6 +348,7 @@ struct Recording {
 struct Recorded {
     phases: Vec<Stats>,
     stopped_reason: Option<String>,
+    generator: summary::GeneratorHealth,
 }
 
 impl Recording {
@@ -364,6 +366,7 @@ impl Recording {
         let mut announced: Option<usize> = None;
         let mut judged = 0usize; // stress steps judged so far
         let mut stopped_reason = None;
+        let mut generator = summary::GeneratorHealth::default();
         let mut events = std::fs::File::create(self.dir.join("events.jsonl"))?;
         let bar = self.make_bar();
         let names: Vec<String> = self
@@ -421,10 +424,18 @@ impl Recording {
                 hlog.window(w.second, &named)?;
                 let mut rows_in_flight = w.in_flight;
                 for (name, s) in &named {
-                    series.row(&Row::from_stats(w.second, name, s, rows_in_flight))?;
+                    series.row(&Row::from_stats(
+                        w.second,
+                        name,
+                        s,
+                        rows_in_flight,
+                        w.sched_lag_us,
+                        w.busy_pct.unwrap_or(0.0),
+                    ))?;
                     rows_in_flight = 0;
                 }
                 series.flush()?;
+                generator.observe(w.second, w.sched_lag_us, w.busy_pct.unwrap_or(0.0));
                 let total = w.total();
                 let lat = total.latency(None);
                 let stats = WindowStats {
@@ -493,6 +504,7 @@ impl Recording {
         Ok(Recorded {
             phases,
             stopped_reason,
+            generator,
         })
     }
 

@@ -306,3 +306,87 @@ fn help_states_the_exit_codes() {
     let o = brunt().arg("frobnicate").output().unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Busy loops pinned to CPU 0, killed on drop. taskset execs the shell
+/// itself, so the kill reaches the loop; the loop also ends by itself after a
+/// bounded count (about a minute) should the test process die first.
+struct Hogs(Vec<std::process::Child>);
+
+impl Hogs {
+    fn start(n: usize) -> Hogs {
+        Hogs(
+            (0..n)
+                .map(|_| {
+                    Command::new("taskset")
+                        .args([
+                            "-c",
+                            "0",
+                            "sh",
+                            "-c",
+                            "i=0; while [ $i -lt 500000000 ]; do i=$((i+1)); done",
+                        ])
+                        .spawn()
+                        .expect("taskset (util-linux)")
+                })
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[test]
+fn a_starved_generator_is_flagged_as_saturated() {
+    // brunt at the lowest priority on a core that two busy loops hog: its
+    // schedule slips, and the summary must say its latencies are not the server's.
+    let srv = brunt::demo::DemoServer::start(Default::default()).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "p.yaml",
+        "name: starved\ntarget: { url: builtin }\nrequests: [ { path: /fast } ]\nload: { workers: 1 }\nshape: { constant: { rate: 500/s, duration: 3s } }\n",
+    );
+    let hogs = Hogs::start(2);
+    let o = Command::new("taskset")
+        .args(["-c", "0", "nice", "-n", "19"])
+        .arg(env!("CARGO_BIN_EXE_brunt"))
+        .arg("run")
+        .arg(&p)
+        .args(["--target", &srv.base_url(), "--quiet", "--out"])
+        .arg(d.path().join("r"))
+        .output()
+        .unwrap();
+    drop(hogs);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("r/summary.json")).unwrap())
+            .unwrap();
+    let g = &s["generator"];
+    assert!(g["late_seconds"].as_u64().unwrap() >= 1, "{g}");
+    assert!(out(&o).contains("generator was saturated"), "{}", out(&o));
+
+    // The same load unhindered is not flagged.
+    let o = brunt()
+        .arg("run")
+        .arg(&p)
+        .args(["--target", &srv.base_url(), "--quiet", "--out"])
+        .arg(d.path().join("calm"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(d.path().join("calm/summary.json")).unwrap())
+            .unwrap();
+    assert!(
+        s["generator"]["max_sched_lag_ms"].as_f64().unwrap() < 1000.0,
+        "{}",
+        s["generator"]
+    );
+}

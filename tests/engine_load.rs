@@ -149,8 +149,9 @@ shape: { constant: { rate: 500/s, duration: 3s } }
     let rebuilt = brunt::report::summary::rebuild(dir.path()).expect("rebuild");
     assert_eq!(rebuilt.requests, r.summary.requests);
     // shed answers are fast; their histogram is separate from ok's
+    // Refusals are immediate; admitted work takes 20 ms.
     let shed = &t.by_class["shed"];
-    assert!(shed.latency.p99 < t.by_class["ok"].latency.p99.max(25.0));
+    assert!(shed.latency.p50 < t.by_class["ok"].latency.p50, "{shed:?}");
 
     // An expected status overrides the default 2xx/3xx rule.
     let dir = tempfile::tempdir().unwrap();

@@ -132,6 +132,7 @@ pub(super) async fn run(
             }
             let idx = phase.info.index;
             let mut r = rec.borrow_mut();
+            r.sched_lag(Instant::now().saturating_duration_since(intended));
             r.offered(idx, intended);
             if lanes.in_flight.get() >= max_in_flight {
                 r.dropped(idx, intended);

@@ -222,6 +222,11 @@ pub struct WindowPart {
     pub phases: Vec<(usize, Stats)>,
     /// Requests queued or running when the part was cut.
     pub in_flight: u64,
+    /// Worst lateness of the scheduler in this window, µs: how long after
+    /// its due time a request was handed to a lane. Large = saturated generator.
+    pub sched_lag_us: u64,
+    /// Share of the window this worker's event loop was busy, percent.
+    pub busy_pct: Option<f64>,
 }
 
 /// Messages from workers to the aggregator.
@@ -240,6 +245,9 @@ pub struct WorkerRecorder {
     phases: Vec<(usize, Stats)>,
     tx: Sender<RecorderMsg>,
     pub in_flight: u64,
+    sched_lag_us: u64,
+    /// Runtime busy time and when it was read, for `busy_pct`.
+    cpu_mark: Option<(Duration, Instant)>,
     /// Keep per-request histograms (the mix has more than one request).
     split_requests: bool,
 }
@@ -265,6 +273,8 @@ impl WorkerRecorder {
             phases: Vec::new(),
             tx,
             in_flight: 0,
+            sched_lag_us: 0,
+            cpu_mark: None,
             split_requests,
         }
     }
@@ -306,6 +316,15 @@ impl WorkerRecorder {
         self.stats_at(phase, at).offered += 1;
     }
 
+    /// The scheduler handed a due request over `lag` after its due time.
+    #[inline]
+    pub fn sched_lag(&mut self, lag: Duration) {
+        let us = lag.as_micros() as u64;
+        if us > self.sched_lag_us {
+            self.sched_lag_us = us;
+        }
+    }
+
     /// A shed answer carried `Retry-After`.
     #[inline]
     pub fn retry_after(&mut self, phase: usize, at: Instant) {
@@ -331,10 +350,29 @@ impl WorkerRecorder {
             window: self.window,
             phases: std::mem::take(&mut self.phases),
             in_flight: self.in_flight,
+            sched_lag_us: std::mem::take(&mut self.sched_lag_us),
+            busy_pct: self.busy_pct(),
         };
         // The aggregator outlives workers; if it is gone the run is ending anyway.
         let _ = self.tx.send(RecorderMsg::Part(part));
         self.window = next;
+    }
+
+    /// Share of wall time the worker's runtime spent running tasks (not
+    /// parked waiting for I/O or timers) since the last call, in percent.
+    /// Near 100% the event loop never rests: requests start late and queue
+    /// as if the server were slow. Unlike thread CPU time this also counts
+    /// time the OS took the core away (a machine overloaded by others).
+    fn busy_pct(&mut self) -> Option<f64> {
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        let busy = handle.metrics().worker_total_busy_duration(0);
+        let now = Instant::now();
+        let pct = self.cpu_mark.map(|(b0, at)| {
+            let wall = now.saturating_duration_since(at).as_secs_f64().max(1e-3);
+            busy.saturating_sub(b0).as_secs_f64() / wall * 100.0
+        });
+        self.cpu_mark = Some((busy, now));
+        pct.map(|p| p.min(100.0))
     }
 
     /// Flush the last window and say goodbye.
@@ -351,6 +389,10 @@ pub struct Window {
     pub second: u64,
     pub phases: Vec<(usize, Stats)>,
     pub in_flight: u64,
+    /// Worst scheduler lateness over the workers, µs.
+    pub sched_lag_us: u64,
+    /// Busiest worker's event-loop busy share, percent.
+    pub busy_pct: Option<f64>,
 }
 
 impl Window {
@@ -403,12 +445,18 @@ impl Aggregator {
                             second: w,
                             phases: Vec::new(),
                             in_flight: 0,
+                            sched_lag_us: 0,
+                            busy_pct: None,
                         },
                         0,
                     )
                 });
                 entry.1 += 1;
                 entry.0.in_flight += part.in_flight;
+                entry.0.sched_lag_us = entry.0.sched_lag_us.max(part.sched_lag_us);
+                if let Some(b) = part.busy_pct {
+                    entry.0.busy_pct = Some(entry.0.busy_pct.map_or(b, |a: f64| a.max(b)));
+                }
                 for (p, s) in part.phases {
                     match entry.0.phases.iter_mut().find(|(q, _)| *q == p) {
                         Some((_, t)) => t.merge(&s),

@@ -21,6 +21,10 @@ pub struct Row {
     /// Completed per class, in [`CLASSES`] order.
     pub counts: [u64; 8],
     pub in_flight: u64,
+    /// Worst scheduler lateness in this second (open model), µs.
+    pub sched_lag_us: u64,
+    /// Busiest load worker's event-loop busy share, percent (0 when unknown).
+    pub busy_pct: f64,
     pub p50_us: u64,
     pub p90_us: u64,
     pub p99_us: u64,
@@ -30,7 +34,14 @@ pub struct Row {
 }
 
 impl Row {
-    pub fn from_stats(second: u64, phase: &str, s: &Stats, in_flight: u64) -> Row {
+    pub fn from_stats(
+        second: u64,
+        phase: &str,
+        s: &Stats,
+        in_flight: u64,
+        sched_lag_us: u64,
+        busy_pct: f64,
+    ) -> Row {
         let lat = s.latency(None);
         let svc = s.service(None);
         let mut counts = [0u64; 8];
@@ -45,6 +56,8 @@ impl Row {
             shed_retry_after: s.shed_retry_after,
             counts,
             in_flight,
+            sched_lag_us,
+            busy_pct,
             p50_us: pct_us(&lat, 0.50),
             p90_us: pct_us(&lat, 0.90),
             p99_us: pct_us(&lat, 0.99),
@@ -66,7 +79,7 @@ fn header() -> String {
         h.push(',');
         h.push_str(c.name());
     }
-    h.push_str(",shed_retry_after,in_flight,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms");
+    h.push_str(",shed_retry_after,in_flight,sched_lag_ms,worker_busy_pct,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms");
     h
 }
 
@@ -93,9 +106,11 @@ impl SeriesWriter {
         let ms = |us: u64| us as f64 / 1000.0;
         writeln!(
             self.out,
-            ",{},{},{:.3},{:.3},{:.3},{:.3},{:.3}",
+            ",{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3}",
             r.shed_retry_after,
             r.in_flight,
+            ms(r.sched_lag_us),
+            r.busy_pct,
             ms(r.p50_us),
             ms(r.p90_us),
             ms(r.p99_us),
@@ -119,7 +134,7 @@ pub fn read(path: &Path) -> io::Result<Vec<Row>> {
             continue;
         }
         let v: Vec<&str> = line.split(',').collect();
-        if v.len() != 4 + 8 + 7 {
+        if v.len() != 4 + 8 + 9 {
             continue;
         }
         let n = |s: &str| s.parse::<u64>().ok();
@@ -137,11 +152,13 @@ pub fn read(path: &Path) -> io::Result<Vec<Row>> {
                 counts,
                 shed_retry_after: n(v[12])?,
                 in_flight: n(v[13])?,
-                p50_us: ms(v[14])?,
-                p90_us: ms(v[15])?,
-                p99_us: ms(v[16])?,
-                max_us: ms(v[17])?,
-                svc_p99_us: ms(v[18])?,
+                sched_lag_us: ms(v[14])?,
+                busy_pct: v[15].parse().ok()?,
+                p50_us: ms(v[16])?,
+                p90_us: ms(v[17])?,
+                p99_us: ms(v[18])?,
+                max_us: ms(v[19])?,
+                svc_p99_us: ms(v[20])?,
             })
         })();
         if let Some(r) = parsed {

@@ -204,6 +204,9 @@ pub struct Summary {
     pub passed: bool,
     /// Plain-language warnings (closed-model latency, drops, saturated generator…).
     pub notes: Vec<String>,
+    /// Whether brunt itself kept up with its schedule.
+    #[serde(default)]
+    pub generator: GeneratorHealth,
     #[serde(default)]
     pub collectors: Option<serde_json::Value>,
     #[serde(default)]
@@ -344,6 +347,55 @@ pub fn build(
         meta,
         collectors: None,
         findings: None,
+        generator: GeneratorHealth::default(),
+    }
+}
+
+/// Did brunt keep up? Two signals per second: the busiest load worker's
+/// CPU (a worker near 100% of a core cannot start requests on time, and its
+/// queue grows as if the server were slow) and the open-model scheduler's
+/// lateness (a few ms is timer granularity; far more means the machine is
+/// overloaded). Either makes part of the measured latency brunt's own.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GeneratorHealth {
+    pub max_sched_lag_ms: f64,
+    pub max_worker_cpu_pct: f64,
+    /// Second of the run where it looked worst.
+    pub worst_second: u64,
+    /// Seconds in which a worker was busy or the scheduler late beyond the limits.
+    pub late_seconds: u64,
+}
+
+impl GeneratorHealth {
+    pub const LATE_MS: f64 = 20.0;
+    pub const BUSY_PCT: f64 = 90.0;
+
+    pub fn observe(&mut self, second: u64, lag_us: u64, busy_pct: f64) {
+        let ms = lag_us as f64 / 1000.0;
+        if ms > self.max_sched_lag_ms || busy_pct > self.max_worker_cpu_pct {
+            self.worst_second = second;
+        }
+        self.max_sched_lag_ms = self.max_sched_lag_ms.max(ms);
+        self.max_worker_cpu_pct = self.max_worker_cpu_pct.max(busy_pct);
+        if ms > Self::LATE_MS || busy_pct >= Self::BUSY_PCT {
+            self.late_seconds += 1;
+        }
+    }
+    pub fn saturated(&self) -> bool {
+        self.late_seconds > 0
+    }
+}
+
+impl Summary {
+    /// Attach the generator's health and say plainly when it fell behind.
+    pub fn set_generator(&mut self, g: GeneratorHealth) {
+        if g.saturated() {
+            self.notes.push(format!(
+                "the generator was saturated in {} second(s) (worst at {} s: a load worker at {:.0}% of a core, scheduler up to {:.0} ms late): latencies there include brunt's own delay — use more workers, a bigger machine or shards",
+                g.late_seconds, g.worst_second, g.max_worker_cpu_pct, g.max_sched_lag_ms
+            ));
+        }
+        self.generator = g;
     }
 }
 
@@ -475,6 +527,19 @@ pub fn rebuild(dir: &Path) -> Result<Summary, ReportError> {
         interrupted || old.as_ref().is_some_and(|o| o.interrupted),
         reason,
     );
+    let mut g = GeneratorHealth::default();
+    let mut seconds: BTreeMap<u64, (u64, f64)> = BTreeMap::new();
+    if let Ok(rows) = series::read(&dir.join("timeseries.csv")) {
+        for r in rows {
+            let e = seconds.entry(r.second).or_default();
+            e.0 = e.0.max(r.sched_lag_us);
+            e.1 = e.1.max(r.busy_pct);
+        }
+    }
+    for (sec, (lag, busy)) in seconds {
+        g.observe(sec, lag, busy);
+    }
+    s.set_generator(g);
     if let Some(o) = old {
         s.collectors = o.collectors;
         s.findings = o.findings;
