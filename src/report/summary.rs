@@ -47,6 +47,13 @@ pub struct RunMeta {
     pub shard_count: u32,
     pub workers: usize,
     pub brunt_version: String,
+    /// The `--start-at` the shards agreed on (Unix seconds); `started_at` is
+    /// when this process actually started, so the two give its lateness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<f64>,
+    /// Set on a run directory written by `brunt merge`: which shards it adds up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::shard::MergedFrom>,
 }
 
 /// Latency percentiles in milliseconds.
