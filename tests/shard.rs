@@ -396,6 +396,9 @@ fn skew_is_measured_and_windows_line_up(shards: &[PathBuf], root: &Path) {
     assert!(notes.contains("shard 3 by 1 s"), "{notes}");
     assert!(text(&o).contains("clock skew"), "{}", text(&o));
     assert_intervals_add_up(&copies, &merged);
+    // The warning comes from run.json, so `brunt report` repeats it.
+    let o = brunt().arg("report").arg(&merged).output().expect("report");
+    assert!(text(&o).contains("clock skew"), "{}", text(&o));
 }
 
 fn mismatched_directories_are_refused(shards: &[PathBuf], root: &Path, url: &str) {

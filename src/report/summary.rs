@@ -289,6 +289,9 @@ pub fn build(
             m.run.dropped
         ));
     }
+    if let Some(merged) = &meta.merged {
+        notes.extend(crate::shard::merge::notes(merged));
+    }
     let phases = meta
         .phases
         .iter()

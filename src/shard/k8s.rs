@@ -104,6 +104,16 @@ fn m<const K: usize>(entries: [(&str, Y); K]) -> Y {
     )
 }
 
+/// The Dockerfile's non-root user; `fsGroup` makes the results volume writable for it.
+fn pod_security() -> Y {
+    m([
+        ("runAsNonRoot", Y::B(true)),
+        ("runAsUser", Y::I(10001)),
+        ("runAsGroup", Y::I(10001)),
+        ("fsGroup", Y::I(10001)),
+    ])
+}
+
 /// RFC 1123 label: what Kubernetes accepts as a namespace, claim or job name.
 fn is_dns_label(v: &str) -> bool {
     !v.is_empty()
@@ -342,6 +352,7 @@ pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardE
                             "spec",
                             m([
                                 ("restartPolicy", s("Never")),
+                                ("securityContext", pod_security()),
                                 (
                                     "affinity",
                                     m([(
@@ -384,6 +395,7 @@ pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardE
                 "spec",
                 m([
                     ("restartPolicy", s("Never")),
+                    ("securityContext", pod_security()),
                     (
                         "containers",
                         Y::L(vec![m([

@@ -334,7 +334,6 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     let interrupted = !reasons.is_empty() || elapsed + Duration::from_secs(1) < total;
     let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let mut s = summary::build(meta, &first.profile, &m, interrupted, reason);
-    s.notes.extend(merge_notes(&shards, &merged_from));
     carry_collectors(&shards, &mut s);
     summary::write(out, &s)?;
     Ok(MergeResult {
@@ -427,7 +426,9 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), ShardError> {
 
 /// What the reader of a merged summary must know: where it came from and
 /// whether the shards' clocks make its per-second series trustworthy.
-fn merge_notes(shards: &[ShardDir], m: &MergedFrom) -> Vec<String> {
+/// `summary::build` adds these for any merged run directory, so `brunt
+/// report` on it says the same.
+pub fn notes(m: &MergedFrom) -> Vec<String> {
     let mut notes = vec![format!(
         "merged from {} shards; their starts spread over {:.0} ms",
         m.shard_count, m.skew_ms
@@ -449,26 +450,21 @@ fn merge_notes(shards: &[ShardDir], m: &MergedFrom) -> Vec<String> {
             }
         ));
     }
-    let agreed: Vec<Option<f64>> = shards.iter().map(|s| s.meta.start_at).collect();
+    let agreed: Vec<Option<f64>> = m.shards.iter().map(|s| s.start_at).collect();
     if agreed.iter().any(|a| a.is_none()) || agreed.windows(2).any(|w| w[0] != w[1]) {
         notes.push(
             "the shards were not all given the same --start-at: their phases did not step together"
                 .into(),
         );
-    } else if let Some(late) = shards
+    } else if let Some((shard, late_ms)) = m
+        .shards
         .iter()
-        .filter_map(|s| {
-            s.meta
-                .start_at
-                .map(|a| (s, (s.meta.started_at - a) * 1000.0))
-        })
+        .filter_map(|s| s.start_at.map(|a| (s.shard, (s.started_at - a) * 1000.0)))
         .filter(|(_, ms)| *ms > SKEW_WARN_MS)
         .max_by(|a, b| a.1.total_cmp(&b.1))
     {
         notes.push(format!(
-            "shard {} started {:.0} ms after the agreed --start-at (scheduled too late: give the shards more --start-delay)",
-            late.0.meta.shard_index + 1,
-            late.1
+            "shard {shard} started {late_ms:.0} ms after the agreed --start-at (scheduled too late: give the shards more --start-delay)"
         ));
     }
     notes
