@@ -585,6 +585,7 @@ fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
         vec!["--cpu", "lots"],
         vec!["--start-delay", "soon"],
         vec!["--results-pvc", "a b"],
+        vec!["--hold", "0s"],
     ] {
         let o = brunt()
             .arg("k8s")

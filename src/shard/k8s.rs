@@ -175,10 +175,15 @@ fn check(opts: &K8sOptions, job: &str) -> Result<(), ShardError> {
             "job name {job:?}: expected a DNS label of at most 50 characters"
         ));
     }
-    if let Some(pvc) = &opts.results_pvc {
-        if !is_dns_label(pvc) {
+    match &opts.results_pvc {
+        Some(pvc) if !is_dns_label(pvc) => {
             return bad(format!("--results-pvc {pvc:?}: expected a claim name"));
         }
+        // The emptyDir vanishes with the pod: without a hold nothing can be fetched.
+        None if opts.hold < Duration::from_secs(60) => {
+            return bad("--hold must be at least 1m without --results-pvc: it is the time left to kubectl cp the results".into());
+        }
+        _ => {}
     }
     for (flag, v) in [("--cpu", &opts.cpu), ("--memory", &opts.memory)] {
         if !is_quantity(v) {
@@ -509,4 +514,31 @@ fn commands(job: &str, opts: &K8sOptions, start_at: u64, run_secs: u64) -> Strin
     let _ = writeln!(c, "#   brunt merge {job}/shard-* --out {job}/merged");
     let _ = writeln!(c, "#   kubectl delete -f {file}");
     c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_quantities() {
+        assert_eq!(
+            default_job_name("Checkout: peak's"),
+            "brunt-checkout-peak-s"
+        );
+        assert_eq!(default_job_name(&"x".repeat(80)).len(), 50);
+        assert!(default_job_name("---").ends_with("brunt"));
+        for ok in ["default", "load-test", "a1"] {
+            assert!(is_dns_label(ok), "{ok}");
+        }
+        for bad in ["", "-a", "a-", "A", "a_b", "a b", &"a".repeat(64)] {
+            assert!(!is_dns_label(bad), "{bad}");
+        }
+        for ok in ["2", "1500m", "0.5", "1Gi", "512M"] {
+            assert!(is_quantity(ok), "{ok}");
+        }
+        for bad in ["", "lots", "2 cores", "-1", "1GB", "0"] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+    }
 }
