@@ -481,6 +481,15 @@ fn validate(manifest: &Path) {
     );
 }
 
+fn start_at_of(script: &str) -> u64 {
+    script
+        .split("--start-at ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no --start-at number in {script}"))
+}
+
 #[test]
 fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
     let d = tempfile::tempdir().expect("tempdir");
@@ -529,12 +538,7 @@ fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
         script.contains("--out \"/results/shard-$i\" --plain"),
         "{script}"
     );
-    let at: u64 = script
-        .split("--start-at ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .expect("--start-at number");
+    let at = start_at_of(script);
     assert!(
         (before + 89..=unix_now() as u64 + 91).contains(&at),
         "start {at}"
@@ -578,6 +582,17 @@ fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
         "3500m"
     );
     assert_eq!(docs[2]["kind"], "Pod");
+    // On a shared claim each run writes under its own start time.
+    let script = pod["containers"][0]["command"][2].as_str().expect("script");
+    let at = start_at_of(script);
+    assert!(
+        script.contains(&format!("--out \"/results/{at}/shard-$i\"")),
+        "{script}"
+    );
+    assert!(
+        manifest.contains(&format!("-gather:/results/{at} ")),
+        "{manifest}"
+    );
 
     // Bad arguments exit 2.
     for bad in [

@@ -247,14 +247,18 @@ pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardE
         ("data", Y::M(vec![("profile.yaml".into(), s(&text))])),
     ]);
 
+    let root = results_root(opts, start_at);
     let mut script = String::new();
     let _ = writeln!(script, "i=$((JOB_COMPLETION_INDEX + 1))");
     let _ = writeln!(
         script,
-        "brunt run /profile/profile.yaml --shard \"$i/{n}\" --start-at {start_at} --out \"/results/shard-$i\" --plain"
+        "brunt run /profile/profile.yaml --shard \"$i/{n}\" --start-at {start_at} --out \"{root}/shard-$i\" --plain"
     );
     let _ = writeln!(script, "code=$?");
-    let _ = writeln!(script, "echo \"$code\" > \"/results/shard-$i.exit-code\"");
+    let _ = writeln!(
+        script,
+        "mkdir -p {root}/exit-codes && echo \"$code\" > \"{root}/exit-codes/shard-$i\""
+    );
     if emptydir {
         let _ = writeln!(
             script,
@@ -444,6 +448,15 @@ pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardE
     Ok(out)
 }
 
+/// Where the shards write: the pod's own emptyDir, or a directory of this
+/// run on a shared claim (so a reused claim never mixes two runs).
+fn results_root(opts: &K8sOptions, start_at: u64) -> String {
+    match opts.results_pvc {
+        None => "/results".into(),
+        Some(_) => format!("/results/{start_at}"),
+    }
+}
+
 /// The commands after the manifest. Every value in them was checked to be a
 /// DNS label or a number, so they are safe to paste into a shell.
 fn commands(job: &str, opts: &K8sOptions, start_at: u64, run_secs: u64) -> String {
@@ -508,7 +521,8 @@ fn commands(job: &str, opts: &K8sOptions, start_at: u64, run_secs: u64) -> Strin
                 c,
                 "#   kubectl -n {ns} wait pod/{job}-gather --for=condition=Ready --timeout=120s"
             );
-            let _ = writeln!(c, "#   kubectl -n {ns} cp {job}-gather:/results {job}");
+            let root = results_root(opts, start_at);
+            let _ = writeln!(c, "#   kubectl -n {ns} cp {job}-gather:{root} {job}");
         }
     }
     let _ = writeln!(c, "#   brunt merge {job}/shard-* --out {job}/merged");
