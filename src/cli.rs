@@ -69,6 +69,47 @@ enum Cmd {
     /// Rebuild summary.json (and the terminal summary) from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
     Report { dir: PathBuf },
+    /// Merge the run directories of N shards (`run --shard i/N`) into one: histograms added, budgets judged on the union.
+    #[command(after_help = EXIT_CODES)]
+    Merge {
+        /// The shard run directories, all N of them.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// The merged run directory (must not exist or be empty).
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print a Kubernetes manifest (ConfigMap + Indexed Job) that runs PROFILE as N shards, then the commands to gather and merge.
+    #[command(after_help = EXIT_CODES)]
+    K8s {
+        profile: PathBuf,
+        /// Number of shards (pods, each on its own node).
+        #[arg(long)]
+        shards: u32,
+        /// The brunt image (build it with the Dockerfile at the repository top).
+        #[arg(long)]
+        image: String,
+        #[arg(long, default_value = "default")]
+        namespace: String,
+        /// Time from now to the shared start: enough to schedule the pods and pull the image.
+        #[arg(long, default_value = "60s")]
+        start_delay: String,
+        /// CPU request per shard.
+        #[arg(long, default_value = "2")]
+        cpu: String,
+        /// Memory request and limit per shard.
+        #[arg(long, default_value = "1Gi")]
+        memory: String,
+        /// A ReadWriteMany PersistentVolumeClaim for the run directories (default: an emptyDir per pod, fetched with kubectl cp).
+        #[arg(long)]
+        results_pvc: Option<String>,
+        /// Without --results-pvc: how long a finished pod keeps its run directory for kubectl cp.
+        #[arg(long, default_value = "30m")]
+        hold: String,
+        /// Job name (default brunt-<profile name>).
+        #[arg(long)]
+        job_name: Option<String>,
+    },
 }
 
 /// Bad input (exit 2) versus other failures (exit 1).
@@ -136,6 +177,14 @@ fn parse_shard(s: &str) -> Result<Shard, Failure> {
         index: i - 1,
         count: n,
     })
+}
+
+fn shard_failure(e: crate::shard::ShardError) -> Failure {
+    if e.is_bad_input() {
+        Failure::Bad(anyhow!(e))
+    } else {
+        Failure::Other(anyhow!(e))
+    }
 }
 
 /// First Ctrl-C: stop the load and finish the report. Second: exit now.
@@ -261,6 +310,41 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
                     .map_err(|e| BadInput(anyhow!("--stall-for {stall_for}: {e}")))?;
             }
             crate::demo::run_standalone(cfg).context("demo target")?;
+            Ok(0)
+        }
+        Cmd::Merge { dirs, out } => {
+            let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
+            print!("{}", crate::report::terminal::render(&merged.summary));
+            println!("run directory: {}", merged.dir.display());
+            Ok(merged.exit_code())
+        }
+        Cmd::K8s {
+            profile,
+            shards,
+            image,
+            namespace,
+            start_delay,
+            cpu,
+            memory,
+            results_pvc,
+            hold,
+            job_name,
+        } => {
+            let dur = |flag: &str, v: &str| {
+                humantime::parse_duration(v).map_err(|e| BadInput(anyhow!("{flag} {v}: {e}")))
+            };
+            let opts = crate::shard::k8s::K8sOptions {
+                namespace,
+                start_delay: dur("--start-delay", &start_delay)?,
+                cpu,
+                memory,
+                results_pvc,
+                hold: dur("--hold", &hold)?,
+                job_name,
+                ..crate::shard::k8s::K8sOptions::new(shards, &image)
+            };
+            let text = crate::shard::k8s::manifest(&profile, &opts).map_err(shard_failure)?;
+            print!("{text}");
             Ok(0)
         }
         Cmd::Report { dir } => {

@@ -15,6 +15,7 @@
 //! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings |
 //! | [`report`] | the run directory's files, the terminal summary, `summary.json` |
 //! | [`run`] | one run end to end: profile → engine + recorder + collectors → report |
+//! | [`shard`] | beyond one machine: `brunt merge` of shard run directories, `brunt k8s` manifests |
 //! | [`demo`] | the built-in demo target (`brunt demo-target`, `target: builtin`) |
 //! | [`cli`] | argument parsing and exit codes |
 
@@ -28,3 +29,4 @@ pub mod metrics;
 pub mod profile;
 pub mod report;
 pub mod run;
+pub mod shard;

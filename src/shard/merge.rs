@@ -1,0 +1,502 @@
+//! `brunt merge`: N shard run directories into one, as if one machine had
+//! sent the whole load.
+//!
+//! Interval histograms are added tag by tag and second by second; seconds
+//! are aligned by absolute time (each shard's start + the window's offset),
+//! so shards whose clocks started a few hundred ms apart still line up.
+//! The merged directory has the files of a single run and its summary is
+//! built by the same code (`summary::build`), so budgets are judged on the
+//! union — a budget no single shard breaks can fail the merged run.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::{MergedFrom, ShardError, ShardStart};
+use crate::metrics::hlog::{self, HlogWriter, Interval};
+use crate::metrics::series::{self, Row, SeriesWriter};
+use crate::metrics::Stats;
+use crate::profile::Profile;
+use crate::report::summary::{self, measured_from_dir};
+use crate::report::{RunMeta, Summary};
+
+/// Shard starts further apart than this blur the merged per-second series
+/// (a window of one shard overlaps two of another's by a visible share).
+pub const SKEW_WARN_MS: f64 = 100.0;
+
+/// What a merge leaves.
+pub struct MergeResult {
+    pub dir: PathBuf,
+    pub summary: Summary,
+}
+
+impl MergeResult {
+    /// 0 every merged budget met, 99 one failed.
+    pub fn exit_code(&self) -> i32 {
+        if self.summary.passed {
+            0
+        } else {
+            99
+        }
+    }
+}
+
+/// One shard's run directory, read.
+struct ShardDir {
+    dir: PathBuf,
+    meta: RunMeta,
+    profile_text: String,
+    profile: Profile,
+    intervals: Vec<Interval>,
+    rows: Vec<series::Row>,
+    summary: Option<Summary>,
+}
+
+fn read_text(path: &Path) -> Result<String, ShardError> {
+    std::fs::read_to_string(path).map_err(|e| ShardError::Read {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+fn load(dir: &Path) -> Result<ShardDir, ShardError> {
+    if !dir.is_dir() {
+        return Err(ShardError::Read {
+            path: dir.to_path_buf(),
+            message: "not a run directory".into(),
+        });
+    }
+    let meta_path = dir.join("run.json");
+    let meta: RunMeta =
+        serde_json::from_str(&read_text(&meta_path)?).map_err(|e| ShardError::Read {
+            path: meta_path.clone(),
+            message: e.to_string(),
+        })?;
+    let profile_path = dir.join("profile.yaml");
+    let profile_text = read_text(&profile_path)?;
+    let profile = Profile::from_yaml(&profile_text, &profile_path)?;
+    let hlog_path = dir.join("latency.hlog");
+    let intervals = hlog::read(&hlog_path).map_err(|e| ShardError::Read {
+        path: hlog_path.clone(),
+        message: e.to_string(),
+    })?;
+    let series_path = dir.join("timeseries.csv");
+    let rows = series::read(&series_path).map_err(|e| ShardError::Read {
+        path: series_path.clone(),
+        message: e.to_string(),
+    })?;
+    // A killed shard has no summary; it only carries collectors and findings.
+    let summary = std::fs::read_to_string(dir.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok());
+    Ok(ShardDir {
+        dir: dir.to_path_buf(),
+        meta,
+        profile_text,
+        profile,
+        intervals,
+        rows,
+        summary,
+    })
+}
+
+/// Refuse directories that are not the N shards of one run.
+fn check(shards: &[ShardDir]) -> Result<(), ShardError> {
+    let first = &shards[0];
+    let n = first.meta.shard_count;
+    let mut seen = vec![None::<&Path>; n as usize];
+    for s in shards {
+        let d = s.dir.display();
+        if s.meta.name != first.meta.name {
+            return Err(ShardError::Mismatch(format!(
+                "{d} is a run of profile `{}`, {} of `{}`: shards of different profiles cannot be merged",
+                s.meta.name,
+                first.dir.display(),
+                first.meta.name
+            )));
+        }
+        if s.meta.phases != first.meta.phases {
+            return Err(ShardError::Mismatch(format!(
+                "{d} has other phases than {} (a different shape or --time-scale): shards must run the same schedule",
+                first.dir.display()
+            )));
+        }
+        let budgets = |p: &Profile| serde_json::to_string(&p.budgets).unwrap_or_default();
+        if budgets(&s.profile) != budgets(&first.profile) {
+            return Err(ShardError::Mismatch(format!(
+                "{d} has other budgets than {}: the merged verdict would depend on the order",
+                first.dir.display()
+            )));
+        }
+        if s.meta.shard_count != n {
+            return Err(ShardError::Mismatch(format!(
+                "{d} is shard {}/{} but {} is one of {n}",
+                s.meta.shard_index + 1,
+                s.meta.shard_count,
+                first.dir.display()
+            )));
+        }
+        let i = s.meta.shard_index as usize;
+        match seen.get_mut(i) {
+            None => {
+                return Err(ShardError::Mismatch(format!(
+                    "{d}: shard index {} is out of range 1..{n}",
+                    i + 1
+                )))
+            }
+            Some(Some(other)) => {
+                return Err(ShardError::Mismatch(format!(
+                    "{d} and {} are both shard {}/{n}",
+                    other.display(),
+                    i + 1
+                )))
+            }
+            Some(slot) => *slot = Some(&s.dir),
+        }
+    }
+    let missing: Vec<String> = seen
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.is_none())
+        .map(|(i, _)| format!("{}/{n}", i + 1))
+        .collect();
+    if !missing.is_empty() {
+        return Err(ShardError::Mismatch(format!(
+            "shard {} missing: a merge needs all {n} shard directories of the run",
+            missing.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+/// Per merged second: per phase index, the summed stats; and the summed in-flight count.
+#[derive(Default)]
+struct Windows {
+    stats: BTreeMap<u64, BTreeMap<usize, Stats>>,
+    in_flight: BTreeMap<u64, u64>,
+    /// Worst scheduler lag (µs) and busiest worker (%) over the shards.
+    generator: BTreeMap<u64, (u64, f64)>,
+}
+
+impl Windows {
+    fn at(&mut self, second: u64, phase: usize) -> &mut Stats {
+        self.stats
+            .entry(second)
+            .or_default()
+            .entry(phase)
+            .or_default()
+    }
+
+    fn add_shard(&mut self, s: &ShardDir, shift: u64) -> Result<(), ShardError> {
+        let idx = |name: &str| s.meta.phases.iter().position(|p| p.name == name);
+        let bad = |message: String| ShardError::Read {
+            path: s.dir.join("latency.hlog"),
+            message,
+        };
+        for iv in &s.intervals {
+            // The untagged line is the sum of the tagged ones: rebuilt, not added.
+            let Some(tag) = iv.tag.as_deref() else {
+                continue;
+            };
+            let (phase, class, svc) =
+                hlog::parse_tag(tag).ok_or_else(|| bad(format!("unknown tag `{tag}`")))?;
+            let p = idx(phase).ok_or_else(|| bad(format!("tag `{tag}` names no phase")))?;
+            let second = iv.start.as_secs_f64().round() as u64 + shift;
+            self.at(second, p).add_hist(class, &iv.hist, svc);
+        }
+        for r in &s.rows {
+            let p = idx(&r.phase).ok_or_else(|| ShardError::Read {
+                path: s.dir.join("timeseries.csv"),
+                message: format!("phase `{}` is not in run.json", r.phase),
+            })?;
+            let second = r.second + shift;
+            let st = self.at(second, p);
+            st.offered += r.offered;
+            st.dropped += r.dropped;
+            st.shed_retry_after += r.shed_retry_after;
+            *self.in_flight.entry(second).or_default() += r.in_flight;
+            let g = self.generator.entry(second).or_default();
+            g.0 = g.0.max(r.sched_lag_us);
+            g.1 = g.1.max(r.busy_pct);
+        }
+        Ok(())
+    }
+}
+
+fn write_err(path: &Path) -> impl Fn(std::io::Error) -> ShardError + '_ {
+    move |source| ShardError::Write {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Merge the shard run directories `dirs` into a new run directory `out`.
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
+    if dirs.is_empty() {
+        return Err(ShardError::Mismatch(
+            "no shard directories given".to_string(),
+        ));
+    }
+    let mut shards = dirs
+        .iter()
+        .map(|d| load(d))
+        .collect::<Result<Vec<_>, _>>()?;
+    check(&shards)?;
+    shards.sort_by_key(|s| s.meta.shard_index);
+    if out.exists()
+        && std::fs::read_dir(out)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(ShardError::Mismatch(format!(
+            "--out {} exists and is not empty: choose a new directory",
+            out.display()
+        )));
+    }
+
+    // Line up by absolute time: the earliest start is second 0.
+    let base = shards
+        .iter()
+        .map(|s| s.meta.started_at)
+        .fold(f64::INFINITY, f64::min);
+    let latest = shards
+        .iter()
+        .map(|s| s.meta.started_at)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut windows = Windows::default();
+    let mut starts = Vec::new();
+    for s in &shards {
+        let shift = (s.meta.started_at - base).round().max(0.0) as u64;
+        windows.add_shard(s, shift)?;
+        starts.push(ShardStart {
+            shard: s.meta.shard_index + 1,
+            dir: s.dir.display().to_string(),
+            started_at: s.meta.started_at,
+            start_at: s.meta.start_at,
+            shift_s: shift,
+        });
+    }
+    let merged_from = MergedFrom {
+        shard_count: shards.len() as u32,
+        shards: starts,
+        skew_ms: (latest - base) * 1000.0,
+    };
+
+    let first = &shards[0];
+    std::fs::create_dir_all(out.join("diagnostics")).map_err(write_err(out))?;
+    let mut meta = first.meta.clone();
+    meta.started_at = base;
+    meta.shard_index = 0;
+    meta.shard_count = 1;
+    meta.workers = shards.iter().map(|s| s.meta.workers).sum();
+    meta.start_at = shards.iter().find_map(|s| s.meta.start_at);
+    meta.merged = Some(merged_from.clone());
+    let run_json = out.join("run.json");
+    std::fs::write(
+        &run_json,
+        serde_json::to_string_pretty(&meta).map_err(|e| ShardError::Write {
+            path: run_json.clone(),
+            source: std::io::Error::other(e),
+        })?,
+    )
+    .map_err(write_err(&run_json))?;
+    let profile_path = out.join("profile.yaml");
+    std::fs::write(&profile_path, &first.profile_text).map_err(write_err(&profile_path))?;
+
+    write_windows(out, &meta, &windows)?;
+    write_events(out, &shards, &merged_from)?;
+    for s in &shards {
+        let from = s.dir.join("diagnostics");
+        if from.is_dir() {
+            let to = out
+                .join("diagnostics")
+                .join(format!("shard-{}", s.meta.shard_index + 1));
+            copy_tree(&from, &to)?;
+        }
+    }
+
+    // Judge the union with the same code as a single run.
+    let (m, elapsed) = measured_from_dir(out, &meta)?;
+    let total = meta
+        .phases
+        .last()
+        .map(|p| p.start + p.duration)
+        .unwrap_or_default();
+    let reasons: Vec<String> = shards
+        .iter()
+        .filter_map(|s| {
+            let sum = s.summary.as_ref()?;
+            sum.interrupted.then(|| {
+                format!(
+                    "shard {}: {}",
+                    s.meta.shard_index + 1,
+                    sum.stopped_reason.as_deref().unwrap_or("ended early")
+                )
+            })
+        })
+        .collect();
+    let interrupted = !reasons.is_empty() || elapsed + Duration::from_secs(1) < total;
+    let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
+    let mut s = summary::build(meta, &first.profile, &m, interrupted, reason);
+    let mut g = summary::GeneratorHealth::default();
+    for (second, (lag, busy)) in &windows.generator {
+        g.observe(*second, *lag, *busy);
+    }
+    s.set_generator(g);
+    carry_collectors(&shards, &mut s);
+    summary::write(out, &s)?;
+    Ok(MergeResult {
+        dir: out.to_path_buf(),
+        summary: s,
+    })
+}
+
+/// `latency.hlog` and `timeseries.csv` of the merged windows, as the recorder writes them.
+fn write_windows(out: &Path, meta: &RunMeta, w: &Windows) -> Result<(), ShardError> {
+    let hlog_path = out.join("latency.hlog");
+    let hlog_err = |e: hlog::HlogError| ShardError::Write {
+        path: hlog_path.clone(),
+        source: std::io::Error::other(e),
+    };
+    let n = meta.merged.as_ref().map(|m| m.shard_count).unwrap_or(1);
+    let mut hlog = HlogWriter::create(
+        &hlog_path,
+        meta.started_at,
+        &format!(
+            "brunt {} {} (merge of {n} shards)",
+            env!("CARGO_PKG_VERSION"),
+            meta.name
+        ),
+    )
+    .map_err(hlog_err)?;
+    let series_path = out.join("timeseries.csv");
+    let mut series = SeriesWriter::create(&series_path).map_err(write_err(&series_path))?;
+    for (second, phases) in &w.stats {
+        let named: Vec<(&str, &Stats)> = phases
+            .iter()
+            .filter_map(|(p, s)| meta.phases.get(*p).map(|i| (i.name.as_str(), s)))
+            .collect();
+        hlog.window(*second, &named).map_err(hlog_err)?;
+        // In flight is a per-second figure: on the second's first row, as a run writes it.
+        let mut in_flight = w.in_flight.get(second).copied().unwrap_or(0);
+        let (lag, busy) = w.generator.get(second).copied().unwrap_or_default();
+        for (name, s) in &named {
+            series
+                .row(&Row::from_stats(*second, name, s, in_flight, lag, busy))
+                .map_err(write_err(&series_path))?;
+            in_flight = 0;
+        }
+    }
+    series.flush().map_err(write_err(&series_path))
+}
+
+/// Every shard's events, each tagged with its shard, then the merge itself.
+fn write_events(out: &Path, shards: &[ShardDir], m: &MergedFrom) -> Result<(), ShardError> {
+    let path = out.join("events.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(write_err(&path))?);
+    for s in shards {
+        let Ok(file) = std::fs::File::open(s.dir.join("events.jsonl")) else {
+            continue;
+        };
+        for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
+            // A torn last line of a killed shard is skipped.
+            let Ok(serde_json::Value::Object(mut ev)) = serde_json::from_str(&line) else {
+                continue;
+            };
+            ev.insert("shard".into(), (s.meta.shard_index + 1).into());
+            writeln!(f, "{}", serde_json::Value::Object(ev)).map_err(write_err(&path))?;
+        }
+    }
+    let ev = serde_json::json!({"event": "merge", "shards": m.shard_count, "skew_ms": m.skew_ms});
+    writeln!(f, "{ev}").map_err(write_err(&path))?;
+    f.flush().map_err(write_err(&path))
+}
+
+fn copy_tree(from: &Path, to: &Path) -> Result<(), ShardError> {
+    std::fs::create_dir_all(to).map_err(write_err(to))?;
+    let entries = std::fs::read_dir(from).map_err(|e| ShardError::Read {
+        path: from.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    for e in entries {
+        let e = e.map_err(|e| ShardError::Read {
+            path: from.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        // Follows symlinks on purpose: the merged directory must stand alone.
+        if src.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if src.is_file() {
+            std::fs::copy(&src, &dst).map_err(write_err(&dst))?;
+        }
+    }
+    Ok(())
+}
+
+/// What the reader of a merged summary must know: where it came from and
+/// whether the shards' clocks make its per-second series trustworthy.
+/// `summary::build` adds these for any merged run directory, so `brunt
+/// report` on it says the same.
+pub fn notes(m: &MergedFrom) -> Vec<String> {
+    let mut notes = vec![format!(
+        "merged from {} shards; their starts spread over {:.0} ms",
+        m.shard_count, m.skew_ms
+    )];
+    if m.skew_ms > SKEW_WARN_MS {
+        let shifted: Vec<String> = m
+            .shards
+            .iter()
+            .filter(|s| s.shift_s > 0)
+            .map(|s| format!("shard {} by {} s", s.shard, s.shift_s))
+            .collect();
+        notes.push(format!(
+            "clock skew: shard starts differ by {:.0} ms (over {SKEW_WARN_MS:.0} ms), so each merged second mixes parts of neighbouring seconds and phase edges blur{}; start every shard with the same --start-at on NTP-synchronised clocks",
+            m.skew_ms,
+            if shifted.is_empty() {
+                String::new()
+            } else {
+                format!(" (windows shifted to line up: {})", shifted.join(", "))
+            }
+        ));
+    }
+    let agreed: Vec<Option<f64>> = m.shards.iter().map(|s| s.start_at).collect();
+    if agreed.iter().any(|a| a.is_none()) || agreed.windows(2).any(|w| w[0] != w[1]) {
+        notes.push(
+            "the shards were not all given the same --start-at: their phases did not step together"
+                .into(),
+        );
+    } else if let Some((shard, late_ms)) = m
+        .shards
+        .iter()
+        .filter_map(|s| s.start_at.map(|a| (s.shard, (s.started_at - a) * 1000.0)))
+        .filter(|(_, ms)| *ms > SKEW_WARN_MS)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+    {
+        notes.push(format!(
+            "shard {shard} started {late_ms:.0} ms after the agreed --start-at (scheduled too late: give the shards more --start-delay)"
+        ));
+    }
+    notes
+}
+
+/// Collectors ran in one shard (so the target was sampled once): keep its
+/// `collectors` and `findings`; their files are under `diagnostics/shard-I/`.
+fn carry_collectors(shards: &[ShardDir], s: &mut Summary) {
+    let with: Vec<(u32, &Summary)> = shards
+        .iter()
+        .filter_map(|sh| Some((sh.meta.shard_index + 1, sh.summary.as_ref()?)))
+        .filter(|(_, sum)| sum.collectors.is_some() || sum.findings.is_some())
+        .collect();
+    if let Some((i, sum)) = with.first() {
+        s.collectors = sum.collectors.clone();
+        s.findings = sum.findings.clone();
+        if with.len() > 1 {
+            s.notes.push(format!(
+                "collectors ran in {} shards; the summary keeps shard {i}'s, every shard's files are under diagnostics/shard-I/",
+                with.len()
+            ));
+        }
+    }
+}
