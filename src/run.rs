@@ -318,8 +318,10 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     let reason = out
         .stopped_reason
         .or_else(|| interrupted.then(|| "stopped by the user (Ctrl-C)".to_string()));
-    let summary = summary::build(meta, &profile, &measured, interrupted, reason);
+    let inputs = crate::report::verdicts::Inputs::load(&dir);
+    let summary = summary::build(meta, &profile, &measured, interrupted, reason, &inputs);
     summary::write(&dir, &summary)?;
+    crate::report::html::write(&dir, &summary)?;
     Ok(RunResult { dir, summary })
 }
 
