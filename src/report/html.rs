@@ -651,11 +651,15 @@ fn verdict_details(o: &mut String, v: &Verdicts) {
             sp.bound_ms,
             esc(&sp.bound_source),
             if sp.left_budget {
-                opt(sp.back_after_start_s, |t| format!("{t:.0}s"))
+                sp.back_after_start_s
+                    .map(|t| format!("{t:.0}s"))
+                    .unwrap_or_else(|| "not before it ended".into())
             } else {
                 "never left".into()
             },
-            opt(sp.back_after_end_s, |t| format!("{t:.0}s")),
+            sp.back_after_end_s
+                .map(|t| format!("{t:.0}s"))
+                .unwrap_or_else(|| "never, within the data".into()),
             sp.spike_errors,
             sp.spike_error_rate * 100.0
         );
