@@ -321,7 +321,10 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     let inputs = crate::report::verdicts::Inputs::load(&dir);
     let summary = summary::build(meta, &profile, &measured, interrupted, reason, &inputs);
     summary::write(&dir, &summary)?;
-    crate::report::html::write(&dir, &summary)?;
+    // The result stands without its HTML view: warn, never fail the run for it.
+    if let Err(e) = crate::report::html::write(&dir, &summary) {
+        eprintln!("warning: {e}");
+    }
     Ok(RunResult { dir, summary })
 }
 

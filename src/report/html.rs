@@ -390,7 +390,7 @@ const CSS: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:
 h1{margin-bottom:4px}h2{margin-top:32px;border-bottom:1px solid #ddd;padding-bottom:4px}
 .meta{color:#666}table{border-collapse:collapse;margin:8px 0;font-size:13px}
 td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f4f4f4}
-td.l,th.l{text-align:left}.pass{color:#1a7f37;font-weight:bold}.fail{color:#c62828;font-weight:bold}
+td.l,th.l{text-align:left}td:first-child{white-space:nowrap}.pass{color:#1a7f37;font-weight:bold}.fail{color:#c62828;font-weight:bold}
 .na{color:#888}.verdict{font-size:15px;margin:6px 0;padding:8px 12px;background:#f7f7fa;border-left:4px solid #3a5ba0}
 .verdict.bad{border-left-color:#c62828}.verdict.good{border-left-color:#1a7f37}
 figure{margin:12px 0}.note{color:#8a5a00}";
@@ -422,6 +422,15 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
         .max(1.0);
     // Stragglers answered after the plan's end would draw a false drop to zero.
     secs.retain(|t, _| (*t as f64) < total);
+    // A run stopped early (stress breach, Ctrl-C) is drawn as far as it ran.
+    let total = if s.interrupted {
+        secs.keys()
+            .last()
+            .map(|t| (*t as f64 + 1.0).min(total))
+            .unwrap_or(total)
+    } else {
+        total
+    };
     let bands: Vec<Band> = s
         .meta
         .phases

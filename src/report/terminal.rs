@@ -94,9 +94,14 @@ pub fn render(s: &Summary) -> String {
             fmt_ms(t.service.p99)
         );
     }
+    // The verdict below repeats the knee with its cause.
+    let knee_in_verdict = s.verdicts.as_ref().is_some_and(|v| v.stress.is_some());
     if let Some(st) = &s.stress {
-        let _ = writeln!(o);
+        if !knee_in_verdict {
+            let _ = writeln!(o);
+        }
         match (&st.knee, &st.first_breach) {
+            _ if knee_in_verdict => {}
             (Some(k), Some(b)) => {
                 let why: Vec<String> = st
                     .breached
@@ -200,7 +205,7 @@ fn verdicts(o: &mut String, v: &Verdicts) {
             );
         }
     }
-    if !v.server_side {
+    if !v.server_side && v.stress.is_none() {
         let _ = writeln!(
             o,
             "  (no server-side collectors configured: causes and leaks cannot be attributed)"
