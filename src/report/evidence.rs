@@ -22,6 +22,14 @@
 //! ```
 //! Both keys are optional; a missing file means "no server-side collectors".
 //!
+//! Who writes it: at the end of a run, after the collectors' `finished()`
+//! and before [`crate::report::verdicts::Inputs::load`] in
+//! [`crate::run::execute`], the collectors' samples and the diagnosis'
+//! findings are converted to a [`ServerSide`] (use [`ServerSide::merge`] to
+//! combine sources) and saved with [`ServerSide::save`]. `brunt report DIR`
+//! reads the same file, so a run can also be re-judged after an offline
+//! `brunt analyze` adds findings.
+//!
 //! Series names the verdicts and the report understand (others are charted
 //! as they come):
 //!
@@ -147,6 +155,16 @@ impl ServerSide {
         self.series.retain(|_, p| !p.is_empty());
     }
 
+    /// Fold another source in (e.g. the collectors' series, then the
+    /// diagnosis' findings): samples of the same series are merged in time order.
+    pub fn merge(&mut self, other: ServerSide) {
+        for (k, pts) in other.series {
+            self.series.entry(k).or_default().extend(pts);
+        }
+        self.findings.extend(other.findings);
+        self.normalize();
+    }
+
     pub fn is_empty(&self) -> bool {
         self.series.is_empty() && self.findings.is_empty()
     }
@@ -227,6 +245,18 @@ mod tests {
             Some("lock")
         );
         assert!(back.top_finding("x", 5.0, 6.0).is_none());
+    }
+
+    #[test]
+    fn merge_interleaves_samples() {
+        let mut a = ServerSide::default();
+        a.series.insert("x".into(), vec![(0.0, 1.0), (2.0, 3.0)]);
+        let mut b = ServerSide::default();
+        b.series.insert("x".into(), vec![(1.0, 2.0)]);
+        b.series.insert("y".into(), vec![(1.0, 9.0)]);
+        a.merge(b);
+        assert_eq!(a.series["x"], vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]);
+        assert_eq!(a.series["y"], vec![(1.0, 9.0)]);
     }
 
     #[test]

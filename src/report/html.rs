@@ -145,15 +145,12 @@ where
         }
         for (i, l) in c.lines.iter().enumerate() {
             let color = COLORS[i % COLORS.len()];
-            ch.draw_series(LineSeries::new(
-                l.pts.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(l.name.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
-            });
+            ch.draw_series(LineSeries::new(thin(l.pts.clone()), color.stroke_width(2)))
+                .map_err(err)?
+                .label(l.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(3))
+                });
         }
         if c.lines.len() > 1 || c.lines.iter().any(|l| !l.name.is_empty()) {
             ch.configure_series_labels()
@@ -167,6 +164,25 @@ where
         root.present().map_err(err)?;
     }
     Ok(format!("<figure id=\"{}\">{svg}</figure>\n", c.id))
+}
+
+/// At most this many points per line: an 8-hour soak has 28,800 seconds,
+/// more than a chart has pixels.
+const MAX_POINTS: usize = 1500;
+
+/// Thin a line to [`MAX_POINTS`] buckets, keeping each bucket's peak so
+/// spikes stay visible.
+fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    if pts.len() <= MAX_POINTS {
+        return pts;
+    }
+    let per = pts.len().div_ceil(MAX_POINTS);
+    pts.chunks(per)
+        .filter_map(|c| {
+            let x = c.iter().map(|p| p.0).sum::<f64>() / c.len() as f64;
+            c.iter().map(|p| p.1).reduce(f64::max).map(|y| (x, y))
+        })
+        .collect()
 }
 
 fn y_extent(lines: &[Line]) -> (f64, f64, f64) {
@@ -901,6 +917,15 @@ mod tests {
             esc("<a href='x'>&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&amp;&quot;&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn thinning_keeps_peaks() {
+        let mut pts: Vec<(f64, f64)> = (0..30_000).map(|i| (i as f64, 1.0)).collect();
+        pts[12_345].1 = 99.0;
+        let t = thin(pts);
+        assert!(t.len() <= MAX_POINTS);
+        assert!(t.iter().any(|p| p.1 == 99.0));
     }
 
     #[test]
