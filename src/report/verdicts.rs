@@ -7,7 +7,7 @@
 //!   the cause at that step: high target CPU = *saturation*; low target CPU
 //!   with a rising tail = *contention*; a busy generator = *untrustworthy*;
 //!   no server-side data = *unknown*, said plainly.
-//! - **overload**: PASS/FAIL checks of load shedding (see [`overload`]).
+//! - **overload**: PASS/FAIL checks of load shedding (listed on `fn overload` below).
 //! - **spike**: how long until the 1-s p99 is back within budget after the
 //!   spike starts and after it ends; errors during the spike.
 //! - **soak**: per-hour trend (Theil–Sen slope, least-squares R²) of every
