@@ -66,7 +66,7 @@ enum Cmd {
         #[arg(long, default_value = "1s")]
         stall_for: String,
     },
-    /// Rebuild summary.json (and the terminal summary) from a run directory, also an interrupted one.
+    /// Rebuild summary.json, report.html and the terminal summary from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
     Report { dir: PathBuf },
     /// Merge the run directories of N shards (`run --shard i/N`) into one: histograms added, budgets judged on the union.
@@ -109,6 +109,16 @@ enum Cmd {
         /// Job name (default brunt-<profile name>).
         #[arg(long)]
         job_name: Option<String>,
+    },
+    /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A).
+    Compare {
+        /// The run before (the reference).
+        run_a: PathBuf,
+        /// The run after.
+        run_b: PathBuf,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -349,8 +359,26 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         }
         Cmd::Report { dir } => {
             let s = crate::report::summary::rebuild(&dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
+            crate::report::html::write(&dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
             print!("{}", crate::report::terminal::render(&s));
+            println!(
+                "report: {}",
+                dir.join(crate::report::html::REPORT_FILE).display()
+            );
             Ok(if s.passed { 0 } else { 99 })
+        }
+        Cmd::Compare { run_a, run_b, json } => {
+            let c = crate::report::compare::compare(&run_a, &run_b)
+                .map_err(|e| Failure::Bad(anyhow!(e)))?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&c).map_err(|e| Failure::Other(anyhow!(e)))?
+                );
+            } else {
+                print!("{}", crate::report::compare::render(&c));
+            }
+            Ok(0)
         }
     }
 }

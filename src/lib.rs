@@ -13,7 +13,7 @@
 //! | [`budgets`] | the budget language (`p99 < 500ms`) and its PASS/FAIL evaluation |
 //! | [`collectors`] | server-side sampling over a transport (local, SSH): host `/proc`, JVM dumps, JFR, heap |
 //! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings |
-//! | [`report`] | the run directory's files, the terminal summary, `summary.json` |
+//! | [`report`] | the run directory's files, the terminal summary, `summary.json`, the verdicts, `report.html`, `brunt compare` |
 //! | [`run`] | one run end to end: profile → engine + recorder + collectors → report |
 //! | [`shard`] | beyond one machine: `brunt merge` of shard run directories, `brunt k8s` manifests |
 //! | [`demo`] | the built-in demo target (`brunt demo-target`, `target: builtin`) |

@@ -324,9 +324,14 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     let reason = out
         .stopped_reason
         .or_else(|| interrupted.then(|| "stopped by the user (Ctrl-C)".to_string()));
-    let mut summary = summary::build(meta, &profile, &measured, interrupted, reason);
+    let inputs = crate::report::verdicts::Inputs::load(&dir);
+    let mut summary = summary::build(meta, &profile, &measured, interrupted, reason, &inputs);
     summary.set_generator(out.generator);
     summary::write(&dir, &summary)?;
+    // The result stands without its HTML view: warn, never fail the run for it.
+    if let Err(e) = crate::report::html::write(&dir, &summary) {
+        eprintln!("warning: {e}");
+    }
     Ok(RunResult { dir, summary })
 }
 

@@ -141,11 +141,20 @@ pub struct Interval {
     pub hist: Histogram<u64>,
 }
 
-/// Read every interval of a log (the whole file: logs are compact, a few KB per second).
+/// Read every interval of a log into memory (fine for short runs; long
+/// soaks should stream with [`for_each`]).
 pub fn read(path: &Path) -> Result<Vec<Interval>, HlogError> {
+    let mut out = Vec::new();
+    for_each(path, |iv| out.push(iv))?;
+    Ok(out)
+}
+
+/// Stream the intervals of a log one by one, so a caller that merges them
+/// holds one decoded histogram at a time (an 8-hour soak has ~10^5 lines of
+/// ~184 KiB each once decoded).
+pub fn for_each(path: &Path, mut f: impl FnMut(Interval)) -> Result<(), HlogError> {
     let data = std::fs::read(path)?;
     let mut de = Deserializer::new();
-    let mut out = Vec::new();
     let name = path.display().to_string();
     for (i, entry) in IntervalLogIterator::new(&data).enumerate() {
         let entry = entry.map_err(|e| HlogError::Parse {
@@ -168,14 +177,14 @@ pub fn read(path: &Path) -> Result<Vec<Interval>, HlogError> {
                         line: i + 1,
                         message: format!("histogram: {e:?}"),
                     })?;
-            out.push(Interval {
+            f(Interval {
                 start: ih.start_timestamp(),
                 tag: ih.tag().map(|t| t.as_str().to_string()),
                 hist,
             });
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// What a tagged line holds.

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use shape::{Phase, Plan, Shape};
-pub use units::{Level, Percent};
+pub use units::{Level, PerHour, Percent};
 
 use crate::collectors::CollectorsConfig;
 use crate::demo::DemoConfig;
@@ -62,6 +62,9 @@ pub struct Profile {
     pub output: OutputSpec,
     #[serde(default)]
     pub collectors: CollectorsConfig,
+    /// Thresholds of the verdicts (soak leak limits), see [`crate::report::verdicts`].
+    #[serde(default)]
+    pub verdicts: crate::report::verdicts::VerdictsConfig,
 }
 
 /// Where the load goes.

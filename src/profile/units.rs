@@ -1,6 +1,7 @@
 //! Small value types of the profile language: rates (`200/s`), levels (a rate
 //! in the open model, a number of virtual users in the closed one) and
-//! percentages (`0.1%`). Each parses from YAML strings or numbers.
+//! percentages (`0.1%`), growth per hour for leak thresholds (`10MB/h`).
+//! Each parses from YAML strings or numbers.
 
 use std::fmt;
 use std::str::FromStr;
@@ -142,6 +143,57 @@ impl fmt::Display for Percent {
     }
 }
 
+/// A growth rate per hour for leak thresholds: `10MB/h`, `512KiB/h`, `5/h`
+/// (a count), or a plain number (per hour). Byte units: KB/MB/GB are
+/// decimal, KiB/MiB/GiB binary.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct PerHour(pub f64);
+
+impl FromStr for PerHour {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}` is not a growth rate: expected e.g. `10MB/h`, `5/h` or `20`");
+        let t = s.trim();
+        let t = t.strip_suffix("/h").unwrap_or(t).trim();
+        let units: [(&str, f64); 7] = [
+            ("KiB", 1024.0),
+            ("MiB", 1024.0 * 1024.0),
+            ("GiB", 1024.0 * 1024.0 * 1024.0),
+            ("KB", 1e3),
+            ("MB", 1e6),
+            ("GB", 1e9),
+            ("B", 1.0),
+        ];
+        let (num, mul) = units
+            .iter()
+            .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
+            .unwrap_or((t, 1.0));
+        let v: f64 = num.trim().parse().map_err(|_| bad())?;
+        if !v.is_finite() || v < 0.0 {
+            return Err(bad());
+        }
+        Ok(PerHour(v * mul))
+    }
+}
+
+impl From<f64> for PerHour {
+    fn from(v: f64) -> Self {
+        PerHour(v)
+    }
+}
+
+impl<'de> Deserialize<'de> for PerHour {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(NumOrStr::<PerHour>(std::marker::PhantomData))
+    }
+}
+
+impl Serialize for PerHour {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +207,9 @@ mod tests {
         assert!("-3/s".parse::<Level>().is_err());
         assert!((("0.1%".parse::<Percent>().unwrap().0) - 0.001).abs() < 1e-12);
         assert!("150%".parse::<Percent>().is_err());
+        assert_eq!("10MB/h".parse::<PerHour>().unwrap().0, 10e6);
+        assert_eq!("1MiB/h".parse::<PerHour>().unwrap().0, 1048576.0);
+        assert_eq!("5/h".parse::<PerHour>().unwrap().0, 5.0);
+        assert!("lots/h".parse::<PerHour>().is_err());
     }
 }

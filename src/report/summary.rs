@@ -25,6 +25,8 @@ pub enum ReportError {
     Hlog(#[from] hlog::HlogError),
     #[error(transparent)]
     Profile(#[from] crate::profile::ProfileError),
+    #[error("report.html: {0}")]
+    Html(String),
     #[error("cannot write {path}: {source}")]
     Write {
         path: PathBuf,
@@ -218,6 +220,9 @@ pub struct Summary {
     pub collectors: Option<serde_json::Value>,
     #[serde(default)]
     pub findings: Option<serde_json::Value>,
+    /// The shape's verdict (knee and cause, overload checks, spike recovery, leaks).
+    #[serde(default)]
+    pub verdicts: Option<super::verdicts::Verdicts>,
 }
 
 /// Per-phase stats in plan order, plus the whole run.
@@ -254,6 +259,7 @@ pub fn build(
     m: &Measured,
     interrupted: bool,
     stopped_reason: Option<String>,
+    inputs: &super::verdicts::Inputs,
 ) -> Summary {
     let budgets: Vec<Budget> = profile
         .budgets
@@ -313,6 +319,14 @@ pub fn build(
     if let Some(merged) = &meta.merged {
         notes.extend(crate::shard::merge::notes(merged));
     }
+    notes.extend(inputs.warnings.iter().cloned());
+    let shape_verdicts = Some(super::verdicts::compute(
+        &meta,
+        profile,
+        m,
+        stress.as_ref(),
+        inputs,
+    ));
     let phases = meta
         .phases
         .iter()
@@ -357,6 +371,7 @@ pub fn build(
         meta,
         collectors: None,
         findings: None,
+        verdicts: shape_verdicts,
         generator: GeneratorHealth::default(),
     }
 }
@@ -466,23 +481,23 @@ fn stress_result(
 
 /// Rebuild per-phase stats from a run directory's interval log and time series.
 pub fn measured_from_dir(dir: &Path, meta: &RunMeta) -> Result<(Measured, Duration), ReportError> {
-    let intervals = hlog::read(&dir.join("latency.hlog"))?;
     let mut phases: Vec<Stats> = (0..meta.phases.len()).map(|_| Stats::default()).collect();
     let idx = |name: &str| meta.phases.iter().position(|p| p.name == name);
     let mut last = 0u64;
-    for iv in &intervals {
+    // Streamed: a long soak's log does not fit in memory once decoded.
+    hlog::for_each(&dir.join("latency.hlog"), |iv| {
         last = last.max(iv.start.as_secs() + 1);
         let Some(tag) = iv.tag.as_deref() else {
-            continue;
+            return;
         };
         let Some((phase, class, svc)) = hlog::parse_tag(tag) else {
-            continue;
+            return;
         };
-        let Some(i) = idx(phase) else { continue };
+        let Some(i) = idx(phase) else { return };
         let mut one = Stats::default();
         one.add_hist(class, &iv.hist, svc);
         phases[i].merge(&one);
-    }
+    })?;
     let rows = series::read(&dir.join("timeseries.csv")).map_err(|e| ReportError::Read {
         path: dir.join("timeseries.csv"),
         message: e.to_string(),
@@ -536,6 +551,7 @@ pub fn rebuild(dir: &Path) -> Result<Summary, ReportError> {
         &m,
         interrupted || old.as_ref().is_some_and(|o| o.interrupted),
         reason,
+        &super::verdicts::Inputs::load(dir),
     );
     let mut g = GeneratorHealth::default();
     let mut seconds: BTreeMap<u64, (u64, f64)> = BTreeMap::new();

@@ -1,8 +1,11 @@
-//! The end-of-run summary as plain text: per phase, the budgets, the verdicts.
+//! The end-of-run summary as plain text: per phase, the budgets, the
+//! shape's verdict in brief (knee and cause, overload checks, spike
+//! recovery, leak trends).
 
 use std::fmt::Write as _;
 
 use super::summary::{ScopeSummary, Summary};
+use super::verdicts::{per_hour, Verdicts};
 
 fn fmt_ms(v: f64) -> String {
     if v >= 10_000.0 {
@@ -116,9 +119,14 @@ pub fn render(s: &Summary) -> String {
             fmt_ms(t.service.p99)
         );
     }
+    // The verdict below repeats the knee with its cause.
+    let knee_in_verdict = s.verdicts.as_ref().is_some_and(|v| v.stress.is_some());
     if let Some(st) = &s.stress {
-        let _ = writeln!(o);
+        if !knee_in_verdict {
+            let _ = writeln!(o);
+        }
         match (&st.knee, &st.first_breach) {
+            _ if knee_in_verdict => {}
             (Some(k), Some(b)) => {
                 let why: Vec<String> = st
                     .breached
@@ -162,6 +170,9 @@ pub fn render(s: &Summary) -> String {
             );
         }
     }
+    if let Some(v) = &s.verdicts {
+        verdicts(&mut o, v);
+    }
     if !s.budgets.is_empty() {
         let _ = writeln!(o, "\nbudgets:");
         for v in &s.budgets {
@@ -180,6 +191,51 @@ pub fn render(s: &Summary) -> String {
     }
     let _ = writeln!(o, "\nresult: {}", if s.passed { "PASS" } else { "FAIL" });
     o
+}
+
+/// The shape's verdict in brief; `summary.json` and `report.html` carry it in full.
+fn verdicts(o: &mut String, v: &Verdicts) {
+    let heads = v.headlines();
+    if heads.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\nverdict:");
+    for h in heads {
+        let _ = writeln!(o, "  {h}");
+    }
+    if let Some(ov) = &v.overload {
+        for c in &ov.checks {
+            let _ = writeln!(
+                o,
+                "    {:<4} {:<44} {} (expected {})",
+                c.status.to_string(),
+                c.name,
+                c.measured,
+                c.expected
+            );
+        }
+    }
+    if let Some(so) = &v.soak {
+        for t in so.trends.iter().filter(|t| t.note.is_none()) {
+            let _ = writeln!(
+                o,
+                "    {:<4} {:<28} {} (R² {:.2}){}",
+                if t.flagged { "LEAK" } else { "ok" },
+                t.series,
+                per_hour(&t.series, t.slope_per_hour),
+                t.r2,
+                t.threshold_per_hour
+                    .map(|l| format!(", limit {}", per_hour(&t.series, l)))
+                    .unwrap_or_default()
+            );
+        }
+    }
+    if !v.server_side && v.stress.is_none() {
+        let _ = writeln!(
+            o,
+            "  (no server-side collectors configured: causes and leaks cannot be attributed)"
+        );
+    }
 }
 
 fn level(l: Option<f64>) -> String {

@@ -338,7 +338,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         .collect();
     let interrupted = !reasons.is_empty() || elapsed + Duration::from_secs(1) < total;
     let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
-    let mut s = summary::build(meta, &first.profile, &m, interrupted, reason);
+    let inputs = crate::report::verdicts::Inputs::load(out);
+    let mut s = summary::build(meta, &first.profile, &m, interrupted, reason, &inputs);
     let mut g = summary::GeneratorHealth::default();
     for (second, (lag, busy)) in &windows.generator {
         g.observe(*second, *lag, *busy);

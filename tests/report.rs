@@ -1,0 +1,648 @@
+//! Verdicts and the report, end to end against the built-in demo target on
+//! 127.0.0.1: the stress knee and its cause (with server-side evidence
+//! written into the run directory the way collectors will), load shedding
+//! that passes and a queueing endpoint that fails the fast-503 check, spike
+//! recovery, soak leak trends, `brunt compare`, and `report.html` rendered
+//! by headless Chromium (Debian package `chromium`).
+
+#[path = "support/load.rs"]
+mod load;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use brunt::demo::DemoConfig;
+use brunt::report::evidence::{FindingRef, ServerSide};
+use brunt::report::summary::{rebuild, Summary};
+use brunt::report::verdicts::{trend, Cause, LeakStatus, LeakThresholds, Status};
+
+fn finding(
+    at_s: f64,
+    phase: Option<&str>,
+    severity: &str,
+    kind: &str,
+    summary: &str,
+) -> FindingRef {
+    FindingRef {
+        at_s,
+        phase: phase.map(str::to_string),
+        severity: severity.into(),
+        kind: kind.into(),
+        summary: summary.into(),
+        evidence: Some("diagnostics/dump-1.txt".into()),
+    }
+}
+
+/// A flat series at `v` sampled every second over `[0, secs)`.
+fn flat(secs: u32, v: f64) -> Vec<(f64, f64)> {
+    (0..secs).map(|t| (t as f64, v)).collect()
+}
+
+fn stress_profile(url: &str) -> brunt::profile::Profile {
+    load::profile(
+        r#"
+name: knee
+target: { url: "{url}", timeout: 3s }
+requests: [ { path: /contended } ]
+load: { connections: 256 }
+shape: { stress: { start: 50/s, step: 50/s, step_duration: 2s, max: 500/s } }
+budgets: [ "p99 < 100ms" ]
+"#,
+        url,
+    )
+}
+
+#[test]
+fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
+    let _g = load::serial();
+    // /contended holds one lock 5 ms per request: capacity 200/s.
+    let srv = load::demo(DemoConfig {
+        contended_hold: Duration::from_millis(5),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&stress_profile(&srv.base_url()), dir.path());
+    let v = r.summary.verdicts.clone().expect("verdicts");
+    let st = v.stress.expect("a stress verdict");
+    let cap = st.capacity.expect("a capacity below 200/s");
+    assert!(
+        (100.0..=200.0).contains(&cap),
+        "capacity {cap}/s, built for 200/s"
+    );
+    let breach = st.first_breach.clone().expect("a breaking step");
+    let bi = st
+        .steps
+        .iter()
+        .position(|s| s.name == breach)
+        .expect("the breaking step is in the table");
+    assert!(!st.steps[bi].within_budget);
+    assert!(st.steps[..bi].iter().all(|s| s.within_budget));
+    assert!(
+        st.steps[bi].p99_ms > 100.0,
+        "breaking step p99 {}",
+        st.steps[bi].p99_ms
+    );
+    // Offered and achieved are both in the table and agree below the knee.
+    let first = &st.steps[0];
+    assert!((first.offered_rate - 50.0).abs() < 3.0, "{first:?}");
+    assert!((first.achieved_rate - 50.0).abs() < 5.0, "{first:?}");
+    // Without collectors the cause is unknown, and the verdict says so.
+    assert!(!v.server_side);
+    assert_eq!(st.cause, Cause::Unknown);
+    assert!(st.text.contains("no server-side data"), "{}", st.text);
+    assert!(st.text.contains(&breach), "{}", st.text);
+    let term = brunt::report::terminal::render(&r.summary);
+    assert!(term.contains("knee: capacity"), "{term}");
+
+    // Evidence as collectors and diagnosis will leave it: low target CPU,
+    // threads piling up BLOCKED, a lock finding in the breaking step.
+    let step = &r.summary.meta.phases[bi];
+    let (b0, b1) = (
+        step.start.as_secs_f64(),
+        (step.start + step.duration).as_secs_f64(),
+    );
+    let end = b1.ceil() as u32 + 1;
+    let mut ev = ServerSide::default();
+    ev.series.insert("target.cpu_pct".into(), flat(end, 22.0));
+    ev.series.insert(
+        "jvm.threads.blocked".into(),
+        (0..end)
+            .map(|t| (t as f64, if (t as f64) >= b0 { 180.0 } else { 2.0 }))
+            .collect(),
+    );
+    ev.series
+        .insert("generator.cpu_pct".into(), flat(end, 35.0));
+    ev.findings.push(finding(
+        b0 + 0.5,
+        None,
+        "critical",
+        "lock",
+        "180 of 200 workers BLOCKED on demo::Contended (0x1), held by worker-7",
+    ));
+    ev.findings.push(finding(
+        b0 + 0.7,
+        None,
+        "warning",
+        "pool",
+        "3 threads waiting on a pool",
+    ));
+    ev.save(dir.path()).expect("write evidence");
+    let s = rebuild(dir.path()).expect("rebuild with evidence");
+    let st = s
+        .verdicts
+        .clone()
+        .and_then(|v| v.stress)
+        .expect("stress verdict");
+    assert_eq!(st.cause, Cause::Contention, "{}", st.text);
+    assert!(st.text.contains("target CPU 22%"), "{}", st.text);
+    assert!(st.text.contains("contention"), "{}", st.text);
+    assert!(st.text.contains("demo::Contended"), "{}", st.text);
+    let row = &st.steps[bi];
+    assert_eq!(row.target_cpu_pct, Some(22.0));
+    assert_eq!(row.threads.get("blocked"), Some(&180.0));
+    assert_eq!(
+        row.top_finding.as_ref().map(|f| f.kind.as_str()),
+        Some("lock"),
+        "the worst finding of the step wins"
+    );
+
+    // The same rise with the target's CPU pegged is saturation…
+    ev.series.insert("target.cpu_pct".into(), flat(end, 97.0));
+    ev.findings.clear();
+    ev.save(dir.path()).expect("write evidence");
+    let st = rebuild(dir.path())
+        .expect("rebuild")
+        .verdicts
+        .and_then(|v| v.stress)
+        .expect("stress verdict");
+    assert_eq!(st.cause, Cause::Saturation, "{}", st.text);
+    // …and with the generator pegged the latencies are not trustworthy.
+    ev.series
+        .insert("generator.cpu_pct".into(), flat(end, 99.0));
+    ev.save(dir.path()).expect("write evidence");
+    let st = rebuild(dir.path())
+        .expect("rebuild")
+        .verdicts
+        .and_then(|v| v.stress)
+        .expect("stress verdict");
+    assert_eq!(st.cause, Cause::GeneratorSaturated, "{}", st.text);
+    assert!(st.text.contains("not trustworthy"), "{}", st.text);
+}
+
+fn overload_profile(url: &str, path: &str, timeout: &str) -> brunt::profile::Profile {
+    load::profile(
+        &format!(
+            r#"
+name: overload
+target: {{ url: "{{url}}", timeout: {timeout} }}
+requests: [ {{ path: {path} }} ]
+load: {{ connections: 512, max_in_flight: 5000 }}
+shape:
+  overload: {{ baseline: 50/s, baseline_duration: 2s, rate: 600/s, duration: 4s, recovery_duration: 4s, fast_fail: 100ms }}
+budgets: [ "p99 < 300ms" ]
+"#
+        ),
+        url,
+    )
+}
+
+fn check<'a>(s: &'a Summary, name: &str) -> &'a brunt::report::verdicts::Check {
+    s.verdicts
+        .as_ref()
+        .and_then(|v| v.overload.as_ref())
+        .and_then(|o| o.checks.iter().find(|c| c.name == name))
+        .unwrap_or_else(|| panic!("no overload check `{name}`"))
+}
+
+#[test]
+fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
+    let _g = load::serial();
+    // 4 in flight × 20 ms each: capacity 200/s for /shed and /noshed alike.
+    // fast_fail is 100 ms, not the default 50: a 503 takes microseconds, and
+    // the margin is for a CI machine busy with other builds, while /noshed
+    // fails the check for never shedding at all.
+    let cfg = DemoConfig {
+        shed_cap: 4,
+        shed_work: Duration::from_millis(20),
+        ..Default::default()
+    };
+    let srv = load::demo(cfg.clone());
+    let shed_dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(
+        &overload_profile(&srv.base_url(), "/shed", "3s"),
+        shed_dir.path(),
+    );
+    drop(srv);
+    let ov = r
+        .summary
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.overload.clone())
+        .expect("overload verdict");
+    assert!(ov.pass, "{:#?}", ov.checks);
+    for name in [
+        "shed answers are fast",
+        "Retry-After on shed answers",
+        "admitted p99 within budget",
+        "shed fraction matches the excess",
+        "no timeouts, resets or refused connections",
+        "recovers after the overload",
+    ] {
+        assert_eq!(
+            check(&r.summary, name).status,
+            Status::Pass,
+            "{name}: {:#?}",
+            ov.checks
+        );
+    }
+    assert!(
+        (120.0..=230.0).contains(&ov.capacity_estimate),
+        "capacity estimate {} (built for 200/s)",
+        ov.capacity_estimate
+    );
+    assert!(
+        (ov.shed_fraction - (1.0 - 200.0 / 600.0)).abs() < 0.12,
+        "shed {:.2}",
+        ov.shed_fraction
+    );
+    assert!(
+        ov.recovery_s.is_some_and(|t| t <= 4.0),
+        "{:?}",
+        ov.recovery_s
+    );
+
+    // /noshed queues instead: with a short client timeout the excess turns
+    // into timeouts and no 503 ever comes back.
+    let srv = load::demo(cfg);
+    let noshed_dir = tempfile::tempdir().expect("tempdir");
+    let r2 = load::run(
+        &overload_profile(&srv.base_url(), "/noshed", "300ms"),
+        noshed_dir.path(),
+    );
+    drop(srv);
+    let ov2 = r2
+        .summary
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.overload.clone())
+        .expect("overload verdict");
+    assert!(!ov2.pass, "{:#?}", ov2.checks);
+    let fast = check(&r2.summary, "shed answers are fast");
+    assert_eq!(fast.status, Status::Fail, "{fast:?}");
+    assert!(fast.measured.contains("does not shed"), "{fast:?}");
+    let to = check(&r2.summary, "no timeouts, resets or refused connections");
+    assert_eq!(to.status, Status::Fail, "{to:?}");
+    let term = brunt::report::terminal::render(&r2.summary);
+    assert!(term.contains("overload: FAIL"), "{term}");
+
+    // Side by side through the CLI: exit 0, every phase, deltas.
+    let out = Command::new(env!("CARGO_BIN_EXE_brunt"))
+        .arg("compare")
+        .arg(shed_dir.path())
+        .arg(noshed_dir.path())
+        .output()
+        .expect("run brunt compare");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for phase in ["baseline", "overload", "recovery", "run"] {
+        assert!(text.contains(phase), "{phase} missing:\n{text}");
+    }
+    assert!(text.contains("p99") && text.contains("Δ"), "{text}");
+    let c = brunt::report::compare::compare(shed_dir.path(), noshed_dir.path()).expect("compare");
+    let ovr = c
+        .phases
+        .iter()
+        .find(|p| p.phase == "overload")
+        .expect("overload phase");
+    let (a, b) = (ovr.a.as_ref().expect("A"), ovr.b.as_ref().expect("B"));
+    let live = r
+        .summary
+        .phases
+        .iter()
+        .find(|p| p.name == "overload")
+        .expect("overload phase in the summary");
+    assert_eq!(a.requests, live.requests);
+    assert!(a.shed > 0 && b.shed == 0, "{a:?} {b:?}");
+    assert!(b.errors > 0, "timeouts in B: {b:?}");
+}
+
+fn spike_profile(url: &str) -> brunt::profile::Profile {
+    load::profile(
+        r#"
+name: spike
+target: { url: "{url}", timeout: 5s }
+requests: [ { path: /noshed } ]
+load: { connections: 512 }
+shape: { spike: { baseline: 40/s, factor: 15, baseline_duration: 3s, spike_duration: 2s, recovery_duration: 6s } }
+budgets: [ "p99 < 100ms" ]
+"#,
+        url,
+    )
+}
+
+#[test]
+fn spike_recovery_time_is_measured() {
+    let _g = load::serial();
+    // Capacity 4 / 10 ms = 400/s; the spike offers 600/s for 2 s, so a
+    // queue of ~400 builds and drains after the spike at ~360/s.
+    let srv = load::demo(DemoConfig {
+        shed_cap: 4,
+        shed_work: Duration::from_millis(10),
+        ..Default::default()
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&spike_profile(&srv.base_url()), dir.path());
+    let sp = r
+        .summary
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.spike.clone())
+        .expect("spike verdict");
+    assert_eq!(sp.bound_ms, 100.0);
+    assert!(sp.left_budget, "{}", sp.text);
+    assert_eq!(
+        sp.back_after_start_s, None,
+        "the queue only grows while the spike lasts: {}",
+        sp.text
+    );
+    let back = sp
+        .back_after_end_s
+        .unwrap_or_else(|| panic!("recovers within the recovery phase: {}", sp.text));
+    assert!(
+        (0.0..=5.0).contains(&back),
+        "back after {back}s: {}",
+        sp.text
+    );
+    assert_eq!(sp.spike_errors, 0, "{}", sp.text);
+    // The per-second series agrees: over the bound just before the end of the spike.
+    let rows = brunt::metrics::series::read(&dir.path().join("timeseries.csv")).expect("series");
+    assert!(rows
+        .iter()
+        .any(|r| r.phase == "spike" && r.p99_us as f64 / 1000.0 > 100.0));
+}
+
+#[test]
+fn leak_trends_flag_a_rising_series_and_not_a_flat_sawtooth() {
+    let th = LeakThresholds::default();
+    let secs = 1800u32; // half an hour, a sample every 10 s
+    let noise = |i: u32| ((i * 7919) % 13) as f64 / 13.0 - 0.5;
+    // Heap after GC rising 40 MB/h with ±2 MB noise: a leak (limit 10 MB/h).
+    let rising: Vec<(f64, f64)> = (0..secs / 10)
+        .map(|i| {
+            let t = (i * 10) as f64;
+            (t, 300e6 + 40e6 * t / 3600.0 + 4e6 * noise(i))
+        })
+        .collect();
+    let t = trend("jvm.heap_after_gc_bytes", &rising, 0.0, 1e9, &th);
+    assert!(t.flagged, "{t:?}");
+    assert!((t.slope_per_hour - 40e6).abs() < 4e6, "{t:?}");
+    assert!(t.r2 > 0.9, "{t:?}");
+    // Heap *used*: a GC sawtooth (fills 50 MB in 60 s, drops back), flat underneath.
+    let saw: Vec<(f64, f64)> = (0..secs / 5)
+        .map(|i| {
+            let t = (i * 5) as f64;
+            (t, 200e6 + 50e6 * ((t % 60.0) / 60.0))
+        })
+        .collect();
+    let t = trend("jvm.heap_after_gc_bytes", &saw, 0.0, 1e9, &th);
+    assert!(!t.flagged, "a sawtooth is not a leak: {t:?}");
+    assert!(t.slope_per_hour.abs() < 5e6, "{t:?}");
+    // Threads creeping up by one every 5 minutes (12/h > 5/h): flagged.
+    let threads: Vec<(f64, f64)> = (0..secs / 10)
+        .map(|i| ((i * 10) as f64, 50.0 + ((i * 10) / 300) as f64))
+        .collect();
+    assert!(trend("target.threads", &threads, 0.0, 1e9, &th).flagged);
+    // Warm-up excluded: a series that only rises during warm-up is flat after it.
+    let warm: Vec<(f64, f64)> = (0..secs / 10)
+        .map(|i| {
+            let t = (i * 10) as f64;
+            (
+                t,
+                if t < 600.0 {
+                    t * 1e5
+                } else {
+                    60e6 + 1e6 * noise(i)
+                },
+            )
+        })
+        .collect();
+    assert!(trend("target.rss_bytes", &warm, 0.0, 1e9, &th).flagged);
+    assert!(!trend("target.rss_bytes", &warm, 600.0, 1e9, &th).flagged);
+    // Too few samples: no verdict either way, and it says why.
+    let t = trend("target.fds", &rising[..3], 0.0, 1e9, &th);
+    assert!(!t.flagged && t.note.is_some(), "{t:?}");
+}
+
+#[test]
+fn soak_verdict_reads_evidence_skips_warmup_and_measures_p99_drift() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = load::profile(
+        r#"
+name: soak
+target: { url: "{url}" }
+requests: [ { path: /fast } ]
+shape: { soak: { rate: 100/s, duration: 8s, warmup: 2s } }
+verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, dir.path());
+    let so = r
+        .summary
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.soak.clone())
+        .expect("soak verdict");
+    assert_eq!(so.status, LeakStatus::Unknown, "{}", so.text);
+    assert!(so.text.contains("no server-side collectors"), "{}", so.text);
+    assert!(
+        so.p99_first_ms.is_some() && so.p99_last_ms.is_some(),
+        "{so:?}"
+    );
+    assert_eq!(so.window_start_s, 2.0);
+    // RSS leaking 0.5 MB/s (1.8 GB/h) after a warm-up spike; heap after GC flat.
+    let mut ev = ServerSide::default();
+    ev.series.insert(
+        "target.rss_bytes".into(),
+        (0..16)
+            .map(|i| {
+                let t = i as f64 * 0.5;
+                (t, if t < 2.0 { 900e6 } else { 100e6 + 0.5e6 * t })
+            })
+            .collect(),
+    );
+    ev.series.insert(
+        "jvm.heap_after_gc_bytes".into(),
+        (0..16)
+            .map(|i| (i as f64 * 0.5, 80e6 + ((i % 3) as f64) * 1e5))
+            .collect(),
+    );
+    ev.save(dir.path()).expect("evidence");
+    let s = rebuild(dir.path()).expect("rebuild");
+    let so = s.verdicts.and_then(|v| v.soak).expect("soak verdict");
+    assert_eq!(so.status, LeakStatus::Leak, "{}", so.text);
+    let rss = so
+        .trends
+        .iter()
+        .find(|t| t.series == "target.rss_bytes")
+        .expect("rss trend");
+    assert!(
+        rss.flagged && (rss.slope_per_hour - 1.8e9).abs() < 0.1e9,
+        "{rss:?}"
+    );
+    assert_eq!(
+        rss.threshold_per_hour,
+        Some(20e6),
+        "the profile's threshold"
+    );
+    let heap = so
+        .trends
+        .iter()
+        .find(|t| t.series == "jvm.heap_after_gc_bytes")
+        .expect("heap trend");
+    assert!(!heap.flagged, "{heap:?}");
+    assert!(so.text.starts_with("LEAK: target.rss_bytes"), "{}", so.text);
+}
+
+fn chromium() -> PathBuf {
+    for name in ["chromium", "chromium-browser"] {
+        if let Some(p) = std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file())
+        }) {
+            return p;
+        }
+    }
+    panic!("headless Chromium is needed for this test: apt-get install -y chromium");
+}
+
+/// Run Chromium with a deadline; it must not hang the suite.
+fn screenshot(html: &Path, png: &Path) -> std::process::ExitStatus {
+    let profile = png.with_extension("chromium-profile");
+    let mut child = Command::new(chromium())
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg("--window-size=1400,3000")
+        .arg(format!("file://{}", html.display()))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start chromium");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    loop {
+        if let Some(st) = child.try_wait().expect("wait for chromium") {
+            let _ = std::fs::remove_dir_all(&profile);
+            return st;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish within 90 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn html_report_renders_in_headless_chromium() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig {
+        shed_cap: 4,
+        shed_work: Duration::from_millis(10),
+        ..Default::default()
+    });
+    // Kept after the test (under target/tmp) as a CI artifact.
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-html-run");
+    let _ = std::fs::remove_dir_all(&dir);
+    let r = load::run(&spike_profile(&srv.base_url()), &dir);
+    drop(srv);
+    let html_path = dir.join("report.html");
+    let html =
+        std::fs::read_to_string(&html_path).expect("report.html written at the end of the run");
+    assert!(html.contains("no server-side collectors configured"));
+    // With evidence, `brunt report DIR` adds the server-side charts and findings.
+    let end = r
+        .summary
+        .meta
+        .phases
+        .iter()
+        .map(|p| (p.start + p.duration).as_secs())
+        .max()
+        .unwrap_or(10) as u32;
+    let mut ev = ServerSide::default();
+    ev.series.insert(
+        "target.cpu_pct".into(),
+        (0..end)
+            .map(|t| (t as f64, if (3..5).contains(&t) { 85.0 } else { 20.0 }))
+            .collect(),
+    );
+    ev.series
+        .insert("generator.cpu_pct".into(), flat(end, 30.0));
+    ev.series
+        .insert("target.rss_bytes".into(), flat(end, 250e6));
+    ev.series
+        .insert("jvm.heap_after_gc_bytes".into(), flat(end, 120e6));
+    ev.series.insert("tcp.established".into(), flat(end, 64.0));
+    ev.series.insert("tcp.close_wait".into(), flat(end, 1.0));
+    ev.series.insert(
+        "jvm.threads.blocked".into(),
+        (0..end)
+            .map(|t| (t as f64, if (3..5).contains(&t) { 150.0 } else { 3.0 }))
+            .collect(),
+    );
+    ev.series
+        .insert("jvm.threads.runnable".into(), flat(end, 12.0));
+    ev.findings.push(finding(
+        3.5,
+        Some("spike"),
+        "critical",
+        "lock",
+        "150 of 200 workers BLOCKED on <com.acme.Inventory> & held by exec-7",
+    ));
+    ev.save(&dir).expect("evidence");
+    let out = Command::new(env!("CARGO_BIN_EXE_brunt"))
+        .arg("report")
+        .arg(&dir)
+        .output()
+        .expect("brunt report");
+    assert!(
+        out.status.code().is_some_and(|c| c == 0 || c == 99),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&html_path).expect("report.html rebuilt");
+    assert!(!html.contains("<script"), "no script needed");
+    assert!(
+        !html.contains("src=\"http"),
+        "nothing fetched from the network"
+    );
+    for id in [
+        "chart-latency",
+        "chart-rate",
+        "chart-outcomes",
+        "chart-distribution",
+        "chart-server-cpu",
+        "chart-server-memory",
+        "chart-server-heap",
+        "chart-server-connections",
+        "chart-server-threads",
+    ] {
+        let at = html
+            .find(&format!("<figure id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("{id} missing"));
+        let fig = &html[at..at + html[at..].find("</figure>").expect("closed figure")];
+        assert!(fig.contains("<svg"), "{id} has no SVG");
+        assert!(fig.contains("<polyline"), "{id} draws no line");
+    }
+    // Verdicts come first, findings are escaped.
+    let verdict_at = html.find("<h2>Verdict</h2>").expect("verdict section");
+    assert!(verdict_at < html.find("chart-latency").expect("chart"));
+    assert!(html.contains("spike: p99 went over the bound"));
+    assert!(html.contains("&lt;com.acme.Inventory&gt; &amp; held by exec-7"));
+    let png = dir.join("report-screenshot.png");
+    let _ = std::fs::remove_file(&png);
+    let st = screenshot(&html_path, &png);
+    assert!(st.success(), "chromium exited with {st}");
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    assert!(
+        bytes.len() > 50_000,
+        "a rendered page, not a blank one: {} bytes",
+        bytes.len()
+    );
+    eprintln!("screenshot kept at {}", png.display());
+}
