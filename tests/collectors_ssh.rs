@@ -278,3 +278,27 @@ fn openssh_transport_runs_commands_and_downloads() {
         "unknown host accepted by openssh"
     );
 }
+
+/// A hung command is cut at `command_timeout`; the link is dropped and a
+/// reconnect gives a working session again.
+#[test]
+fn hung_command_times_out_and_the_session_is_renewed() {
+    let s = sshd::Sshd::start();
+    let mut cfg = s.transport();
+    cfg.command_timeout = std::time::Duration::from_secs(1);
+    let mut t = SshTransport::connect(cfg).expect("connect");
+    let t0 = Instant::now();
+    let r = t.exec("sleep 20");
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(5),
+        "timeout not applied: {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        matches!(r, Err(ref e) if e.is_link()),
+        "expected a link error, got {r:?}"
+    );
+    assert!(!t.is_connected());
+    t.reconnect().expect("reconnect");
+    assert_eq!(t.exec("echo back").expect("exec").stdout, b"back\n");
+}

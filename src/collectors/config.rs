@@ -254,3 +254,83 @@ fn d_max_backoff() -> Duration {
 fn d_jcmd() -> String {
     "jcmd".to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example given to the profile's documentation.
+    const EXAMPLE: &str = r#"
+transport:
+  kind: ssh
+  host: 10.0.0.5
+  port: 22
+  user: app
+  key: ~/.ssh/id_ed25519
+  passphrase_env: BRUNT_SSH_PASSPHRASE
+  known_hosts: ~/.ssh/known_hosts
+  host_key: strict
+  keepalive: 15s
+  command_timeout: 30s
+  prefix: [docker, exec, shop-api]
+target:
+  pgrep: "java .*com.example.ShopApplication"
+  port: 8080
+  jcmd: /opt/java/openjdk/bin/jcmd
+collect:
+  - use: linux-host
+    probes:
+      host: { every: 2s }
+  - use: jvm
+    probes:
+      thread-dump: { every: 10s, max: 30 }
+      jfr: { phase: step-3, settings: profile }
+      pinning-log: { enabled: true, file: /var/log/shop/app.log }
+  - use: ./collectors/my-extra.yaml
+generator:
+  cpu_saturation_pct: 85
+  lag_saturation: 25ms
+trigger_p99: 400ms
+trigger_cooldown: 10s
+"#;
+
+    #[test]
+    fn profile_section_parses() {
+        let c: CollectorsConfig = serde_saphyr::from_str(EXAMPLE).unwrap();
+        assert_eq!(c.transport.kind, TransportKind::Ssh);
+        assert_eq!(c.transport.prefix, ["docker", "exec", "shop-api"]);
+        assert_eq!(c.transport.command_timeout, Duration::from_secs(30));
+        assert_eq!(c.target.port, Some(8080));
+        assert_eq!(c.collect.len(), 3);
+        assert_eq!(
+            c.collect[1].probes["thread-dump"].every,
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(c.generator.lag_saturation, Duration::from_millis(25));
+        assert!(c.generator.enabled);
+        assert_eq!(c.trigger_p99, Some(Duration::from_millis(400)));
+        assert_eq!(c.remote_dir, "/tmp");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let bad = "transport:\n  kind: ssh\n  hots: x\n";
+        let e = serde_saphyr::from_str::<CollectorsConfig>(bad).unwrap_err();
+        assert!(e.to_string().contains("hots"), "{e}");
+        assert!(serde_saphyr::from_str::<CollectorsConfig>(
+            "collect:\n  - use: jvm\n    probes:\n      heap: { evry: 1s }\n"
+        )
+        .is_err());
+        assert!(
+            serde_saphyr::from_str::<CollectorsConfig>("transport:\n  host_key: yolo\n").is_err()
+        );
+    }
+
+    #[test]
+    fn empty_section_is_generator_only() {
+        let c: CollectorsConfig = serde_saphyr::from_str("{}").unwrap();
+        assert!(c.collect.is_empty());
+        assert!(c.generator.enabled);
+        assert_eq!(c.transport.kind, TransportKind::Local);
+    }
+}

@@ -3,9 +3,10 @@
 //! reads its output. Built-in definitions are compiled in (so the binary works
 //! anywhere) and the same files ship in `collectors/` for users to copy.
 //!
-//! Placeholders in commands (`{pid}`, `{jcmd}`, `{remote_file}`, `{settings}`,
-//! `{file}`, `{offset}`) are replaced by shell-quoted values; `{{` / `}}` are
-//! literal braces.
+//! Placeholders in commands (`{pid}`, `{port}` (target.port), `{jcmd}`,
+//! `{remote_file}`, `{settings}`, `{file}`, `{offset}`) are replaced by
+//! shell-quoted values. Only `{lowercase_name}` is a placeholder; other
+//! braces (`{ print $1 }`, `${HOME}`) are literal.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -112,7 +113,15 @@ fn d_ext() -> String {
 
 /// Parsers known to the engine.
 pub const PARSERS: &[&str] = &["proc-host", "gc-heap-info", "lines"];
-const PLACEHOLDERS: &[&str] = &["pid", "jcmd", "remote_file", "settings", "file", "offset"];
+const PLACEHOLDERS: &[&str] = &[
+    "pid",
+    "port",
+    "jcmd",
+    "remote_file",
+    "settings",
+    "file",
+    "offset",
+];
 
 impl ProbeDef {
     pub fn uses(&self, placeholder: &str) -> bool {
@@ -220,28 +229,33 @@ impl ProbeDef {
     }
 }
 
+/// A `{name}` at the start of `s` where name is lowercase letters and `_`:
+/// returns (name, length including braces). Anything else with braces
+/// (`{ print }`, `${HOME}`, `a[$4]++}`) is literal text.
+fn placeholder_at(s: &str) -> Option<(&str, usize)> {
+    let inner = s.strip_prefix('{')?;
+    let end = inner.find('}')?;
+    let name = &inner[..end];
+    (!name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .then_some((name, end + 2))
+}
+
 fn check_template(t: &str) -> Result<(), String> {
     let mut rest = t;
-    while let Some(i) = rest.find(['{', '}']) {
+    while let Some(i) = rest.find('{') {
         let tail = &rest[i..];
-        if tail.starts_with("{{") || tail.starts_with("}}") {
-            rest = &tail[2..];
-            continue;
+        match placeholder_at(tail) {
+            Some((name, len)) => {
+                if !PLACEHOLDERS.contains(&name) {
+                    return Err(format!(
+                        "unknown placeholder `{{{name}}}` (known: {}; for a literal brace block write `{{ {name} }}`)",
+                        PLACEHOLDERS.join(", ")
+                    ));
+                }
+                rest = &tail[len..];
+            }
+            None => rest = &tail[1..],
         }
-        if tail.starts_with('}') {
-            return Err(format!("stray `}}` in `{t}` (write `}}}}`)"));
-        }
-        let end = tail
-            .find('}')
-            .ok_or_else(|| format!("unclosed `{{` in `{t}`"))?;
-        let name = &tail[1..end];
-        if !PLACEHOLDERS.contains(&name) {
-            return Err(format!(
-                "unknown placeholder `{{{name}}}` (known: {})",
-                PLACEHOLDERS.join(", ")
-            ));
-        }
-        rest = &tail[end + 1..];
     }
     Ok(())
 }
@@ -251,22 +265,18 @@ fn check_template(t: &str) -> Result<(), String> {
 pub fn render(t: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
     let mut out = String::with_capacity(t.len() + 32);
     let mut rest = t;
-    while let Some(i) = rest.find(['{', '}']) {
+    while let Some(i) = rest.find('{') {
         out.push_str(&rest[..i]);
         let tail = &rest[i..];
-        if let Some(r) = tail.strip_prefix("{{") {
-            out.push('{');
-            rest = r;
-        } else if let Some(r) = tail.strip_prefix("}}") {
-            out.push('}');
-            rest = r;
-        } else if let (true, Some(end)) = (tail.starts_with('{'), tail.find('}')) {
-            let v = lookup(&tail[1..end]).unwrap_or_default();
-            out.push_str(&sh_quote(&v));
-            rest = &tail[end + 1..];
-        } else {
-            out.push_str(&tail[..1]);
-            rest = &tail[1..];
+        match placeholder_at(tail) {
+            Some((name, len)) if PLACEHOLDERS.contains(&name) => {
+                out.push_str(&sh_quote(&lookup(name).unwrap_or_default()));
+                rest = &tail[len..];
+            }
+            _ => {
+                out.push('{');
+                rest = &tail[1..];
+            }
         }
     }
     out.push_str(rest);
@@ -357,15 +367,15 @@ mod tests {
             _ => None,
         };
         assert_eq!(
-            render("x {pid} {file} {{}} {jcmd}", &look),
-            "x 12 '/tmp/a b'\\''; rm -rf /' {} ''"
+            render("x {pid} {file} ${HOME} { print } {jcmd}", &look),
+            "x 12 '/tmp/a b'\\''; rm -rf /' ${HOME} { print } ''"
         );
     }
 
     #[test]
     fn unknown_placeholder_is_refused() {
         assert!(check_template("cat {nope}").is_err());
-        assert!(check_template("cat {pid").is_err());
-        assert!(check_template("awk '{{print}}' {file}").is_ok());
+        assert!(check_template("awk '{print}' {file}").is_err());
+        assert!(check_template("awk '{ print }' {file} ${HOME} {pid").is_ok());
     }
 }

@@ -463,8 +463,10 @@ impl Engine {
     ) -> String {
         let d = &self.probes[i].def;
         let jcmd = self.target.jcmd.clone();
+        let port = self.target.port;
         render(template, &|k| match k {
             "pid" => pid.map(|p| p.to_string()),
+            "port" => port.map(|p| p.to_string()),
             "jcmd" => Some(jcmd.clone()),
             "remote_file" => Some(remote.to_string()),
             "settings" => d.settings.clone(),

@@ -1,5 +1,6 @@
 //! The `proc-host` parser: one sample of `/proc/stat`, `/proc/meminfo`,
-//! `/proc/loadavg`, `/proc/net/tcp{,6}` and the target's `/proc/PID/{status,stat,fd}`,
+//! `/proc/loadavg`, `/proc/net/tcp{,6}` (raw under `@@tcp`, or counted on the
+//! target under `@@tcp-counts`) and the target's `/proc/PID/{status,stat,fd}`,
 //! separated by `@@section` markers (see `collectors/linux-host.yaml`).
 //! CPU percentages need two samples, so the parser keeps the previous counters.
 
@@ -211,6 +212,24 @@ impl ProcHostParser {
                 *port.entry(name).or_default() += 1;
             }
         }
+        // Counts aggregated on the target: `all|port <hex state> <count>`.
+        for line in s.get("tcp-counts").map(Vec::as_slice).unwrap_or_default() {
+            let t: Vec<&str> = line.split_whitespace().collect();
+            let (Some(scope), Some(st), Some(n)) = (t.first(), t.get(1), t.get(2)) else {
+                continue;
+            };
+            let (Ok(st), Ok(n)) = (u8::from_str_radix(st, 16), n.parse::<u64>()) else {
+                continue;
+            };
+            let Some(name) = TCP_STATES.get(usize::from(st).wrapping_sub(1)) else {
+                continue;
+            };
+            match *scope {
+                "all" => *all.entry(name).or_default() += n,
+                "port" if self.port.is_some() => *port.entry(name).or_default() += n,
+                _ => {}
+            }
+        }
         m.insert("tcp".into(), json!(all));
         if let Some(p) = self.port {
             m.insert("port".into(), json!(p));
@@ -325,6 +344,20 @@ Threads:\t42
         assert_eq!(m["cpu_busy_pct"], json!(80.0));
         // 50 ticks over (100/2 cores) = 100 % of one core.
         assert_eq!(m["proc"]["cpu_pct"], json!(100.0));
+    }
+
+    #[test]
+    fn counts_aggregated_on_the_target() {
+        let mut p = ProcHostParser::new(Some(8080));
+        let text = A.replace(
+            "@@pid-status",
+            "@@tcp-counts\nall 06 4000\nall 01 3\nport 01 2\nport 0A 1\n@@pid-status",
+        );
+        let (m, _) = p.parse(&text).unwrap();
+        assert_eq!(m["tcp"]["TIME_WAIT"], json!(4000));
+        assert_eq!(m["tcp"]["ESTABLISHED"], json!(5));
+        assert_eq!(m["port_tcp"]["ESTABLISHED"], json!(3));
+        assert_eq!(m["port_tcp"]["LISTEN"], json!(2));
     }
 
     #[test]
