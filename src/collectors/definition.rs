@@ -24,6 +24,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../collectors/linux-host.yaml"),
     ),
     ("jvm", include_str!("../../collectors/jvm.yaml")),
+    ("jvm-extra", include_str!("../../collectors/jvm-extra.yaml")),
 ];
 
 /// One collector definition file.

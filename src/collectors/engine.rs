@@ -220,7 +220,15 @@ impl Engine {
 
     /// Run until the load finishes (or the observer goes away).
     pub fn run(mut self, rx: Receiver<Event>) -> EngineReport {
-        self.ensure_link();
+        // Tails start at the file's end as of the first contact: do it now,
+        // before the load gets going.
+        if self.ensure_link() {
+            for i in 0..self.probes.len() {
+                if self.probes[i].def.kind == ProbeKind::Tail {
+                    self.run_probe(i, "start");
+                }
+            }
+        }
         loop {
             let now = self.now();
             let next = self
