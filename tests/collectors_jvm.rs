@@ -145,6 +145,38 @@ fn get(port: u16, path: &str) -> Option<Vec<u8>> {
     b.starts_with(b"HTTP/1.1 200").then_some(b)
 }
 
+/// CPU seconds of this process's `brunt-*` threads (collector, lag probe, generator health).
+fn collector_cpu_secs() -> f64 {
+    let hz = 100.0; // USER_HZ on Linux
+    let mut ticks = 0u64;
+    for e in std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        if !std::fs::read_to_string(e.path().join("comm"))
+            .unwrap_or_default()
+            .starts_with("brunt-")
+        {
+            continue;
+        }
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let rest: Vec<&str> = stat
+            .rfind(')')
+            .map(|i| stat[i + 1..].split_whitespace().collect())
+            .unwrap_or_default();
+        ticks += rest
+            .get(11)
+            .and_then(|x| x.parse::<u64>().ok())
+            .unwrap_or(0)
+            + rest
+                .get(12)
+                .and_then(|x| x.parse::<u64>().ok())
+                .unwrap_or(0);
+    }
+    ticks as f64 / hz
+}
+
 fn over(every_ms: u64, max: Option<u32>) -> ProbeOverride {
     ProbeOverride {
         every: Some(Duration::from_millis(every_ms)),
@@ -266,7 +298,19 @@ fn drive(
     }
     let total: u32 = clients.into_iter().map(|h| h.join().expect("client")).sum();
     assert!(total > 50, "load too small: {total}");
+    let before_finish = collector_cpu_secs();
+    let load_secs = clock.elapsed().as_secs_f64();
+    let f0 = Instant::now();
     let s = set.finish();
+    eprintln!(
+        "JDK {}: {total} requests; collector threads used {before_finish:.2} s CPU over the {load_secs:.1} s load; finish() took {:?}",
+        jdk.major,
+        f0.elapsed()
+    );
+    eprintln!(
+        "{}",
+        std::fs::read_to_string(run_dir.join("diagnostics/collectors.jsonl")).unwrap_or_default()
+    );
     assert!(
         std::fs::read_dir(&remote_dir)
             .expect("readdir")

@@ -120,6 +120,21 @@ fn known_hosts_strict_accept_new_and_changed_key() {
     cfg.host_key = HostKeyPolicy::Strict;
     SshTransport::connect(cfg.clone()).expect("recorded key accepted");
 
+    // Hashed known_hosts entries (`ssh-keygen -H`, HashKnownHosts yes) match too.
+    let st = std::process::Command::new("ssh-keygen")
+        .arg("-H")
+        .arg("-f")
+        .arg(&empty)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("ssh-keygen -H");
+    assert!(st.success());
+    assert!(std::fs::read_to_string(&empty)
+        .expect("read")
+        .starts_with("|1|"));
+    SshTransport::connect(cfg.clone()).expect("hashed entry accepted");
+
     // Changed host key: refused, even with accept-new.
     let impostor = sshd::keygen(d, "impostor_host", "");
     let changed = d.join("kh_changed");
@@ -160,6 +175,8 @@ fn hostile_values_are_quoted_over_ssh_and_through_a_prefix() {
     let work = s.dir.path().join("quoting");
     std::fs::create_dir_all(&work).expect("mkdir");
     let cd = format!("cd {} && ", sh_quote(&work.display().to_string()));
+    // Where an injected `touch` would land when the command does not `cd` first.
+    let canary = work.join("CANARY").display().to_string();
 
     let mut local: Box<dyn Transport> = Box::new(transport::LocalTransport::new(
         std::time::Duration::from_secs(10),
@@ -196,6 +213,16 @@ fn hostile_values_are_quoted_over_ssh_and_through_a_prefix() {
             format!("{v}\0it's $HOME; x").into_bytes(),
             "prefixed: {v:?}"
         );
+    }
+    // Hostile pgrep patterns and jcmd paths (profile values) run nothing either.
+    for v in HOSTILE {
+        let target = brunt::collectors::config::TargetConfig {
+            pgrep: Some(v.replace("CANARY", &canary)),
+            ..Default::default()
+        };
+        brunt::collectors::jvm::find_pid(direct.as_mut(), &target).expect("pgrep runs");
+        let _ =
+            brunt::collectors::jvm::java_major(direct.as_mut(), &v.replace("CANARY", &canary), 1);
     }
     let left: Vec<_> = std::fs::read_dir(&work)
         .expect("readdir")

@@ -5,10 +5,11 @@
 //! back-off and records the gap; a probe that fails is logged and retried on
 //! its next schedule. Nothing here is ever awaited by the load.
 
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -106,6 +107,14 @@ pub(crate) struct Engine {
     events: Option<Jsonl>,
     rep: EngineReport,
     seq: u32,
+    /// Last error per probe, to log a repeating failure once.
+    last_error: HashMap<String, String>,
+    /// The run's messages, polled between probes.
+    rx: Option<Receiver<Event>>,
+    /// The load has ended: stop JFR, download, return.
+    finishing: bool,
+    /// A phase started mid-batch: restart the probe order (JFR first).
+    rescan: bool,
 }
 
 const MAX_ERRORS_KEPT: usize = 200;
@@ -186,6 +195,10 @@ impl Engine {
             events: Some(events),
             rep: EngineReport::default(),
             seq: 0,
+            last_error: HashMap::new(),
+            rx: None,
+            finishing: false,
+            rescan: false,
         })
     }
 
@@ -206,8 +219,14 @@ impl Engine {
 
     fn error(&mut self, probe: &str, e: &CollectorError) {
         let t = self.now();
-        eprintln!("brunt: collector {probe}: {e}");
         self.rep.errors_total += 1;
+        // A probe failing the same way every second says it once (counted in errors_total).
+        let msg = e.to_string();
+        if self.last_error.get(probe) == Some(&msg) {
+            return;
+        }
+        self.last_error.insert(probe.to_string(), msg);
+        eprintln!("brunt: collector {probe}: {e}");
         if self.rep.errors.len() < MAX_ERRORS_KEPT {
             self.rep.errors.push(ErrorInfo {
                 t,
@@ -219,7 +238,7 @@ impl Engine {
     }
 
     /// Run until the load finishes (or the observer goes away).
-    pub fn run(mut self, rx: Receiver<Event>) -> EngineReport {
+    pub fn run(mut self, mut rx: Receiver<Event>) -> EngineReport {
         // Tails start at the file's end as of the first contact: do it now,
         // before the load gets going.
         if self.ensure_link() {
@@ -238,20 +257,52 @@ impl Engine {
                 .fold(now + 0.5, f64::min);
             let wait = Duration::from_secs_f64((next - now).clamp(0.005, 0.5));
             match rx.recv_timeout(wait) {
-                Ok(Event::Phase(i)) => self.on_phase(i),
-                Ok(Event::Trigger { second, p99_us }) => self.on_trigger(second, p99_us),
-                Ok(Event::Finish) | Err(RecvTimeoutError::Disconnected) => break,
+                Ok(ev) => self.handle(ev),
+                Err(RecvTimeoutError::Disconnected) => self.finishing = true,
                 Err(RecvTimeoutError::Timeout) => {}
             }
+            self.rx = Some(rx);
             self.run_due();
             self.keepalive_if_idle();
+            let Some(r) = self.rx.take() else { break };
+            if self.finishing {
+                break;
+            }
+            rx = r;
         }
         self.shutdown();
         self.rep
     }
 
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Phase(i) => self.on_phase(i),
+            Event::Trigger { second, p99_us } => self.on_trigger(second, p99_us),
+            Event::Finish => self.finishing = true,
+        }
+    }
+
+    /// Take in everything the run sent, without waiting. Called between
+    /// probes: a remote command can take a second (jcmd attaches), and a
+    /// phase start or the end of the load must not queue behind a batch.
+    fn poll_events(&mut self) {
+        let Some(rx) = self.rx.take() else { return };
+        loop {
+            match rx.try_recv() {
+                Ok(ev) => self.handle(ev),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    self.finishing = true;
+                    break;
+                }
+            }
+        }
+        self.rx = Some(rx);
+    }
+
     fn on_phase(&mut self, index: usize) {
         self.tracker.set_current(index);
+        self.rescan = true;
         let name = self
             .tracker
             .phases()
@@ -285,14 +336,25 @@ impl Engine {
         self.rep.triggers += 1;
         self.event("trigger", json!({"second": second, "p99_us": p99_us}));
         for p in &mut self.probes {
-            if p.def.on_trigger && p.def.kind != ProbeKind::Jfr {
+            // A pending phase-start run keeps its reason: one dump serves both.
+            if p.def.on_trigger && p.def.kind != ProbeKind::Jfr && p.forced.is_none() {
                 p.forced = Some("trigger");
             }
         }
     }
 
     fn run_due(&mut self) {
-        for i in 0..self.probes.len() {
+        // JFR first: a recording should start with its phase, not after the dumps.
+        let order: Vec<usize> = (0..self.probes.len())
+            .filter(|&i| self.probes[i].def.kind == ProbeKind::Jfr)
+            .chain((0..self.probes.len()).filter(|&i| self.probes[i].def.kind != ProbeKind::Jfr))
+            .collect();
+        for i in order {
+            self.poll_events();
+            if self.finishing || std::mem::take(&mut self.rescan) {
+                // A phase just started: begin again with its JFR recording.
+                return;
+            }
             let now = self.now();
             let p = &mut self.probes[i];
             if p.disabled {
@@ -408,6 +470,11 @@ impl Engine {
         self.error(&name, &e);
     }
 
+    fn succeeded(&mut self, i: usize) {
+        let name = format!("{}/{}", self.probes[i].collector, self.probes[i].def.name);
+        self.last_error.remove(&name);
+    }
+
     fn ensure_pid(&mut self) -> Result<Option<u32>, CollectorError> {
         if self.pid.is_some() {
             return Ok(self.pid);
@@ -514,8 +581,9 @@ impl Engine {
             ProbeKind::Jfr => Ok(()),
         };
         self.probes[i].count += 1;
-        if let Err(e) = res {
-            self.fail(i, e);
+        match res {
+            Ok(()) => self.succeeded(i),
+            Err(e) => self.fail(i, e),
         }
     }
 
