@@ -199,7 +199,10 @@ fn bad_collector_config_is_refused_at_start() {
     ];
     for (cfg, want) in cases {
         match start(&cfg, ctx(dir.path(), vec![])) {
-            Err(e) => assert!(e.to_string().contains(want), "{e} (wanted {want})"),
+            Err(e) => {
+                assert!(e.to_string().contains(want), "{e} (wanted {want})");
+                assert!(e.is_bad_input(), "{e}: bad input must map to exit code 2");
+            }
             Ok(s) => {
                 s.finish();
                 panic!("accepted a config that should fail with `{want}`");
@@ -219,4 +222,55 @@ fn bad_collector_config_is_refused_at_start() {
         start(&cfg, ctx(dir.path(), vec![])),
         Err(CollectorError::Definition { .. })
     ));
+}
+
+/// A saturated generator is flagged: spinning threads push brunt's own CPU
+/// over the (lowered) threshold, and the summary says latencies are suspect.
+#[test]
+fn saturated_generator_is_flagged() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = CollectorsConfig {
+        generator: brunt::collectors::config::GeneratorConfig {
+            cpu_saturation_pct: 40.0,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let set = start(&cfg, ctx(dir.path(), vec![])).expect("start");
+    let n = thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        * 2;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    // Busy threads, bounded in time (5 s).
+    let spinners: Vec<_> = (0..n)
+        .map(|_| {
+            let stop = stop.clone();
+            thread::spawn(move || {
+                let t0 = std::time::Instant::now();
+                let mut x = 0u64;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed)
+                    && t0.elapsed() < Duration::from_secs(5)
+                {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+                }
+                x
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(4500));
+    let live = set.generator_saturated();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for s in spinners {
+        let _ = s.join();
+    }
+    let s = set.finish();
+    let g = s.generator.expect("generator summary");
+    eprintln!("{}", g.verdict);
+    assert!(live, "not saturated while spinning: {g:?}");
+    assert!(g.saturated && g.saturated_seconds >= 2, "{g:?}");
+    assert!(g.verdict.contains("SATURATED"));
+    let rows = std::fs::read_to_string(dir.path().join("diagnostics/generator.jsonl"))
+        .expect("generator.jsonl");
+    assert!(rows.contains("\"saturated\":true"));
 }

@@ -308,7 +308,10 @@ pub fn load(entry: &CollectEntry, base_dir: Option<&Path>) -> Result<Definition,
                 p = b.join(p);
             }
         }
-        let text = std::fs::read_to_string(&p).map_err(|e| CollectorError::io(&p, e))?;
+        let text = std::fs::read_to_string(&p).map_err(|e| CollectorError::Definition {
+            source_name: p.display().to_string(),
+            msg: format!("cannot read it: {e}"),
+        })?;
         (text, p.display().to_string())
     } else {
         let (_, text) =

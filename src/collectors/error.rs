@@ -72,6 +72,14 @@ impl CollectorError {
         )
     }
 
+    /// True for mistakes in the profile or a definition file (exit code 2).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            CollectorError::Config(_) | CollectorError::Definition { .. }
+        )
+    }
+
     pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {
         CollectorError::Io {
             path: path.into(),
