@@ -13,7 +13,9 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::config::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
+use brunt::collectors::config::{
+    CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportKind,
+};
 use brunt::collectors::{start, CollectorContext};
 use brunt::run::{PhaseInfo, RunClock, WindowStats};
 
@@ -40,8 +42,21 @@ fn http_server(stop: Arc<AtomicBool>) -> (u16, thread::JoinHandle<()>) {
     (port, h)
 }
 
+// Both tests kill and restart an sshd with tight timing checks: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
-fn link_drop_records_a_gap_and_recovers_while_load_goes_on() {
+fn link_drop_over_ssh2() {
+    link_drop(TransportKind::Ssh);
+}
+
+#[test]
+fn link_drop_over_system_openssh() {
+    link_drop(TransportKind::Openssh);
+}
+
+fn link_drop(kind: TransportKind) {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut s = sshd::Sshd::start();
     let stop = Arc::new(AtomicBool::new(false));
     let (port, server) = http_server(stop.clone());
@@ -55,8 +70,10 @@ fn link_drop_records_a_gap_and_recovers_while_load_goes_on() {
             ..Default::default()
         },
     );
+    let mut transport = s.transport();
+    transport.kind = kind;
     let cfg = CollectorsConfig {
-        transport: s.transport(),
+        transport,
         target: TargetConfig {
             pid: Some(std::process::id()),
             port: Some(port),
@@ -135,7 +152,7 @@ fn link_drop_records_a_gap_and_recovers_while_load_goes_on() {
     eprintln!(
         "requests {requests}, max latency {max_latency:?}, max observer call {max_observer:?}"
     );
-    eprintln!("gaps {:?}", summary.gaps);
+    eprintln!("{kind:?}: gaps {:?}", summary.gaps);
     assert!(requests > 500, "the load loop stalled: {requests} requests");
     assert!(
         max_latency < Duration::from_millis(500),

@@ -301,7 +301,7 @@ fn openssh_transport_runs_commands_and_downloads() {
     bad.known_hosts = Some(empty);
     let mut t = transport::from_config(&bad).expect("transport");
     assert!(
-        matches!(t.exec("true"), Err(CollectorError::Link { .. })),
+        matches!(t.exec("true"), Err(CollectorError::UnknownHostKey { .. })),
         "unknown host accepted by openssh"
     );
 }

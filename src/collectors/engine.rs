@@ -1,9 +1,14 @@
-//! The collector thread: one per run, owning the transport (so one SSH
-//! session serves every probe), scheduling probes (every N s, at phase starts,
+//! A collector thread ("lane"), owning its transport (one SSH session reused
+//! for the whole run), scheduling probes (every N s, at phase starts,
 //! on p99 triggers, capped by `max`), running JFR recordings, following logs,
 //! and keeping the link alive. When the link breaks it reconnects with
 //! back-off and records the gap; a probe that fails is logged and retried on
 //! its next schedule. Nothing here is ever awaited by the load.
+//!
+//! Two lanes per run: `samples` (host, heap, log tails: short commands on a
+//! fixed beat) and `artifacts` (thread dumps, JFR: each jcmd attach takes
+//! 0.3-1 s under load). With one lane, dumps starved the heap series (2
+//! samples in 7 s instead of 7); each lane has its own session.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -74,6 +79,8 @@ struct Probe {
 }
 
 pub(crate) struct EngineSetup {
+    /// `samples` or `artifacts` (see the module doc).
+    pub lane: &'static str,
     pub transport: Box<dyn Transport>,
     pub tracker: Arc<PhaseTracker>,
     pub diag_dir: PathBuf,
@@ -91,6 +98,7 @@ pub(crate) struct Engine {
     target: TargetConfig,
     remote_dir: String,
     run_tag: String,
+    lane: &'static str,
     probes: Vec<Probe>,
     pid: Option<u32>,
     java_major: Option<u32>,
@@ -168,9 +176,10 @@ impl Engine {
             }
         }
         let run_tag = format!(
-            "{}-{}",
+            "{}-{}-{}",
             std::process::id(),
-            s.tracker.clock().start_unix() as u64
+            s.tracker.clock().start_unix() as u64,
+            s.lane
         );
         Ok(Engine {
             t: s.transport,
@@ -179,6 +188,7 @@ impl Engine {
             target: s.target,
             remote_dir: s.remote_dir.trim_end_matches('/').to_string(),
             run_tag,
+            lane: s.lane,
             probes,
             pid: None,
             java_major: None,
@@ -328,6 +338,9 @@ impl Engine {
     }
 
     fn on_trigger(&mut self, second: u64, p99_us: u64) {
+        if !self.probes.iter().any(|p| p.def.on_trigger) {
+            return;
+        }
         let now = self.now();
         if self.last_trigger.is_some_and(|l| now - l < self.cooldown) {
             return;
@@ -344,6 +357,11 @@ impl Engine {
     }
 
     fn run_due(&mut self) {
+        while self.run_batch() {}
+    }
+
+    /// One pass over the due probes; true = a phase started meanwhile, pass again.
+    fn run_batch(&mut self) -> bool {
         // JFR first: a recording should start with its phase, not after the dumps.
         let order: Vec<usize> = (0..self.probes.len())
             .filter(|&i| self.probes[i].def.kind == ProbeKind::Jfr)
@@ -351,9 +369,12 @@ impl Engine {
             .collect();
         for i in order {
             self.poll_events();
-            if self.finishing || std::mem::take(&mut self.rescan) {
+            if self.finishing {
+                return false;
+            }
+            if std::mem::take(&mut self.rescan) {
                 // A phase just started: begin again with its JFR recording.
-                return;
+                return true;
             }
             let now = self.now();
             let p = &mut self.probes[i];
@@ -388,6 +409,7 @@ impl Engine {
             }
             self.run_probe(i, reason);
         }
+        false
     }
 
     /// Is the link up? Reconnects (respecting back-off) when it is not.
@@ -404,25 +426,7 @@ impl Engine {
         }
         match self.t.reconnect() {
             Ok(()) => {
-                if let Some(from) = self.down_since.take() {
-                    let gap = GapInfo {
-                        from_t: from,
-                        to_t: now,
-                        reason: std::mem::take(&mut self.down_reason),
-                        missed: std::mem::take(&mut self.missed),
-                    };
-                    eprintln!(
-                        "brunt: collectors reconnected to {} after {:.1}s",
-                        self.t.describe(),
-                        now - from
-                    );
-                    self.event(
-                        "reconnected",
-                        json!({"from_t": gap.from_t, "missed": gap.missed}),
-                    );
-                    self.rep.gaps.push(gap);
-                }
-                self.backoff = FIRST_BACKOFF;
+                self.close_gap(now);
                 true
             }
             Err(e) => {
@@ -443,6 +447,30 @@ impl Engine {
                 false
             }
         }
+    }
+
+    /// The link works again: record the gap it left.
+    fn close_gap(&mut self, now: f64) {
+        if let Some(from) = self.down_since.take() {
+            let gap = GapInfo {
+                lane: self.lane.to_string(),
+                from_t: from,
+                to_t: now,
+                reason: std::mem::take(&mut self.down_reason),
+                missed: std::mem::take(&mut self.missed),
+            };
+            eprintln!(
+                "brunt: collectors reconnected to {} after {:.1}s",
+                self.t.describe(),
+                now - from
+            );
+            self.event(
+                "reconnected",
+                json!({"from_t": gap.from_t, "missed": gap.missed}),
+            );
+            self.rep.gaps.push(gap);
+        }
+        self.backoff = FIRST_BACKOFF;
     }
 
     fn link_broke(&mut self, e: &CollectorError) {
@@ -471,6 +499,11 @@ impl Engine {
     }
 
     fn succeeded(&mut self, i: usize) {
+        // Transports without a session (openssh) come back without a reconnect call.
+        if self.down_since.is_some() {
+            let t = self.now();
+            self.close_gap(t);
+        }
         let name = format!("{}/{}", self.probes[i].collector, self.probes[i].def.name);
         self.last_error.remove(&name);
     }
@@ -831,6 +864,7 @@ impl Engine {
         let now = self.now();
         if let Some(from) = self.down_since.take() {
             self.rep.gaps.push(GapInfo {
+                lane: self.lane.to_string(),
                 from_t: from,
                 to_t: now,
                 reason: format!("{} (still down at the end)", self.down_reason),

@@ -11,7 +11,7 @@
 //! | [`jvm`] | target PID discovery, JVM version, `gc-heap-info` parser |
 //! | [`generator`] | brunt's own CPU/RSS and scheduler lag; the "saturated" verdict |
 //! | [`store`] | `diagnostics/*.jsonl` streams, artifact names, phase tracking |
-//! | `engine` | the collector thread: scheduling, triggers, JFR, reconnects, gaps |
+//! | `engine` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
 //!
 //! The engine never waits on a collector: the run sees collectors only through
 //! [`crate::run::RunObserver`] callbacks, which just send a message to the
@@ -46,6 +46,7 @@ pub use error::CollectorError;
 pub use generator::GeneratorSummary;
 
 use crate::run::{PhaseInfo, RunClock, RunObserver, WindowStats};
+use definition::ProbeKind;
 use engine::{Engine, EngineReport, EngineSetup, Event};
 use store::PhaseTracker;
 
@@ -117,6 +118,8 @@ pub struct ArtifactInfo {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct GapInfo {
+    /// Collector thread that saw it: `samples` or `artifacts` (one SSH session each).
+    pub lane: String,
     pub from_t: f64,
     pub to_t: f64,
     pub reason: String,
@@ -143,7 +146,7 @@ pub struct PidInfo {
 /// itself) to the run; call [`CollectorSet::finish`] after the load.
 pub struct CollectorSet {
     observer: Arc<CollectorObserver>,
-    engine: Option<JoinHandle<EngineReport>>,
+    engines: Vec<JoinHandle<EngineReport>>,
     generator: Option<generator::Generator>,
     transport: String,
 }
@@ -151,17 +154,17 @@ pub struct CollectorSet {
 /// The cheap half of a [`CollectorSet`] that the run calls: each callback
 /// only stores a number or sends a message to the collector thread.
 pub struct CollectorObserver {
-    tx: Option<Sender<Event>>,
+    tx: Vec<Sender<Event>>,
     tracker: Arc<PhaseTracker>,
     threshold_us: Option<u64>,
     saturated: Option<Arc<AtomicBool>>,
 }
 
 impl CollectorObserver {
-    fn send(&self, ev: Event) {
-        if let Some(tx) = &self.tx {
-            // The collector thread may have ended; the load does not care.
-            let _ = tx.send(ev);
+    fn send(&self, ev: impl Fn() -> Event) {
+        for tx in &self.tx {
+            // A collector thread may have ended; the load does not care.
+            let _ = tx.send(ev());
         }
     }
 }
@@ -169,11 +172,11 @@ impl CollectorObserver {
 impl RunObserver for CollectorObserver {
     fn phase_started(&self, phase: &PhaseInfo, _clock: &RunClock) {
         self.tracker.set_current(phase.index);
-        self.send(Event::Phase(phase.index));
+        self.send(|| Event::Phase(phase.index));
     }
     fn window(&self, stats: &WindowStats) {
         if self.threshold_us.is_some_and(|t| stats.p99_us > t) {
-            self.send(Event::Trigger {
+            self.send(|| Event::Trigger {
                 second: stats.second,
                 p99_us: stats.p99_us,
             });
@@ -181,7 +184,7 @@ impl RunObserver for CollectorObserver {
     }
     fn finished(&self) {
         self.tracker.set_finished();
-        self.send(Event::Finish);
+        self.send(|| Event::Finish);
     }
 }
 
@@ -206,28 +209,48 @@ pub fn start(
             .map_err(|e| CollectorError::Config(format!("target.jcmd_match: {e}")))?;
     }
 
-    let (tx, engine, transport) = if definitions.is_empty() {
-        (None, None, "none".to_string())
-    } else {
+    // Split probes into the two lanes (see `engine`); an empty lane is not started.
+    let mut lanes_tx = Vec::new();
+    let mut engines = Vec::new();
+    let mut transport = "none".to_string();
+    for lane in ["samples", "artifacts"] {
+        let defs: Vec<definition::Definition> = definitions
+            .iter()
+            .map(|d| {
+                let mut d = d.clone();
+                d.probes.retain(|p| {
+                    p.enabled
+                        && matches!(p.kind, ProbeKind::Sample | ProbeKind::Tail)
+                            == (lane == "samples")
+                });
+                d
+            })
+            .filter(|d| !d.probes.is_empty())
+            .collect();
+        if defs.is_empty() {
+            continue;
+        }
         let t = transport::from_config(&cfg.transport)?;
-        let desc = t.describe();
+        transport = t.describe();
         let eng = Engine::new(EngineSetup {
+            lane,
             transport: t,
             tracker: tracker.clone(),
             diag_dir: diag.clone(),
             target: cfg.target.clone(),
             remote_dir: cfg.remote_dir.clone(),
-            definitions,
+            definitions: defs,
             trigger_cooldown: cfg.trigger_cooldown,
             max_backoff: cfg.transport.max_backoff,
         })?;
         let (tx, rx) = channel();
         let h = thread::Builder::new()
-            .name("brunt-collectors".into())
+            .name(format!("brunt-{lane}"))
             .spawn(move || eng.run(rx))
             .map_err(|e| CollectorError::Other(format!("spawning collector thread: {e}")))?;
-        (Some(tx), Some(h), desc)
-    };
+        lanes_tx.push(tx);
+        engines.push(h);
+    }
 
     let generator = if cfg.generator.enabled {
         Some(generator::Generator::start(
@@ -244,12 +267,12 @@ pub fn start(
         .map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
     Ok(CollectorSet {
         observer: Arc::new(CollectorObserver {
-            tx,
+            tx: lanes_tx,
             tracker,
             threshold_us,
             saturated: generator.as_ref().map(|g| g.saturated_now()),
         }),
-        engine,
+        engines,
         generator,
         transport,
     })
@@ -274,11 +297,30 @@ impl CollectorSet {
     /// downloads, each bounded by the transport's `command_timeout`.
     pub fn finish(mut self) -> CollectorsSummary {
         self.observer.finished();
-        let rep = self
-            .engine
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default();
+        let mut rep = EngineReport::default();
+        for h in self.engines.drain(..) {
+            let Ok(r) = h.join() else { continue };
+            rep.streams.extend(r.streams);
+            rep.artifacts.extend(r.artifacts);
+            rep.gaps.extend(r.gaps);
+            rep.errors.extend(r.errors);
+            rep.errors_total += r.errors_total;
+            // Each lane finds the PID on its own: keep one entry per PID.
+            for p in r.target_pids {
+                match rep.target_pids.iter_mut().find(|x| x.pid == p.pid) {
+                    Some(x) => {
+                        x.t = x.t.min(p.t);
+                        x.java_major = x.java_major.or(p.java_major);
+                    }
+                    None => rep.target_pids.push(p),
+                }
+            }
+            rep.triggers = rep.triggers.max(r.triggers);
+        }
+        rep.artifacts.sort_by(|a, b| a.t.total_cmp(&b.t));
+        rep.gaps.sort_by(|a, b| a.from_t.total_cmp(&b.from_t));
+        rep.errors.sort_by(|a, b| a.t.total_cmp(&b.t));
+        rep.target_pids.sort_by(|a, b| a.t.total_cmp(&b.t));
         let generator = self.generator.take().map(|g| g.finish());
         CollectorsSummary {
             version: 1,

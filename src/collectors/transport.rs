@@ -197,6 +197,8 @@ impl Transport for LocalTransport {
 /// The system `ssh` binary with a ControlMaster, so `~/.ssh/config`,
 /// ProxyJump and bastions work as they do for the user.
 pub struct OpensshTransport {
+    /// False after ssh itself failed (exit 255) until a probe succeeds.
+    up: bool,
     base_args: Vec<String>,
     dest: String,
     timeout: Duration,
@@ -260,6 +262,7 @@ impl OpensshTransport {
             a.extend(["-o".into(), o.clone()]);
         }
         Ok(OpensshTransport {
+            up: true,
             base_args: a,
             dest: host,
             timeout: cfg.command_timeout,
@@ -282,14 +285,28 @@ impl Transport for OpensshTransport {
     fn describe(&self) -> String {
         format!("openssh {}", self.dest)
     }
+    fn is_connected(&self) -> bool {
+        self.up
+    }
+    fn reconnect(&mut self) -> Result<(), CollectorError> {
+        // ControlMaster=auto opens a fresh master when the old one died.
+        let out = run_with_timeout(self.command("true"), self.timeout, "ssh true", None)?;
+        if out.status == 0 {
+            self.up = true;
+            Ok(())
+        } else {
+            Err(match self.ssh_failure(&out.stderr) {
+                CollectorError::Link { addr, msg } => CollectorError::Connect { addr, msg },
+                e => e,
+            })
+        }
+    }
     fn exec(&mut self, cmd: &str) -> Result<ExecOutput, CollectorError> {
         let out = run_with_timeout(self.command(cmd), self.timeout, cmd, None)?;
         // ssh itself exits 255 when the link (not the command) failed.
         if out.status == 255 {
-            return Err(CollectorError::Link {
-                addr: self.dest.clone(),
-                msg: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
+            self.up = false;
+            return Err(self.ssh_failure(&out.stderr));
         }
         Ok(out)
     }
@@ -298,15 +315,46 @@ impl Transport for OpensshTransport {
         let f = File::create(local).map_err(|e| CollectorError::io(local, e))?;
         let out = run_with_timeout(self.command(&cmd), self.timeout * 4, &cmd, Some(f))?;
         if out.status == 255 {
-            return Err(CollectorError::Link {
-                addr: self.dest.clone(),
-                msg: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
+            self.up = false;
+            return Err(self.ssh_failure(&out.stderr));
         }
         out.check(&cmd)?;
         std::fs::metadata(local)
             .map(|m| m.len())
             .map_err(|e| CollectorError::io(local, e))
+    }
+}
+
+impl OpensshTransport {
+    /// What made `ssh` itself fail: security refusals are permanent, the rest is the link.
+    fn ssh_failure(&self, stderr: &[u8]) -> CollectorError {
+        let mut msg = String::from_utf8_lossy(stderr).trim().to_string();
+        if msg.is_empty() {
+            msg = "ssh exited with 255 (connection lost)".into();
+        }
+        let kh = "the known_hosts file".to_string();
+        if msg.contains("IDENTIFICATION HAS CHANGED") {
+            CollectorError::HostKeyChanged {
+                host: self.dest.clone(),
+                known_hosts: kh,
+            }
+        } else if msg.contains("Host key verification failed") {
+            CollectorError::UnknownHostKey {
+                host: self.dest.clone(),
+                known_hosts: kh,
+            }
+        } else if msg.contains("Permission denied") {
+            CollectorError::Auth {
+                user: String::new(),
+                host: self.dest.clone(),
+                msg,
+            }
+        } else {
+            CollectorError::Link {
+                addr: self.dest.clone(),
+                msg,
+            }
+        }
     }
 }
 
