@@ -204,6 +204,15 @@ pub fn start(
         .iter()
         .map(|e| definition::load(e, ctx.base_dir.as_deref()))
         .collect::<Result<Vec<_>, _>>()?;
+    if cfg.generator.every < Duration::from_millis(100) {
+        return Err(CollectorError::Config("generator.every below 100ms".into()));
+    }
+    if !cfg.remote_dir.starts_with('/') {
+        return Err(CollectorError::Config(format!(
+            "remote_dir must be an absolute path on the target, not `{}`",
+            cfg.remote_dir
+        )));
+    }
     if let Some(pat) = &cfg.target.jcmd_match {
         regex::Regex::new(pat)
             .map_err(|e| CollectorError::Config(format!("target.jcmd_match: {e}")))?;
