@@ -41,9 +41,15 @@ struct Target {
 
 impl Target {
     fn start(jdk: &Jdk, marker: &str) -> Target {
+        // Pinned virtual threads print their stacks on stdout (JDK 21-23).
+        let jvm_args: &[&str] = if jdk.major >= 21 {
+            &["-Xmx256m", "-Djdk.tracePinnedThreads=full"]
+        } else {
+            &["-Xmx256m"]
+        };
         let jt = java::JavaProcess::start(
             jdk,
-            &["-Xmx256m"],
+            jvm_args,
             "com.brunt.target.Target",
             &["--port", "0", "--workers", "16", "--marker", marker],
             "LISTENING ",
@@ -116,8 +122,20 @@ fn drive(
     target: TargetConfig,
     run_dir: &Path,
     port: u16,
+    pinning_log: Option<String>,
 ) -> CollectorsSummary {
     let mut jvm = BTreeMap::new();
+    if let Some(file) = pinning_log {
+        jvm.insert(
+            "pinning-log".to_string(),
+            ProbeOverride {
+                enabled: Some(true),
+                every: Some(Duration::from_millis(500)),
+                file: Some(file),
+                ..Default::default()
+            },
+        );
+    }
     jvm.insert("thread-dump".to_string(), over(2000, Some(6)));
     jvm.insert("thread-dump-json".to_string(), over(3000, Some(3)));
     jvm.insert("heap".to_string(), over(1000, None));
@@ -187,6 +205,12 @@ fn drive(
         .map(|i| {
             let lat = lat.clone();
             thread::spawn(move || {
+                if i == 0 {
+                    // The pinning endpoint is first hit in the load phase, after the
+                    // log tail has found the file's end (JDK 21 prints each pinned
+                    // stack once, so an early first hit would be missed).
+                    thread::sleep(Duration::from_millis(1500));
+                }
                 let mut n = 0;
                 while n < 2500 && Instant::now() < deadline {
                     let t0 = Instant::now();
@@ -385,11 +409,37 @@ fn e2e(jdk: Jdk, by_jcmd: bool) {
         jcmd: jdk.jcmd().display().to_string(),
         ..Default::default()
     };
-    let s = drive(&jdk, sshd.transport(), tcfg, run_dir.path(), target.port);
+    // The target's stdout (where -Djdk.tracePinnedThreads writes) is followed on 21.
+    let log = (jdk.major >= 21).then(|| {
+        target
+            .jt
+            .dir
+            .path()
+            .join("stdout.log")
+            .display()
+            .to_string()
+    });
+    let s = drive(
+        &jdk,
+        sshd.transport(),
+        tcfg,
+        run_dir.path(),
+        target.port,
+        log,
+    );
     assert_eq!(s.target_pids.len(), 1, "{:?}", s.target_pids);
     assert_eq!(s.target_pids[0].pid, target.pid());
     assert_eq!(s.target_pids[0].java_major, Some(jdk.major));
     check_artifacts(&jdk, run_dir.path(), &s, target.pid());
+    if jdk.major >= 21 {
+        let pinned = std::fs::read_to_string(run_dir.path().join("diagnostics/pinning-log.log"))
+            .expect("pinning-log.log: the tail captured nothing");
+        assert!(pinned.contains("# brunt t="), "{pinned}");
+        assert!(
+            pinned.contains("VirtualThreads$PinnedWork") && pinned.contains("<== monitors"),
+            "no pinned-thread trace in the tailed log:\n{pinned}"
+        );
+    }
 }
 
 #[test]
