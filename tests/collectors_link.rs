@@ -91,7 +91,7 @@ fn link_drop(kind: TransportKind) {
         name: "steady".into(),
         label: "loop".into(),
         start: Duration::ZERO,
-        duration: Duration::from_secs(9),
+        duration: Duration::from_secs(12),
     };
     let set = start(
         &cfg,
@@ -112,7 +112,7 @@ fn link_drop(kind: TransportKind) {
         let (mut n, mut max, mut max_obs) = (0u64, Duration::ZERO, Duration::ZERO);
         let t0 = Instant::now();
         let mut second = 0u64;
-        while n < 50_000 && t0.elapsed() < Duration::from_secs(8) {
+        while n < 50_000 && t0.elapsed() < Duration::from_secs(11) {
             let r0 = Instant::now();
             let mut c = TcpStream::connect(("127.0.0.1", port)).expect("connect to load target");
             c.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -137,7 +137,10 @@ fn link_drop(kind: TransportKind) {
         (n, max, max_obs)
     });
 
-    thread::sleep(Duration::from_secs(2));
+    // Each remote command costs the login shell's rc files (here root's
+    // .bashrc runs `pyenv init`: 0.25 s idle, up to 1.5 s on a loaded box),
+    // so the timeline leaves room for a few samples on each side of the gap.
+    thread::sleep(Duration::from_millis(3500));
     s.kill();
     let killed_at = clock.elapsed().as_secs_f64();
     thread::sleep(Duration::from_millis(2500));
@@ -171,7 +174,7 @@ fn link_drop(kind: TransportKind) {
     );
     let g = &summary.gaps[0];
     assert!(
-        g.from_t >= killed_at - 0.1 && g.from_t <= killed_at + 1.5,
+        g.from_t >= killed_at - 0.1 && g.from_t <= killed_at + 2.5,
         "gap start {g:?} vs kill {killed_at}"
     );
     assert!(
@@ -187,12 +190,18 @@ fn link_drop(kind: TransportKind) {
         .map(|l| serde_json::from_str(l).expect("jsonl row"))
         .collect();
     let ts: Vec<f64> = rows.iter().filter_map(|r| r["t"].as_f64()).collect();
+    eprintln!(
+        "samples (t, took_ms): {:?}",
+        rows.iter()
+            .map(|r| (r["t"].as_f64(), r["took_ms"].as_f64()))
+            .collect::<Vec<_>>()
+    );
     assert!(
         ts.iter().filter(|&&t| t < g.from_t).count() >= 2,
         "samples before the gap: {ts:?}"
     );
     assert!(
-        ts.iter().filter(|&&t| t >= g.to_t).count() >= 3,
+        ts.iter().filter(|&&t| t >= g.to_t).count() >= 2,
         "samples after the gap: {ts:?}"
     );
     assert!(
@@ -209,5 +218,5 @@ fn link_drop(kind: TransportKind) {
         .iter()
         .any(|s| s.name == "host" && s.rows as usize == rows.len()));
     let gen = summary.generator.expect("generator summary");
-    assert!(gen.samples >= 7, "{gen:?}");
+    assert!(gen.samples >= 10, "{gen:?}");
 }
