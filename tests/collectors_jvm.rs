@@ -114,7 +114,7 @@ fn over(every_ms: u64, max: Option<u32>) -> ProbeOverride {
     }
 }
 
-/// Drive bounded load (8 clients, ≤ 7 s, ≤ 20 000 requests) through two
+/// Drive bounded load (8 clients, ≤ 9 s, ≤ 20 000 requests) through two
 /// phases, feeding the observer like the run's recorder would.
 fn drive(
     jdk: &Jdk,
@@ -147,7 +147,7 @@ fn drive(
         },
     );
     let mut host = BTreeMap::new();
-    host.insert("host".to_string(), over(1000, None));
+    host.insert("host".to_string(), over(2000, None));
     let remote_dir = run_dir.join("remote-tmp");
     std::fs::create_dir_all(&remote_dir).expect("mkdir");
     let cfg = CollectorsConfig {
@@ -180,7 +180,7 @@ fn drive(
             name: "load".into(),
             label: "8 VUs".into(),
             start: Duration::from_secs(1),
-            duration: Duration::from_secs(6),
+            duration: Duration::from_secs(8),
         },
     ];
     let clock = RunClock::now();
@@ -200,7 +200,7 @@ fn drive(
     obs.phase_started(&phases[0], &clock);
 
     let lat: Arc<Mutex<Vec<u64>>> = Arc::new(Mutex::new(Vec::new()));
-    let deadline = Instant::now() + Duration::from_secs(7);
+    let deadline = Instant::now() + Duration::from_secs(9);
     let clients: Vec<_> = (0..8)
         .map(|i| {
             let lat = lat.clone();
@@ -379,7 +379,8 @@ fn check_artifacts(jdk: &Jdk, run_dir: &Path, s: &CollectorsSummary, pid: u32) {
         .lines()
         .map(|l| serde_json::from_str(l).expect("row"))
         .collect();
-    // Each GC.heap_info is a jcmd attach (0.3-1 s on a busy 2-core box): >= 3 in 7 s.
+    // Each GC.heap_info is a login shell plus a jcmd attach: 0.5-2 s on a
+    // busy 2-core box, sharing the samples lane with the host probe.
     assert!(rows.len() >= 3, "JDK {m}: {} heap samples", rows.len());
     assert!(rows
         .iter()

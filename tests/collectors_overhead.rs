@@ -169,7 +169,7 @@ fn collector_overhead_on_the_generator() {
         pct(threads_cpu, coll_wall),
         summary.streams.first().map(|s| s.rows).unwrap_or(0),
     );
-    assert!(summary.streams.first().is_some_and(|s| s.rows >= 3));
+    assert!(summary.streams.first().is_some_and(|s| s.rows >= 2));
     assert!(names.len() >= 2, "collector threads not found: {names:?}");
     assert!(
         pct(threads_cpu, coll_wall) < 10.0,
