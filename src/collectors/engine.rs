@@ -147,17 +147,6 @@ impl Engine {
                     Some("lines") => Parser::Lines,
                     _ => Parser::None,
                 };
-                if p.uses("pid")
-                    && p.pid == PidUse::Required
-                    && s.target.pid.is_none()
-                    && s.target.pgrep.is_none()
-                    && s.target.jcmd_match.is_none()
-                {
-                    return Err(CollectorError::Config(format!(
-                        "collector {} probe {} needs the target process: set target.pid, target.pgrep or target.jcmd_match",
-                        d.name, p.name
-                    )));
-                }
                 probes.push(Probe {
                     collector: d.name.clone(),
                     next_due: p.every.map(|_| 0.0),

@@ -17,7 +17,8 @@
 //! [`crate::run::RunObserver`] callbacks, which just send a message to the
 //! collector thread. Blocking SSH calls happen on that thread only.
 //!
-//! Use: [`start`] before the load, hand [`CollectorSet::observer`] to the run,
+//! Use: [`validate`] when the profile is read, [`start`] before the load, hand
+//! [`CollectorSet::observer`] to the run,
 //! [`CollectorSet::finish`] after it for the [`CollectorsSummary`].
 
 pub mod config;
@@ -32,7 +33,7 @@ pub mod ssh;
 pub mod store;
 pub mod transport;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, Sender};
 use std::sync::Arc;
@@ -188,21 +189,19 @@ impl RunObserver for CollectorObserver {
     }
 }
 
-/// Start the collectors for a run. Validates the config and definitions
-/// (errors here are bad input), then starts the collector threads; the
-/// transport connects on its own thread, so this never blocks on the network.
-pub fn start(
+/// Check a `collectors:` section without starting anything or touching the
+/// network: definitions load, overrides name real probes, placeholders are
+/// known, the transport has what it needs (key file, passphrase variable),
+/// and probes that need the target process have a way to find it. Every
+/// error here satisfies [`CollectorError::is_bad_input`] (exit code 2).
+pub fn validate(
     cfg: &CollectorsConfig,
-    ctx: CollectorContext,
-) -> Result<CollectorSet, CollectorError> {
-    let diag = ctx.run_dir.join("diagnostics");
-    std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
-    let tracker = PhaseTracker::new(ctx.clock, ctx.phases.clone());
-
+    base_dir: Option<&Path>,
+) -> Result<Vec<definition::Definition>, CollectorError> {
     let definitions = cfg
         .collect
         .iter()
-        .map(|e| definition::load(e, ctx.base_dir.as_deref()))
+        .map(|e| definition::load(e, base_dir))
         .collect::<Result<Vec<_>, _>>()?;
     if cfg.generator.every < Duration::from_millis(100) {
         return Err(CollectorError::Config("generator.every below 100ms".into()));
@@ -217,6 +216,45 @@ pub fn start(
         regex::Regex::new(pat)
             .map_err(|e| CollectorError::Config(format!("target.jcmd_match: {e}")))?;
     }
+    let t = &cfg.target;
+    let findable = t.pid.is_some() || t.pgrep.is_some() || t.jcmd_match.is_some();
+    for d in &definitions {
+        for p in d.probes.iter().filter(|p| p.enabled) {
+            if p.uses("pid") && p.pid == definition::PidUse::Required && !findable {
+                return Err(CollectorError::Config(format!(
+                    "collector {} probe {} needs the target process: set target.pid, target.pgrep or target.jcmd_match",
+                    d.name, p.name
+                )));
+            }
+        }
+    }
+    match cfg.transport.kind {
+        config::TransportKind::Local => {}
+        config::TransportKind::Ssh => {
+            ssh::SshTransport::new(cfg.transport.clone())?;
+        }
+        config::TransportKind::Openssh => {
+            if cfg.transport.host.is_none() {
+                return Err(CollectorError::Config(
+                    "transport openssh needs `host`".into(),
+                ));
+            }
+        }
+    }
+    Ok(definitions)
+}
+
+/// Start the collectors for a run: [`validate`], then start the collector
+/// threads. Transports connect on those threads, so this never blocks on the
+/// network; an unreachable target shows up as a gap, not as an error here.
+pub fn start(
+    cfg: &CollectorsConfig,
+    ctx: CollectorContext,
+) -> Result<CollectorSet, CollectorError> {
+    let definitions = validate(cfg, ctx.base_dir.as_deref())?;
+    let diag = ctx.run_dir.join("diagnostics");
+    std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
+    let tracker = PhaseTracker::new(ctx.clock, ctx.phases.clone());
 
     // Split probes into the two lanes (see `engine`); an empty lane is not started.
     let mut lanes_tx = Vec::new();
