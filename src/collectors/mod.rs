@@ -1,15 +1,397 @@
-//! Collectors: sample the target's host and JVM while the load runs (placeholder until issue 3).
+//! Collectors: watch the target's host and JVM (and brunt's own health) while
+//! the load runs, and store what they see in the run directory.
 //!
-//! The engine never waits on a collector: collectors see the run only through
-//! [`crate::run::RunObserver`] callbacks made off the load workers.
+//! | module | owns |
+//! |---|---|
+//! | [`config`] | the profile's `collectors:` section |
+//! | [`definition`] | collector definitions as data (`collectors/*.yaml`), placeholders |
+//! | [`quote`] | shell quoting of every value that reaches a remote shell |
+//! | [`transport`], [`ssh`] | `local`, `ssh` (libssh2), `openssh`, command prefix |
+//! | [`host`] | the `proc-host` parser (`/proc` in one command per sample) |
+//! | [`jvm`] | target PID discovery, JVM version, `gc-heap-info` parser |
+//! | [`generator`] | brunt's own CPU/RSS and scheduler lag; the "saturated" verdict |
+//! | [`store`] | `diagnostics/*.jsonl` streams, artifact names, phase tracking |
+//! | `engine` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
+//!
+//! The engine never waits on a collector: the run sees collectors only through
+//! [`crate::run::RunObserver`] callbacks, which just send a message to the
+//! collector thread. Blocking SSH calls happen on that thread only.
+//!
+//! Use: [`validate`] when the profile is read, [`start`] before the load, hand
+//! [`CollectorSet::observer`] to the run,
+//! [`CollectorSet::finish`] after it for the [`CollectorsSummary`].
+
+pub mod config;
+pub mod definition;
+mod engine;
+pub mod error;
+pub mod generator;
+pub mod host;
+pub mod jvm;
+pub mod quote;
+pub mod ssh;
+pub mod store;
+pub mod transport;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// The `collectors:` section of a profile.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct CollectorsConfig {}
+pub use config::CollectorsConfig;
+pub use error::CollectorError;
+pub use generator::GeneratorSummary;
 
-/// What the collectors captured, as indexed in `summary.json`.
+use crate::run::{PhaseInfo, RunClock, RunObserver, WindowStats};
+use definition::ProbeKind;
+use engine::{Engine, EngineReport, EngineSetup, Event};
+use store::PhaseTracker;
+
+/// What the run gives the collectors when it starts them.
+#[derive(Debug, Clone)]
+pub struct CollectorContext {
+    /// The run's clock: every sample is stamped with seconds since its start.
+    pub clock: RunClock,
+    /// The run directory; collectors write under `diagnostics/` in it.
+    pub run_dir: PathBuf,
+    /// The compiled schedule's phases (for phase tags and JFR phase selection).
+    pub phases: Vec<PhaseInfo>,
+    /// The budgets' p99 threshold: a 1-s p99 above it fires `on_trigger` probes
+    /// (the profile's `collectors.trigger_p99` wins when set).
+    pub p99_threshold: Option<Duration>,
+    /// Directory that relative definition paths are resolved against (the profile's).
+    pub base_dir: Option<PathBuf>,
+}
+
+/// The collectors' index in `summary.json`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct CollectorsSummary {}
+pub struct CollectorsSummary {
+    /// Schema version of this section.
+    pub version: u32,
+    /// e.g. `ssh app@10.0.0.5:22`, `local`.
+    pub transport: String,
+    /// Sample series: `diagnostics/<name>.jsonl`, one JSON object per line with
+    /// `t` (seconds since run start) and `phase`.
+    pub streams: Vec<StreamInfo>,
+    /// Raw files (thread dumps, JSON dumps, JFR recordings).
+    pub artifacts: Vec<ArtifactInfo>,
+    /// Periods when the transport was down.
+    pub gaps: Vec<GapInfo>,
+    /// First errors (capped); `errors_total` counts all.
+    pub errors: Vec<ErrorInfo>,
+    pub errors_total: u64,
+    /// Target process(es) found; more than one = the target restarted.
+    pub target_pids: Vec<PidInfo>,
+    /// How many p99 triggers fired (after the cool-down).
+    pub triggers: u64,
+    /// brunt's own health; `generator.saturated` = latencies are suspect.
+    pub generator: Option<GeneratorSummary>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct StreamInfo {
+    pub name: String,
+    /// Relative to the run directory.
+    pub file: String,
+    pub rows: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ArtifactInfo {
+    pub collector: String,
+    pub probe: String,
+    /// `artifact` or `jfr`.
+    pub kind: String,
+    /// Relative to the run directory.
+    pub file: String,
+    /// Seconds since run start when it was taken (JFR: when recording started).
+    pub t: f64,
+    pub phase: String,
+    pub bytes: u64,
+    /// `schedule`, `phase-start`, `trigger` or `jfr`.
+    pub reason: String,
+    pub pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct GapInfo {
+    /// Collector thread that saw it: `samples` or `artifacts` (one SSH session each).
+    pub lane: String,
+    pub from_t: f64,
+    pub to_t: f64,
+    pub reason: String,
+    /// Probe runs that could not happen during the gap.
+    pub missed: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    pub t: f64,
+    pub probe: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct PidInfo {
+    /// When this PID was first found.
+    pub t: f64,
+    pub pid: u32,
+    pub java_major: Option<u32>,
+}
+
+/// The running collectors. Hand [`CollectorSet::observer`] (or the set
+/// itself) to the run; call [`CollectorSet::finish`] after the load.
+pub struct CollectorSet {
+    observer: Arc<CollectorObserver>,
+    engines: Vec<JoinHandle<EngineReport>>,
+    generator: Option<generator::Generator>,
+    transport: String,
+}
+
+/// The cheap half of a [`CollectorSet`] that the run calls: each callback
+/// only stores a number or sends a message to the collector thread.
+pub struct CollectorObserver {
+    tx: Vec<Sender<Event>>,
+    tracker: Arc<PhaseTracker>,
+    threshold_us: Option<u64>,
+    saturated: Option<Arc<AtomicBool>>,
+}
+
+impl CollectorObserver {
+    fn send(&self, ev: impl Fn() -> Event) {
+        for tx in &self.tx {
+            // A collector thread may have ended; the load does not care.
+            let _ = tx.send(ev());
+        }
+    }
+}
+
+impl RunObserver for CollectorObserver {
+    fn phase_started(&self, phase: &PhaseInfo, _clock: &RunClock) {
+        self.tracker.set_current(phase.index);
+        self.send(|| Event::Phase(phase.index));
+    }
+    fn window(&self, stats: &WindowStats) {
+        if self.threshold_us.is_some_and(|t| stats.p99_us > t) {
+            self.send(|| Event::Trigger {
+                second: stats.second,
+                p99_us: stats.p99_us,
+            });
+        }
+    }
+    fn finished(&self) {
+        self.tracker.set_finished();
+        self.send(|| Event::Finish);
+    }
+}
+
+/// Check a `collectors:` section without starting anything or touching the
+/// network: definitions load, overrides name real probes, placeholders are
+/// known, the transport has what it needs (key file, passphrase variable),
+/// and probes that need the target process have a way to find it. Every
+/// error here satisfies [`CollectorError::is_bad_input`] (exit code 2).
+pub fn validate(
+    cfg: &CollectorsConfig,
+    base_dir: Option<&Path>,
+) -> Result<Vec<definition::Definition>, CollectorError> {
+    let definitions = cfg
+        .collect
+        .iter()
+        .map(|e| definition::load(e, base_dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    if cfg.generator.every < Duration::from_millis(100) {
+        return Err(CollectorError::Config("generator.every below 100ms".into()));
+    }
+    if !cfg.remote_dir.starts_with('/') {
+        return Err(CollectorError::Config(format!(
+            "remote_dir must be an absolute path on the target, not `{}`",
+            cfg.remote_dir
+        )));
+    }
+    if let Some(pat) = &cfg.target.jcmd_match {
+        regex::Regex::new(pat)
+            .map_err(|e| CollectorError::Config(format!("target.jcmd_match: {e}")))?;
+    }
+    let t = &cfg.target;
+    let findable = t.pid.is_some() || t.pgrep.is_some() || t.jcmd_match.is_some();
+    for d in &definitions {
+        for p in d.probes.iter().filter(|p| p.enabled) {
+            if p.uses("pid") && p.pid == definition::PidUse::Required && !findable {
+                return Err(CollectorError::Config(format!(
+                    "collector {} probe {} needs the target process: set target.pid, target.pgrep or target.jcmd_match",
+                    d.name, p.name
+                )));
+            }
+        }
+    }
+    match cfg.transport.kind {
+        config::TransportKind::Local => {}
+        config::TransportKind::Ssh => {
+            ssh::SshTransport::new(cfg.transport.clone())?;
+        }
+        config::TransportKind::Openssh => {
+            if cfg.transport.host.is_none() {
+                return Err(CollectorError::Config(
+                    "transport openssh needs `host`".into(),
+                ));
+            }
+        }
+    }
+    Ok(definitions)
+}
+
+/// Start the collectors for a run: [`validate`], then start the collector
+/// threads. Transports connect on those threads, so this never blocks on the
+/// network; an unreachable target shows up as a gap, not as an error here.
+pub fn start(
+    cfg: &CollectorsConfig,
+    ctx: CollectorContext,
+) -> Result<CollectorSet, CollectorError> {
+    let definitions = validate(cfg, ctx.base_dir.as_deref())?;
+    let diag = ctx.run_dir.join("diagnostics");
+    std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
+    let tracker = PhaseTracker::new(ctx.clock, ctx.phases.clone());
+
+    // Split probes into the two lanes (see `engine`); an empty lane is not started.
+    let mut lanes_tx = Vec::new();
+    let mut engines = Vec::new();
+    let mut transport = "none".to_string();
+    for lane in ["samples", "artifacts"] {
+        let defs: Vec<definition::Definition> = definitions
+            .iter()
+            .map(|d| {
+                let mut d = d.clone();
+                d.probes.retain(|p| {
+                    p.enabled
+                        && matches!(p.kind, ProbeKind::Sample | ProbeKind::Tail)
+                            == (lane == "samples")
+                });
+                d
+            })
+            .filter(|d| !d.probes.is_empty())
+            .collect();
+        if defs.is_empty() {
+            continue;
+        }
+        let t = transport::from_config(&cfg.transport)?;
+        transport = t.describe();
+        let eng = Engine::new(EngineSetup {
+            lane,
+            transport: t,
+            tracker: tracker.clone(),
+            diag_dir: diag.clone(),
+            target: cfg.target.clone(),
+            remote_dir: cfg.remote_dir.clone(),
+            definitions: defs,
+            trigger_cooldown: cfg.trigger_cooldown,
+            max_backoff: cfg.transport.max_backoff,
+        })?;
+        let (tx, rx) = channel();
+        let h = thread::Builder::new()
+            .name(format!("brunt-{lane}"))
+            .spawn(move || eng.run(rx))
+            .map_err(|e| CollectorError::Other(format!("spawning collector thread: {e}")))?;
+        lanes_tx.push(tx);
+        engines.push(h);
+    }
+
+    let generator = if cfg.generator.enabled {
+        Some(generator::Generator::start(
+            &cfg.generator,
+            &diag,
+            tracker.clone(),
+        )?)
+    } else {
+        None
+    };
+    let threshold_us = cfg
+        .trigger_p99
+        .or(ctx.p99_threshold)
+        .map(|d| d.as_micros().min(u128::from(u64::MAX)) as u64);
+    Ok(CollectorSet {
+        observer: Arc::new(CollectorObserver {
+            tx: lanes_tx,
+            tracker,
+            threshold_us,
+            saturated: generator.as_ref().map(|g| g.saturated_now()),
+        }),
+        engines,
+        generator,
+        transport,
+    })
+}
+
+impl CollectorSet {
+    /// The observer to register with the run.
+    pub fn observer(&self) -> Arc<dyn RunObserver> {
+        self.observer.clone()
+    }
+
+    /// Was brunt saturated in the last second (CPU or scheduler lag)?
+    pub fn generator_saturated(&self) -> bool {
+        self.observer
+            .saturated
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+    }
+
+    /// Stop collecting (stopping and downloading a running JFR recording
+    /// first) and return the summary. Blocks for at most the remaining
+    /// downloads, each bounded by the transport's `command_timeout`.
+    pub fn finish(mut self) -> CollectorsSummary {
+        self.observer.finished();
+        let mut rep = EngineReport::default();
+        for h in self.engines.drain(..) {
+            let Ok(r) = h.join() else { continue };
+            rep.streams.extend(r.streams);
+            rep.artifacts.extend(r.artifacts);
+            rep.gaps.extend(r.gaps);
+            rep.errors.extend(r.errors);
+            rep.errors_total += r.errors_total;
+            // Each lane finds the PID on its own: keep one entry per PID.
+            for p in r.target_pids {
+                match rep.target_pids.iter_mut().find(|x| x.pid == p.pid) {
+                    Some(x) => {
+                        x.t = x.t.min(p.t);
+                        x.java_major = x.java_major.or(p.java_major);
+                    }
+                    None => rep.target_pids.push(p),
+                }
+            }
+            rep.triggers = rep.triggers.max(r.triggers);
+        }
+        rep.artifacts.sort_by(|a, b| a.t.total_cmp(&b.t));
+        rep.gaps.sort_by(|a, b| a.from_t.total_cmp(&b.from_t));
+        rep.errors.sort_by(|a, b| a.t.total_cmp(&b.t));
+        rep.target_pids.sort_by(|a, b| a.t.total_cmp(&b.t));
+        let generator = self.generator.take().map(|g| g.finish());
+        CollectorsSummary {
+            version: 1,
+            transport: self.transport.clone(),
+            streams: rep.streams,
+            artifacts: rep.artifacts,
+            gaps: rep.gaps,
+            errors: rep.errors,
+            errors_total: rep.errors_total,
+            target_pids: rep.target_pids,
+            triggers: rep.triggers,
+            generator,
+        }
+    }
+}
+
+impl RunObserver for CollectorSet {
+    fn phase_started(&self, phase: &PhaseInfo, clock: &RunClock) {
+        self.observer.phase_started(phase, clock)
+    }
+    fn window(&self, stats: &WindowStats) {
+        self.observer.window(stats)
+    }
+    fn finished(&self) {
+        self.observer.finished()
+    }
+}

@@ -1,7 +1,441 @@
-//! Diagnosis: thread dumps, JFR recordings and pinning traces into findings (placeholder until issue 4).
+//! Diagnosis: reads what the collectors captured — HotSpot text thread dumps
+//! (JDK 8–25, several per file), JDK 21+ JSON thread dumps, pinning traces
+//! and JFR recordings — into findings ([`Analysis`]) for the report,
+//! `findings.json` and `brunt analyze`.
+//!
+//! | module | owns |
+//! |---|---|
+//! | [`model`] | the parsed dump: threads, frames, lock lines, deadlocks |
+//! | [`text`] | text dumps (`jstack -l`, `jcmd Thread.print -l`, SIGQUIT) |
+//! | [`json`] | `Thread.dump_to_file -format=json` |
+//! | [`pinning`] | `-Djdk.tracePinnedThreads` output |
+//! | [`jfr`] | JFR recordings (own streaming parser; why: see its doc) |
+//! | [`findings`] | what it all means: contention, pool waits, pinning, deadlocks, clusters, persistence |
+//!
+//! Input from outside never panics the parser: unreadable parts become
+//! warnings on a partial result, and a file that yields nothing is an error
+//! for that file only.
+
+pub mod findings;
+pub mod jfr;
+pub mod json;
+pub mod model;
+pub mod pinning;
+pub mod text;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-/// Findings read from a set of diagnostic files.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct Analysis {}
+pub use findings::{Detail, Evidence, Finding, Options, PoolPattern, Severity};
+pub use jfr::{HeapSample, JfrRecording};
+pub use model::{ThreadDump, ThreadInfo, ThreadState};
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiagError {
+    #[error("{file}: {source}")]
+    Io {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{file}: not a valid JSON thread dump: {message}")]
+    Json { file: String, message: String },
+    #[error("{file}: {source}")]
+    Jfr { file: String, source: jfr::JfrError },
+    #[error("{file}: empty file")]
+    Empty { file: String },
+    #[error("{file}: not a thread dump, JFR recording or pinning trace")]
+    Unrecognized { file: String },
+    #[error("no diagnostics could be read: {0}")]
+    NoInput(String),
+}
+
+/// What kind of file an input was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InputKind {
+    ThreadDumpText,
+    ThreadDumpJson,
+    Jfr,
+    PinningTrace,
+    Unreadable,
+}
+
+/// One input file and what was read from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputFile {
+    pub file: String,
+    pub kind: InputKind,
+    pub dumps: usize,
+    pub threads: usize,
+    /// JFR events or pinning traces.
+    pub events: u64,
+    pub warnings: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// Thread-state counts of one dump, for the report's threads-over-time chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DumpStates {
+    pub file: String,
+    pub index: usize,
+    pub time: Option<String>,
+    pub time_unix: Option<f64>,
+    pub phase: Option<String>,
+    pub threads: usize,
+    pub states: BTreeMap<String, usize>,
+}
+
+/// Everything brunt read from a set of diagnostic files. Serializable as
+/// `findings.json` and into `summary.json`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    /// Schema version of this structure.
+    pub version: u32,
+    pub inputs: Vec<InputFile>,
+    /// Findings, most severe first.
+    pub findings: Vec<Finding>,
+    pub dumps: Vec<DumpStates>,
+    /// Heap before/after GC from JFR recordings, in time order.
+    pub heap: Vec<HeapSample>,
+}
+
+pub const ANALYSIS_VERSION: u32 = 1;
+
+enum Parsed {
+    Dumps(Vec<ThreadDump>),
+    Pins(Vec<pinning::PinEvent>),
+    Jfr(Box<JfrRecording>),
+}
+
+fn io_err(file: &str) -> impl Fn(std::io::Error) -> DiagError + '_ {
+    move |source| DiagError::Io {
+        file: file.to_string(),
+        source,
+    }
+}
+
+/// Reads one file of any supported kind (detected by content, not by name).
+fn parse_file(path: &Path) -> Result<(InputKind, Parsed, Vec<String>), DiagError> {
+    let name = path.display().to_string();
+    let mut head = [0u8; 8];
+    let n = fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(io_err(&name))?;
+    if n == 0 {
+        return Err(DiagError::Empty { file: name });
+    }
+    if jfr::looks_like_jfr(head.get(..n).unwrap_or_default()) {
+        let rec = jfr::parse_jfr_file(path).map_err(|source| DiagError::Jfr {
+            file: name.clone(),
+            source,
+        })?;
+        let w = rec.warnings.clone();
+        return Ok((InputKind::Jfr, Parsed::Jfr(Box::new(rec)), w));
+    }
+    let bytes = fs::read(path).map_err(io_err(&name))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut warnings = vec![];
+    if matches!(text, std::borrow::Cow::Owned(_)) {
+        warnings.push("invalid UTF-8 replaced".to_string());
+    }
+    if json::looks_like_json_dump(&text) {
+        let d = json::parse_json_dump(&text, &name)?;
+        warnings.extend(d.warnings.iter().cloned());
+        return Ok((InputKind::ThreadDumpJson, Parsed::Dumps(vec![d]), warnings));
+    }
+    // A target's log can hold both SIGQUIT dumps and pinning traces.
+    if text::looks_like_text_dump(&text) {
+        let dumps = text::parse_text_dumps(&text, &name);
+        if !dumps.is_empty() {
+            for d in &dumps {
+                warnings.extend(d.warnings.iter().map(|w| format!("dump {}: {w}", d.index)));
+            }
+            let pins = if pinning::looks_like_pinning(&text) {
+                pinning::parse_pinning(&text, &name)
+            } else {
+                vec![]
+            };
+            if !pins.is_empty() {
+                warnings.push(format!("also holds {} pinning traces", pins.len()));
+            }
+            return Ok((InputKind::ThreadDumpText, Parsed::Dumps(dumps), warnings));
+        }
+    }
+    if pinning::looks_like_pinning(&text) {
+        let pins = pinning::parse_pinning(&text, &name);
+        if !pins.is_empty() {
+            return Ok((InputKind::PinningTrace, Parsed::Pins(pins), warnings));
+        }
+    }
+    Err(DiagError::Unrecognized { file: name })
+}
+
+/// Files under `path`: a file itself; a run directory's `diagnostics/`; or a directory's files (3 levels).
+fn expand(path: &Path, out: &mut Vec<PathBuf>, depth: u32) -> Result<(), DiagError> {
+    let name = path.display().to_string();
+    let meta = fs::metadata(path).map_err(io_err(&name))?;
+    if meta.is_file() {
+        out.push(path.to_path_buf());
+        return Ok(());
+    }
+    if depth == 0 {
+        let diag = path.join("diagnostics");
+        if diag.is_dir() {
+            return expand(&diag, out, depth + 1);
+        }
+    }
+    if depth > 3 {
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = fs::read_dir(path)
+        .map_err(io_err(&name))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for e in entries {
+        if e.is_dir() {
+            expand(&e, out, depth + 1)?;
+        } else {
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+impl Analysis {
+    /// Reads any mix of files and directories (a run directory reads its
+    /// `diagnostics/`). Unreadable files are listed in `inputs` with their
+    /// error; only when nothing at all could be read is it an error.
+    pub fn from_paths(paths: &[PathBuf], opts: &Options) -> Result<Analysis, DiagError> {
+        let mut files = vec![];
+        for p in paths {
+            expand(p, &mut files, 0)?;
+        }
+        let mut a = Analysis {
+            version: ANALYSIS_VERSION,
+            ..Analysis::default()
+        };
+        let mut dumps: Vec<ThreadDump> = vec![];
+        let mut pins = vec![];
+        let mut recs = vec![];
+        for f in &files {
+            let name = f.display().to_string();
+            match parse_file(f) {
+                Ok((kind, parsed, warnings)) => {
+                    let mut input = InputFile {
+                        file: name,
+                        kind,
+                        dumps: 0,
+                        threads: 0,
+                        events: 0,
+                        warnings,
+                        error: None,
+                    };
+                    match parsed {
+                        Parsed::Dumps(ds) => {
+                            input.dumps = ds.len();
+                            input.threads = ds.iter().map(|d| d.threads.len()).sum();
+                            dumps.extend(ds);
+                        }
+                        Parsed::Pins(ps) => {
+                            input.events = ps.len() as u64;
+                            pins.extend(ps);
+                        }
+                        Parsed::Jfr(r) => {
+                            input.events = r.events;
+                            recs.push(*r);
+                        }
+                    }
+                    a.inputs.push(input);
+                }
+                Err(e) => a.inputs.push(InputFile {
+                    file: name,
+                    kind: InputKind::Unreadable,
+                    dumps: 0,
+                    threads: 0,
+                    events: 0,
+                    warnings: vec![],
+                    error: Some(e.to_string()),
+                }),
+            }
+        }
+        if a.inputs.iter().all(|i| i.kind == InputKind::Unreadable) {
+            let why: Vec<String> = a.inputs.iter().filter_map(|i| i.error.clone()).collect();
+            return Err(DiagError::NoInput(if why.is_empty() {
+                "no files given".into()
+            } else {
+                why.join("; ")
+            }));
+        }
+        a.add_dumps(dumps, opts);
+        a.findings.extend(findings::pinning_findings(&pins));
+        for r in &recs {
+            a.findings.extend(findings::jfr_findings(r));
+            a.heap.extend(r.heap.iter().cloned());
+        }
+        a.heap.sort_by(|x, y| x.unix.total_cmp(&y.unix));
+        // Most severe first; stable, so each kind keeps its own ranking.
+        a.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        Ok(a)
+    }
+
+    fn add_dumps(&mut self, mut dumps: Vec<ThreadDump>, opts: &Options) {
+        dumps.sort_by(|x, y| {
+            x.time_unix
+                .unwrap_or(f64::MAX)
+                .total_cmp(&y.time_unix.unwrap_or(f64::MAX))
+                .then(x.source.cmp(&y.source))
+                .then(x.index.cmp(&y.index))
+        });
+        let per_dump: Vec<Vec<Finding>> = dumps
+            .iter()
+            .map(|d| findings::dump_findings(d, opts))
+            .collect();
+        // Persistence per JVM (pid when known), and only over the same dump format.
+        let mut groups: BTreeMap<(Option<u32>, bool), Vec<usize>> = BTreeMap::new();
+        for (i, d) in dumps.iter().enumerate() {
+            groups
+                .entry((d.pid, d.format == model::DumpFormat::Json))
+                .or_default()
+                .push(i);
+        }
+        for idx in groups.values() {
+            let ds: Vec<&ThreadDump> = idx.iter().filter_map(|i| dumps.get(*i)).collect();
+            let fs: Vec<Vec<Finding>> = idx
+                .iter()
+                .filter_map(|i| per_dump.get(*i).cloned())
+                .collect();
+            self.findings.extend(findings::persistence(&ds, &fs));
+        }
+        for (d, fs) in dumps.iter().zip(per_dump) {
+            for f in &fs {
+                if let Detail::ThreadStates { total, states, .. } = &f.detail {
+                    self.dumps.push(DumpStates {
+                        file: d.source.clone(),
+                        index: d.index,
+                        time: d.time.clone(),
+                        time_unix: d.time_unix,
+                        phase: None,
+                        threads: *total,
+                        states: states.clone(),
+                    });
+                }
+            }
+            self.findings.extend(fs);
+        }
+    }
+
+    /// Reads a run directory's `diagnostics/`.
+    pub fn from_run_dir(dir: &Path, opts: &Options) -> Result<Analysis, DiagError> {
+        Analysis::from_paths(&[dir.to_path_buf()], opts)
+    }
+
+    /// Tags every finding and dump with the load phase running at its time.
+    pub fn tag_phases(&mut self, phase_of: impl Fn(SystemTime) -> Option<String>) {
+        let at = |u: Option<f64>| {
+            u.filter(|u| u.is_finite() && *u >= 0.0)
+                .map(|u| SystemTime::UNIX_EPOCH + Duration::from_secs_f64(u))
+        };
+        for f in &mut self.findings {
+            if let Some(t) = at(f.evidence.time_unix) {
+                f.evidence.phase = phase_of(t);
+            }
+        }
+        for d in &mut self.dumps {
+            if let Some(t) = at(d.time_unix) {
+                d.phase = phase_of(t);
+            }
+        }
+    }
+
+    /// Findings at or above `min`.
+    pub fn findings_at_least(&self, min: Severity) -> impl Iterator<Item = &Finding> {
+        self.findings.iter().filter(move |f| f.severity >= min)
+    }
+
+    /// The terminal report.
+    pub fn render_text(&self) -> String {
+        let mut s = String::new();
+        s.push_str("Inputs\n");
+        for i in &self.inputs {
+            let what = match i.kind {
+                InputKind::ThreadDumpText | InputKind::ThreadDumpJson => {
+                    format!("{} dump(s), {} threads", i.dumps, i.threads)
+                }
+                InputKind::Jfr => format!("JFR, {} events", i.events),
+                InputKind::PinningTrace => format!("{} pinning traces", i.events),
+                InputKind::Unreadable => {
+                    format!("unreadable: {}", i.error.as_deref().unwrap_or("?"))
+                }
+            };
+            s.push_str(&format!("  {}  {what}\n", i.file));
+            for w in &i.warnings {
+                s.push_str(&format!("    warning: {w}\n"));
+            }
+        }
+        s.push_str("\nFindings\n");
+        if self.findings.is_empty() {
+            s.push_str("  none\n");
+        }
+        for f in &self.findings {
+            let when = match (&f.evidence.phase, &f.evidence.time) {
+                (Some(p), Some(t)) => format!(" [{p}, {t}]"),
+                (None, Some(t)) => format!(" [{t}]"),
+                (Some(p), None) => format!(" [{p}]"),
+                (None, None) => String::new(),
+            };
+            s.push_str(&format!(
+                "  {:<8} {}{when}\n",
+                f.severity.as_str().to_uppercase(),
+                f.summary
+            ));
+            match &f.detail {
+                Detail::LockContention { holder_stack, .. } if !holder_stack.is_empty() => {
+                    s.push_str("           holder stack:\n");
+                    for fr in holder_stack.iter().take(6) {
+                        s.push_str(&format!("             at {fr}\n"));
+                    }
+                }
+                Detail::Deadlock { cycle } => {
+                    for e in cycle {
+                        s.push_str(&format!(
+                            "           `{}` waits for {} ({}) held by `{}`\n",
+                            e.thread,
+                            e.waiting_for.as_deref().unwrap_or("?"),
+                            e.lock_class.as_deref().unwrap_or("?"),
+                            e.held_by.as_deref().unwrap_or("?")
+                        ));
+                    }
+                }
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
+/// `brunt analyze FILE… [--json]`: prints the analysis to stdout. Returns the
+/// exit code: 0 analysed, 2 when no input could be read (bad input).
+pub fn analyze_cli(paths: &[PathBuf], json: bool) -> anyhow::Result<i32> {
+    match Analysis::from_paths(paths, &Options::default()) {
+        Ok(a) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&a)?);
+            } else {
+                print!("{}", a.render_text());
+            }
+            Ok(0)
+        }
+        Err(e @ (DiagError::NoInput(_) | DiagError::Io { .. })) => {
+            eprintln!("brunt analyze: {e}");
+            Ok(2)
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,336 @@
+//! The profile's `collectors:` section: which transport reaches the target,
+//! how to find the target process, which collector definitions run and with
+//! which overrides, and the generator-health thresholds.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The `collectors:` section of a profile. Absent = generator health only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectorsConfig {
+    /// How commands reach the target host (default: `local`).
+    #[serde(default)]
+    pub transport: TransportConfig,
+    /// How to find the target process and its service port.
+    #[serde(default)]
+    pub target: TargetConfig,
+    /// Collector definitions to run: a built-in name (`linux-host`, `jvm`)
+    /// or a path to a definition file, with per-probe overrides.
+    #[serde(default)]
+    pub collect: Vec<CollectEntry>,
+    /// brunt's own health (CPU, RSS, scheduler lag).
+    #[serde(default)]
+    pub generator: GeneratorConfig,
+    /// 1-s p99 above which `on_trigger` probes fire. Default: the budgets' p99.
+    #[serde(default, with = "humantime_serde::option")]
+    pub trigger_p99: Option<Duration>,
+    /// Minimum time between two trigger firings.
+    #[serde(default = "d_trigger_cooldown", with = "humantime_serde")]
+    pub trigger_cooldown: Duration,
+    /// Directory on the target for files that are downloaded then removed.
+    #[serde(default = "d_remote_dir")]
+    pub remote_dir: String,
+}
+
+impl Default for CollectorsConfig {
+    fn default() -> Self {
+        CollectorsConfig {
+            transport: TransportConfig::default(),
+            target: TargetConfig::default(),
+            collect: Vec::new(),
+            generator: GeneratorConfig::default(),
+            trigger_p99: None,
+            trigger_cooldown: d_trigger_cooldown(),
+            remote_dir: d_remote_dir(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TransportKind {
+    /// Commands run on the generator's machine.
+    #[default]
+    Local,
+    /// libssh2 via the `ssh2` crate: one session for the run, SFTP downloads.
+    Ssh,
+    /// The system `ssh` binary (for `~/.ssh/config`, ProxyJump, bastions).
+    Openssh,
+}
+
+/// What to do with the server's host key.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HostKeyPolicy {
+    /// Key must be in known_hosts; unknown or changed = refuse.
+    #[default]
+    Strict,
+    /// Unknown hosts are added to known_hosts; a changed key is still refused.
+    AcceptNew,
+    /// No check at all (explicit opt-in for throwaway targets).
+    Insecure,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransportConfig {
+    #[serde(default)]
+    pub kind: TransportKind,
+    pub host: Option<String>,
+    pub port: Option<u16>,
+    /// Login user (default: `$USER`).
+    pub user: Option<String>,
+    /// Private key file (`~/` expanded). Without it (or with `agent: true`) the SSH agent is used.
+    pub key: Option<PathBuf>,
+    #[serde(default)]
+    pub agent: bool,
+    /// Name of the environment variable holding the key's passphrase (never the passphrase itself).
+    pub passphrase_env: Option<String>,
+    /// Default `~/.ssh/known_hosts`.
+    pub known_hosts: Option<PathBuf>,
+    #[serde(default)]
+    pub host_key: HostKeyPolicy,
+    #[serde(default = "d_keepalive", with = "humantime_serde")]
+    pub keepalive: Duration,
+    #[serde(default = "d_connect_timeout", with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// Upper bound for one remote command (and each blocking SSH call).
+    #[serde(default = "d_command_timeout", with = "humantime_serde")]
+    pub command_timeout: Duration,
+    /// Longest wait between two reconnect attempts (back-off doubles up to it).
+    #[serde(default = "d_max_backoff", with = "humantime_serde")]
+    pub max_backoff: Duration,
+    /// Argv put before every command, e.g. `[docker, exec, app]` or
+    /// `[kubectl, exec, pod-0, --]`; each word is quoted.
+    #[serde(default)]
+    pub prefix: Vec<String>,
+    /// `openssh` only: extra `-o` options, e.g. `ProxyJump=bastion`.
+    #[serde(default)]
+    pub ssh_options: Vec<String>,
+}
+
+impl Default for TransportConfig {
+    fn default() -> Self {
+        TransportConfig {
+            kind: TransportKind::Local,
+            host: None,
+            port: None,
+            user: None,
+            key: None,
+            agent: false,
+            passphrase_env: None,
+            known_hosts: None,
+            host_key: HostKeyPolicy::Strict,
+            keepalive: d_keepalive(),
+            connect_timeout: d_connect_timeout(),
+            command_timeout: d_command_timeout(),
+            max_backoff: d_max_backoff(),
+            prefix: Vec::new(),
+            ssh_options: Vec::new(),
+        }
+    }
+}
+
+/// How to find the target process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    /// A fixed PID (not re-found after a restart).
+    pub pid: Option<u32>,
+    /// `pgrep -f` pattern matched against the full command line.
+    pub pgrep: Option<String>,
+    /// Regex matched against `jcmd -l` lines (main class and arguments).
+    pub jcmd_match: Option<String>,
+    /// The service's TCP port: connection states are also counted for it.
+    pub port: Option<u16>,
+    /// `jcmd` on the target (a path when it is not on the remote PATH).
+    #[serde(default = "d_jcmd")]
+    pub jcmd: String,
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        TargetConfig {
+            pid: None,
+            pgrep: None,
+            jcmd_match: None,
+            port: None,
+            jcmd: d_jcmd(),
+        }
+    }
+}
+
+/// One `collect:` entry: a definition and overrides for its probes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectEntry {
+    /// Built-in name (`linux-host`, `jvm`) or a path to a YAML definition.
+    #[serde(rename = "use")]
+    pub use_: String,
+    /// Probe name → overrides.
+    #[serde(default)]
+    pub probes: BTreeMap<String, ProbeOverride>,
+}
+
+/// Overrides for one probe of a definition; unset fields keep the definition's value.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeOverride {
+    pub enabled: Option<bool>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub every: Option<Duration>,
+    pub at_phase_start: Option<bool>,
+    pub on_trigger: Option<bool>,
+    pub max: Option<u32>,
+    /// `jfr`: phase name to record, or `run` for the whole run.
+    pub phase: Option<String>,
+    /// `jfr`: settings name (`default`, `profile`) or a .jfc path on the target.
+    pub settings: Option<String>,
+    /// `tail`: file on the target to follow.
+    pub file: Option<String>,
+}
+
+/// Thresholds for calling the generator saturated.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorConfig {
+    #[serde(default = "d_true")]
+    pub enabled: bool,
+    #[serde(default = "d_every", with = "humantime_serde")]
+    pub every: Duration,
+    /// brunt's CPU, in % of all cores, at or above which a second counts as saturated.
+    #[serde(default = "d_cpu_saturation")]
+    pub cpu_saturation_pct: f64,
+    /// p99 oversleep of the lag-probe thread at or above which a second counts as saturated.
+    #[serde(default = "d_lag_saturation", with = "humantime_serde")]
+    pub lag_saturation: Duration,
+}
+
+impl Default for GeneratorConfig {
+    fn default() -> Self {
+        GeneratorConfig {
+            enabled: true,
+            every: d_every(),
+            cpu_saturation_pct: d_cpu_saturation(),
+            lag_saturation: d_lag_saturation(),
+        }
+    }
+}
+
+fn d_true() -> bool {
+    true
+}
+fn d_every() -> Duration {
+    Duration::from_secs(1)
+}
+fn d_cpu_saturation() -> f64 {
+    90.0
+}
+fn d_lag_saturation() -> Duration {
+    Duration::from_millis(20)
+}
+fn d_trigger_cooldown() -> Duration {
+    Duration::from_secs(5)
+}
+fn d_remote_dir() -> String {
+    "/tmp".to_string()
+}
+fn d_keepalive() -> Duration {
+    Duration::from_secs(15)
+}
+fn d_connect_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+fn d_command_timeout() -> Duration {
+    Duration::from_secs(60)
+}
+fn d_max_backoff() -> Duration {
+    Duration::from_secs(30)
+}
+fn d_jcmd() -> String {
+    "jcmd".to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example given to the profile's documentation.
+    const EXAMPLE: &str = r#"
+transport:
+  kind: ssh
+  host: 10.0.0.5
+  port: 22
+  user: app
+  key: ~/.ssh/id_ed25519
+  passphrase_env: BRUNT_SSH_PASSPHRASE
+  known_hosts: ~/.ssh/known_hosts
+  host_key: strict
+  keepalive: 15s
+  command_timeout: 30s
+  prefix: [docker, exec, shop-api]
+target:
+  pgrep: "java .*com.example.ShopApplication"
+  port: 8080
+  jcmd: /opt/java/openjdk/bin/jcmd
+collect:
+  - use: linux-host
+    probes:
+      host: { every: 2s }
+  - use: jvm
+    probes:
+      thread-dump: { every: 10s, max: 30 }
+      jfr: { phase: step-3, settings: profile }
+      pinning-log: { enabled: true, file: /var/log/shop/app.log }
+  - use: ./collectors/my-extra.yaml
+generator:
+  cpu_saturation_pct: 85
+  lag_saturation: 25ms
+trigger_p99: 400ms
+trigger_cooldown: 10s
+"#;
+
+    #[test]
+    fn profile_section_parses() {
+        let c: CollectorsConfig = serde_saphyr::from_str(EXAMPLE).unwrap();
+        assert_eq!(c.transport.kind, TransportKind::Ssh);
+        assert_eq!(c.transport.prefix, ["docker", "exec", "shop-api"]);
+        assert_eq!(c.transport.command_timeout, Duration::from_secs(30));
+        assert_eq!(c.target.port, Some(8080));
+        assert_eq!(c.collect.len(), 3);
+        assert_eq!(
+            c.collect[1].probes["thread-dump"].every,
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(c.generator.lag_saturation, Duration::from_millis(25));
+        assert!(c.generator.enabled);
+        assert_eq!(c.trigger_p99, Some(Duration::from_millis(400)));
+        assert_eq!(c.remote_dir, "/tmp");
+    }
+
+    #[test]
+    fn unknown_fields_are_refused() {
+        let bad = "transport:\n  kind: ssh\n  hots: x\n";
+        let e = serde_saphyr::from_str::<CollectorsConfig>(bad).unwrap_err();
+        assert!(e.to_string().contains("hots"), "{e}");
+        assert!(serde_saphyr::from_str::<CollectorsConfig>(
+            "collect:\n  - use: jvm\n    probes:\n      heap: { evry: 1s }\n"
+        )
+        .is_err());
+        assert!(
+            serde_saphyr::from_str::<CollectorsConfig>("transport:\n  host_key: yolo\n").is_err()
+        );
+    }
+
+    #[test]
+    fn empty_section_is_generator_only() {
+        let c: CollectorsConfig = serde_saphyr::from_str("{}").unwrap();
+        assert!(c.collect.is_empty());
+        assert!(c.generator.enabled);
+        assert_eq!(c.transport.kind, TransportKind::Local);
+    }
+}

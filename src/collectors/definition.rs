@@ -1,0 +1,385 @@
+//! Collector definitions as data (`collectors/*.yaml`): each definition is a
+//! list of probes saying what command runs, when, and which built-in parser
+//! reads its output. Built-in definitions are compiled in (so the binary works
+//! anywhere) and the same files ship in `collectors/` for users to copy.
+//!
+//! Placeholders in commands (`{pid}`, `{port}` (target.port), `{jcmd}`,
+//! `{remote_file}`, `{settings}`, `{file}`, `{offset}`) are replaced by
+//! shell-quoted values. Only `{lowercase_name}` is a placeholder; other
+//! braces (`{ print $1 }`, `${HOME}`) are literal.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::config::{CollectEntry, ProbeOverride};
+use super::error::CollectorError;
+use super::quote::sh_quote;
+
+/// Built-in definitions: name → YAML text (the files in `collectors/`).
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "linux-host",
+        include_str!("../../collectors/linux-host.yaml"),
+    ),
+    ("jvm", include_str!("../../collectors/jvm.yaml")),
+    ("jvm-extra", include_str!("../../collectors/jvm-extra.yaml")),
+];
+
+/// One collector definition file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Definition {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub probes: Vec<ProbeDef>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    /// Output parsed by `parser` into one row of `diagnostics/<stream>.jsonl`.
+    #[default]
+    Sample,
+    /// Output (or the fetched `{remote_file}`) saved as a file under `diagnostics/`.
+    Artifact,
+    /// JFR: `command` at the chosen phase's start, `stop_command` at its end,
+    /// then `{remote_file}` downloaded and removed.
+    Jfr,
+    /// Follow a file on the target (`{file}` from `{offset}`), appended to `diagnostics/<name>.log`.
+    Tail,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PidUse {
+    /// Resolved from `target:`; the probe is skipped while no PID is found.
+    #[default]
+    Required,
+    /// `{pid}` becomes `''` when no target process is configured or found.
+    Optional,
+}
+
+/// One probe of a definition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeDef {
+    pub name: String,
+    #[serde(default)]
+    pub kind: ProbeKind,
+    #[serde(default = "d_true")]
+    pub enabled: bool,
+    /// Shell command template (see the module doc for placeholders).
+    pub command: String,
+    /// `jfr`: the command that ends the recording.
+    pub stop_command: Option<String>,
+    /// `sample`: built-in parser: `proc-host`, `gc-heap-info`, `lines`.
+    pub parser: Option<String>,
+    /// `sample`: name of the `.jsonl` series (default: the probe name).
+    pub stream: Option<String>,
+    /// `artifact`: the command writes `{remote_file}`, which is downloaded then removed.
+    #[serde(default)]
+    pub fetch: bool,
+    /// File extension of artifacts.
+    #[serde(default = "d_ext")]
+    pub extension: String,
+    #[serde(default)]
+    pub pid: PidUse,
+    /// Run only when the target JVM's major version is at least this.
+    pub min_java: Option<u32>,
+    #[serde(default, with = "humantime_serde::option")]
+    pub every: Option<Duration>,
+    #[serde(default)]
+    pub at_phase_start: bool,
+    #[serde(default)]
+    pub on_trigger: bool,
+    /// At most this many runs in the whole run.
+    pub max: Option<u32>,
+    /// `jfr`: phase name or `run`.
+    pub phase: Option<String>,
+    /// `jfr`: value of `{settings}`.
+    pub settings: Option<String>,
+    /// `tail`: value of `{file}`.
+    pub file: Option<String>,
+}
+
+fn d_true() -> bool {
+    true
+}
+fn d_ext() -> String {
+    "txt".to_string()
+}
+
+/// Parsers known to the engine.
+pub const PARSERS: &[&str] = &["proc-host", "gc-heap-info", "lines"];
+const PLACEHOLDERS: &[&str] = &[
+    "pid",
+    "port",
+    "jcmd",
+    "remote_file",
+    "settings",
+    "file",
+    "offset",
+];
+
+impl ProbeDef {
+    pub fn uses(&self, placeholder: &str) -> bool {
+        let p = format!("{{{placeholder}}}");
+        self.command.contains(&p) || self.stop_command.as_ref().is_some_and(|c| c.contains(&p))
+    }
+
+    fn apply(&mut self, o: &ProbeOverride) {
+        if let Some(v) = o.enabled {
+            self.enabled = v;
+        }
+        if let Some(v) = o.every {
+            self.every = Some(v);
+        }
+        if let Some(v) = o.at_phase_start {
+            self.at_phase_start = v;
+        }
+        if let Some(v) = o.on_trigger {
+            self.on_trigger = v;
+        }
+        if let Some(v) = o.max {
+            self.max = Some(v);
+        }
+        if let Some(v) = &o.phase {
+            self.phase = Some(v.clone());
+        }
+        if let Some(v) = &o.settings {
+            self.settings = Some(v.clone());
+        }
+        if let Some(v) = &o.file {
+            self.file = Some(v.clone());
+        }
+    }
+
+    fn validate(&self, src: &str) -> Result<(), CollectorError> {
+        let bad = |msg: String| CollectorError::Definition {
+            source_name: src.to_string(),
+            msg: format!("probe {}: {msg}", self.name),
+        };
+        if self.name.is_empty()
+            || !self
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(bad("name must be letters, digits, `-` or `_`".into()));
+        }
+        for t in std::iter::once(&self.command).chain(self.stop_command.iter()) {
+            check_template(t).map_err(bad)?;
+        }
+        match self.kind {
+            ProbeKind::Sample => match self.parser.as_deref() {
+                Some(p) if PARSERS.contains(&p) => {}
+                Some(p) => {
+                    return Err(bad(format!(
+                        "unknown parser `{p}` (known: {})",
+                        PARSERS.join(", ")
+                    )))
+                }
+                None => return Err(bad("a sample probe needs `parser`".into())),
+            },
+            ProbeKind::Artifact => {
+                if self.fetch && !self.uses("remote_file") {
+                    return Err(bad(
+                        "`fetch: true` needs `{remote_file}` in the command".into()
+                    ));
+                }
+            }
+            ProbeKind::Jfr => {
+                if self.stop_command.is_none() {
+                    return Err(bad("a jfr probe needs `stop_command`".into()));
+                }
+                if !self.uses("remote_file") {
+                    return Err(bad("a jfr probe needs `{remote_file}`".into()));
+                }
+            }
+            ProbeKind::Tail => {
+                if self.enabled && self.file.is_none() {
+                    return Err(bad(
+                        "a tail probe needs `file` (set it in the profile)".into()
+                    ));
+                }
+            }
+        }
+        if self.enabled
+            && matches!(
+                self.kind,
+                ProbeKind::Sample | ProbeKind::Artifact | ProbeKind::Tail
+            )
+            && self.every.is_none()
+            && !self.at_phase_start
+            && !self.on_trigger
+        {
+            return Err(bad(
+                "never runs: set `every`, `at_phase_start` or `on_trigger`".into(),
+            ));
+        }
+        if self.every.is_some_and(|d| d < Duration::from_millis(100)) {
+            return Err(bad("`every` below 100ms".into()));
+        }
+        if self.extension.is_empty() || !self.extension.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return Err(bad("`extension` must be letters and digits".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A `{name}` at the start of `s` where name is lowercase letters and `_`:
+/// returns (name, length including braces). Anything else with braces
+/// (`{ print }`, `${HOME}`, `a[$4]++}`) is literal text.
+fn placeholder_at(s: &str) -> Option<(&str, usize)> {
+    let inner = s.strip_prefix('{')?;
+    let end = inner.find('}')?;
+    let name = &inner[..end];
+    (!name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .then_some((name, end + 2))
+}
+
+fn check_template(t: &str) -> Result<(), String> {
+    let mut rest = t;
+    while let Some(i) = rest.find('{') {
+        let tail = &rest[i..];
+        match placeholder_at(tail) {
+            Some((name, len)) => {
+                if !PLACEHOLDERS.contains(&name) {
+                    return Err(format!(
+                        "unknown placeholder `{{{name}}}` (known: {}; for a literal brace block write `{{ {name} }}`)",
+                        PLACEHOLDERS.join(", ")
+                    ));
+                }
+                rest = &tail[len..];
+            }
+            None => rest = &tail[1..],
+        }
+    }
+    Ok(())
+}
+
+/// Fill a template: each placeholder becomes its value, shell-quoted.
+/// A placeholder without a value becomes `''`.
+pub fn render(t: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(t.len() + 32);
+    let mut rest = t;
+    while let Some(i) = rest.find('{') {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        match placeholder_at(tail) {
+            Some((name, len)) if PLACEHOLDERS.contains(&name) => {
+                out.push_str(&sh_quote(&lookup(name).unwrap_or_default()));
+                rest = &tail[len..];
+            }
+            _ => {
+                out.push('{');
+                rest = &tail[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Parse one definition's YAML text.
+pub fn parse(text: &str, source_name: &str) -> Result<Definition, CollectorError> {
+    let def: Definition = serde_saphyr::from_str(text).map_err(|e| CollectorError::Definition {
+        source_name: source_name.to_string(),
+        msg: e.to_string(),
+    })?;
+    for p in &def.probes {
+        p.validate(source_name)?;
+    }
+    Ok(def)
+}
+
+/// Resolve a `collect:` entry (built-in name or path relative to `base_dir`)
+/// and apply its overrides.
+pub fn load(entry: &CollectEntry, base_dir: Option<&Path>) -> Result<Definition, CollectorError> {
+    let is_path =
+        entry.use_.contains('/') || entry.use_.ends_with(".yaml") || entry.use_.ends_with(".yml");
+    let (text, src) = if is_path {
+        let mut p = PathBuf::from(&entry.use_);
+        if p.is_relative() {
+            if let Some(b) = base_dir {
+                p = b.join(p);
+            }
+        }
+        let text = std::fs::read_to_string(&p).map_err(|e| CollectorError::Definition {
+            source_name: p.display().to_string(),
+            msg: format!("cannot read it: {e}"),
+        })?;
+        (text, p.display().to_string())
+    } else {
+        let (_, text) =
+            BUILTIN
+                .iter()
+                .find(|(n, _)| *n == entry.use_)
+                .ok_or_else(|| {
+                    CollectorError::Config(format!(
+                    "unknown collector `{}` (built-in: {}; or give a path to a .yaml definition)",
+                    entry.use_,
+                    BUILTIN.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                ))
+                })?;
+        (text.to_string(), format!("built-in {}", entry.use_))
+    };
+    let mut def = parse(&text, &src)?;
+    for (name, o) in &entry.probes {
+        let names = def
+            .probes
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let p = def
+            .probes
+            .iter_mut()
+            .find(|p| &p.name == name)
+            .ok_or_else(|| {
+                CollectorError::Config(format!(
+                    "collector `{}` has no probe `{name}` (probes: {names})",
+                    entry.use_
+                ))
+            })?;
+        p.apply(o);
+        p.validate(&src)?;
+    }
+    Ok(def)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse() {
+        for (name, text) in BUILTIN {
+            let d = parse(text, name).unwrap();
+            assert_eq!(&d.name, name);
+        }
+    }
+
+    #[test]
+    fn render_quotes_values() {
+        let look = |k: &str| match k {
+            "pid" => Some("12".to_string()),
+            "file" => Some("/tmp/a b'; rm -rf /".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            render("x {pid} {file} ${HOME} { print } {jcmd}", &look),
+            "x 12 '/tmp/a b'\\''; rm -rf /' ${HOME} { print } ''"
+        );
+    }
+
+    #[test]
+    fn unknown_placeholder_is_refused() {
+        assert!(check_template("cat {nope}").is_err());
+        assert!(check_template("awk '{print}' {file}").is_err());
+        assert!(check_template("awk '{ print }' {file} ${HOME} {pid").is_ok());
+    }
+}

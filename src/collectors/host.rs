@@ -1,0 +1,369 @@
+//! The `proc-host` parser: one sample of `/proc/stat`, `/proc/meminfo`,
+//! `/proc/loadavg`, `/proc/net/tcp{,6}` (raw under `@@tcp`, or counted on the
+//! target under `@@tcp-counts`) and the target's `/proc/PID/{status,stat,fd}`,
+//! separated by `@@section` markers (see `collectors/linux-host.yaml`).
+//! CPU percentages need two samples, so the parser keeps the previous counters.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::error::CollectorError;
+
+#[derive(Debug, Clone, Copy)]
+struct CpuTicks {
+    user: u64,
+    system: u64,
+    idle: u64,
+    iowait: u64,
+    steal: u64,
+    total: u64,
+}
+
+/// Stateful parser for the host stream.
+#[derive(Debug, Default)]
+pub struct ProcHostParser {
+    port: Option<u16>,
+    prev_cpu: Option<CpuTicks>,
+    prev_proc: Option<(u32, u64)>,
+}
+
+pub const TCP_STATES: [&str; 12] = [
+    "ESTABLISHED",
+    "SYN_SENT",
+    "SYN_RECV",
+    "FIN_WAIT1",
+    "FIN_WAIT2",
+    "TIME_WAIT",
+    "CLOSE",
+    "CLOSE_WAIT",
+    "LAST_ACK",
+    "LISTEN",
+    "CLOSING",
+    "NEW_SYN_RECV",
+];
+
+fn perr(msg: impl Into<String>) -> CollectorError {
+    CollectorError::Parse {
+        parser: "proc-host".into(),
+        msg: msg.into(),
+    }
+}
+
+/// Split `@@name` sections.
+fn sections(text: &str) -> BTreeMap<&str, Vec<&str>> {
+    let mut out: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut cur: Option<&str> = None;
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("@@") {
+            cur = Some(name.trim());
+            out.entry(name.trim()).or_default();
+        } else if let Some(c) = cur {
+            out.entry(c).or_default().push(line);
+        }
+    }
+    out
+}
+
+fn pct(part: u64, total: u64) -> Value {
+    if total == 0 {
+        Value::Null
+    } else {
+        json!(((part as f64 / total as f64) * 1000.0).round() / 10.0)
+    }
+}
+
+impl ProcHostParser {
+    pub fn new(port: Option<u16>) -> Self {
+        ProcHostParser {
+            port,
+            ..Default::default()
+        }
+    }
+
+    /// Parse one sample into JSON fields. Returns the fields and the PID whose
+    /// section was present (None = target process absent).
+    pub fn parse(
+        &mut self,
+        text: &str,
+    ) -> Result<(Map<String, Value>, Option<u32>), CollectorError> {
+        let s = sections(text);
+        let mut m = Map::new();
+
+        // CPU
+        let stat = s.get("stat").ok_or_else(|| perr("no @@stat section"))?;
+        let cpu_line = stat
+            .iter()
+            .find(|l| l.starts_with("cpu "))
+            .ok_or_else(|| perr("no `cpu` line in /proc/stat"))?;
+        let f: Vec<u64> = cpu_line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| {
+                x.parse::<u64>()
+                    .map_err(|_| perr(format!("bad cpu field `{x}`")))
+            })
+            .collect::<Result<_, _>>()?;
+        if f.len() < 8 {
+            return Err(perr("short `cpu` line"));
+        }
+        let ncpu = stat
+            .iter()
+            .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+            .count()
+            .max(1);
+        // guest/guest_nice are already inside user/nice: total = first 8 fields.
+        let cur = CpuTicks {
+            user: f[0] + f[1],
+            system: f[2] + f[5] + f[6],
+            idle: f[3],
+            iowait: f[4],
+            steal: f[7],
+            total: f[..8].iter().sum(),
+        };
+        m.insert("ncpu".into(), json!(ncpu));
+        let mut dtotal = 0u64;
+        if let Some(p) = self.prev_cpu {
+            dtotal = cur.total.saturating_sub(p.total);
+            let d = |a: u64, b: u64| a.saturating_sub(b);
+            m.insert("cpu_user_pct".into(), pct(d(cur.user, p.user), dtotal));
+            m.insert(
+                "cpu_system_pct".into(),
+                pct(d(cur.system, p.system), dtotal),
+            );
+            m.insert(
+                "cpu_iowait_pct".into(),
+                pct(d(cur.iowait, p.iowait), dtotal),
+            );
+            m.insert("cpu_steal_pct".into(), pct(d(cur.steal, p.steal), dtotal));
+            let idle = d(cur.idle, p.idle) + d(cur.iowait, p.iowait);
+            m.insert(
+                "cpu_busy_pct".into(),
+                pct(dtotal.saturating_sub(idle), dtotal),
+            );
+        } else {
+            for k in [
+                "cpu_user_pct",
+                "cpu_system_pct",
+                "cpu_iowait_pct",
+                "cpu_steal_pct",
+                "cpu_busy_pct",
+            ] {
+                m.insert(k.into(), Value::Null);
+            }
+        }
+        self.prev_cpu = Some(cur);
+
+        // Memory (kB)
+        let mem = s
+            .get("meminfo")
+            .ok_or_else(|| perr("no @@meminfo section"))?;
+        let kb = |key: &str| -> Option<u64> {
+            mem.iter()
+                .find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))
+                .and_then(|l| l[key.len() + 1..].split_whitespace().next())
+                .and_then(|v| v.parse().ok())
+        };
+        let total = kb("MemTotal").ok_or_else(|| perr("no MemTotal"))?;
+        let avail = kb("MemAvailable").ok_or_else(|| perr("no MemAvailable"))?;
+        m.insert("mem_total_kb".into(), json!(total));
+        m.insert("mem_available_kb".into(), json!(avail));
+        m.insert("mem_used_kb".into(), json!(total.saturating_sub(avail)));
+
+        // Load average
+        let la = s
+            .get("loadavg")
+            .and_then(|v| v.first())
+            .ok_or_else(|| perr("no @@loadavg section"))?;
+        let l: Vec<f64> = la
+            .split_whitespace()
+            .take(3)
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        if l.len() != 3 {
+            return Err(perr(format!("bad loadavg `{la}`")));
+        }
+        m.insert("load1".into(), json!(l[0]));
+        m.insert("load5".into(), json!(l[1]));
+        m.insert("load15".into(), json!(l[2]));
+
+        // TCP states
+        let mut all: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut port: BTreeMap<&str, u64> = BTreeMap::new();
+        for line in s.get("tcp").map(Vec::as_slice).unwrap_or_default() {
+            let t: Vec<&str> = line.split_whitespace().collect();
+            if t.len() < 4 || t[0] == "sl" {
+                continue;
+            }
+            let Ok(st) = u8::from_str_radix(t[3], 16) else {
+                continue;
+            };
+            let Some(name) = TCP_STATES.get(usize::from(st).wrapping_sub(1)) else {
+                continue;
+            };
+            *all.entry(name).or_default() += 1;
+            // Server side of the service: the LOCAL port is the service port
+            // (a loopback connection appears twice, once per end).
+            let lport = t[1]
+                .rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            if self.port.is_some() && lport == self.port {
+                *port.entry(name).or_default() += 1;
+            }
+        }
+        // Counts aggregated on the target: `all|port <hex state> <count>`.
+        for line in s.get("tcp-counts").map(Vec::as_slice).unwrap_or_default() {
+            let t: Vec<&str> = line.split_whitespace().collect();
+            let (Some(scope), Some(st), Some(n)) = (t.first(), t.get(1), t.get(2)) else {
+                continue;
+            };
+            let (Ok(st), Ok(n)) = (u8::from_str_radix(st, 16), n.parse::<u64>()) else {
+                continue;
+            };
+            let Some(name) = TCP_STATES.get(usize::from(st).wrapping_sub(1)) else {
+                continue;
+            };
+            match *scope {
+                "all" => *all.entry(name).or_default() += n,
+                "port" if self.port.is_some() => *port.entry(name).or_default() += n,
+                _ => {}
+            }
+        }
+        m.insert("tcp".into(), json!(all));
+        if let Some(p) = self.port {
+            m.insert("port".into(), json!(p));
+            m.insert("port_tcp".into(), json!(port));
+        }
+
+        // Target process
+        let mut seen_pid = None;
+        if let Some(status) = s.get("pid-status") {
+            let field = |key: &str| -> Option<u64> {
+                status
+                    .iter()
+                    .find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))
+                    .and_then(|l| l[key.len() + 1..].split_whitespace().next())
+                    .and_then(|v| v.parse().ok())
+            };
+            let pid = field("Pid").map(|p| p as u32);
+            seen_pid = pid;
+            let mut p = Map::new();
+            p.insert("pid".into(), json!(pid));
+            p.insert("rss_kb".into(), json!(field("VmRSS")));
+            p.insert("hwm_kb".into(), json!(field("VmHWM")));
+            p.insert("threads".into(), json!(field("Threads")));
+            let fds = s
+                .get("pid-fd")
+                .and_then(|v| v.first())
+                .and_then(|x| x.trim().parse::<u64>().ok());
+            p.insert("fds".into(), json!(fds));
+            // /proc/PID/stat: utime/stime are fields 14-15, counted after the
+            // last `)` (the command name may contain spaces and parens).
+            let ticks = s
+                .get("pid-stat")
+                .and_then(|v| v.first())
+                .and_then(|l| l.rfind(')').map(|i| &l[i + 1..]))
+                .and_then(|rest| {
+                    let t: Vec<&str> = rest.split_whitespace().collect();
+                    let u = t.get(11)?.parse::<u64>().ok()?;
+                    let s = t.get(12)?.parse::<u64>().ok()?;
+                    Some(u + s)
+                });
+            let mut cpu = Value::Null;
+            if let (Some(t), Some(pid)) = (ticks, pid) {
+                if let Some((ppid, pt)) = self.prev_proc {
+                    if ppid == pid && dtotal > 0 {
+                        // % of one core: process ticks over (all-cpu ticks / ncpu).
+                        let v = t.saturating_sub(pt) as f64 / (dtotal as f64 / ncpu as f64) * 100.0;
+                        cpu = json!((v * 10.0).round() / 10.0);
+                    }
+                }
+                self.prev_proc = Some((pid, t));
+            }
+            p.insert("cpu_pct".into(), cpu);
+            m.insert("proc".into(), Value::Object(p));
+        }
+        Ok((m, seen_pid))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const A: &str = "@@stat
+cpu  100 0 50 800 10 0 0 0 0 0
+cpu0 50 0 25 400 5 0 0 0 0 0
+cpu1 50 0 25 400 5 0 0 0 0 0
+@@meminfo
+MemTotal:        2000000 kB
+MemFree:          500000 kB
+MemAvailable:    1500000 kB
+@@loadavg
+0.50 0.40 0.30 2/300 1234
+@@tcp
+  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
+   0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
+   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 100 0 0 10 0
+   2: 0100007F:D431 0100007F:1F90 01 00000000:00000000 00:00000000 00000000     0        0 3 1 0000000000000000 100 0 0 10 0
+   3: 0100007F:1F90 0100007F:D432 08 00000000:00000000 00:00000000 00000000     0        0 4 1 0000000000000000 100 0 0 10 0
+@@pid-status
+Name:\tjava
+Pid:\t4242
+VmHWM:\t  300000 kB
+VmRSS:\t  250000 kB
+Threads:\t42
+@@pid-stat
+4242 (ja va) S 1 1 1 0 -1 0 0 0 0 0 100 20 0 0 20 0 42 0 1 1 1
+@@pid-fd
+77
+";
+
+    #[test]
+    fn parses_a_sample_and_rates_on_the_second() {
+        let mut p = ProcHostParser::new(Some(8080));
+        let (m, pid) = p.parse(A).unwrap();
+        assert_eq!(pid, Some(4242));
+        assert_eq!(m["mem_used_kb"], json!(500000));
+        assert_eq!(m["load1"], json!(0.5));
+        assert_eq!(m["tcp"]["ESTABLISHED"], json!(2));
+        assert_eq!(m["port_tcp"]["ESTABLISHED"], json!(1));
+        assert_eq!(m["port_tcp"]["CLOSE_WAIT"], json!(1));
+        assert_eq!(m["port_tcp"]["LISTEN"], json!(1));
+        assert_eq!(m["proc"]["threads"], json!(42));
+        assert_eq!(m["proc"]["fds"], json!(77));
+        assert!(m["cpu_busy_pct"].is_null());
+        // 100 more ticks: 60 user, 20 system, 20 idle; process +50 ticks.
+        let b = A
+            .replace("cpu  100 0 50 800", "cpu  160 0 70 820")
+            .replace("0 100 20 0 0 20", "0 140 30 0 0 20");
+        let (m, _) = p.parse(&b).unwrap();
+        assert_eq!(m["cpu_user_pct"], json!(60.0));
+        assert_eq!(m["cpu_system_pct"], json!(20.0));
+        assert_eq!(m["cpu_busy_pct"], json!(80.0));
+        // 50 ticks over (100/2 cores) = 100 % of one core.
+        assert_eq!(m["proc"]["cpu_pct"], json!(100.0));
+    }
+
+    #[test]
+    fn counts_aggregated_on_the_target() {
+        let mut p = ProcHostParser::new(Some(8080));
+        let text = A.replace(
+            "@@pid-status",
+            "@@tcp-counts\nall 06 4000\nall 01 3\nport 01 2\nport 0A 1\n@@pid-status",
+        );
+        let (m, _) = p.parse(&text).unwrap();
+        assert_eq!(m["tcp"]["TIME_WAIT"], json!(4000));
+        assert_eq!(m["tcp"]["ESTABLISHED"], json!(5));
+        assert_eq!(m["port_tcp"]["ESTABLISHED"], json!(3));
+        assert_eq!(m["port_tcp"]["LISTEN"], json!(2));
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let mut p = ProcHostParser::new(None);
+        assert!(p.parse("").is_err());
+        assert!(p.parse("@@stat\ncpu x y\n").is_err());
+    }
+}

@@ -1,0 +1,200 @@
+//! JVM helpers: finding the target PID (fixed, `pgrep -f` pattern, or a
+//! `jcmd -l` match), reading the JVM's major version, and the `gc-heap-info`
+//! parser for `jcmd PID GC.heap_info` (G1, Parallel, Serial, ZGC, Shenandoah).
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde_json::{json, Map, Value};
+
+use super::config::TargetConfig;
+use super::error::CollectorError;
+use super::quote::sh_quote;
+use super::transport::Transport;
+
+/// Processes that match a `pgrep -f` pattern only because the pattern is on
+/// their command line (the shell running our command, ssh, sudo).
+const NOT_TARGETS: &[&str] = &[
+    "sh", "bash", "dash", "zsh", "ash", "ssh", "sshd", "sudo", "timeout", "pgrep",
+];
+
+/// Find the target PID the config describes; Ok(None) when no process matches.
+pub fn find_pid(t: &mut dyn Transport, cfg: &TargetConfig) -> Result<Option<u32>, CollectorError> {
+    if let Some(p) = cfg.pid {
+        return Ok(Some(p));
+    }
+    if let Some(pat) = &cfg.pgrep {
+        // `$$` is the shell running this very command; its command line contains the pattern.
+        let cmd = format!(
+            "for p in $(pgrep -f -- {}); do [ \"$p\" != \"$$\" ] && echo \"$p $(cat /proc/$p/comm 2>/dev/null)\"; done; true",
+            sh_quote(pat)
+        );
+        let out = t.exec(&cmd)?.check(&cmd)?;
+        return Ok(pick_pgrep(&out.stdout_str()));
+    }
+    if let Some(re) = &cfg.jcmd_match {
+        let re = Regex::new(re)
+            .map_err(|e| CollectorError::Config(format!("target.jcmd_match: {e}")))?;
+        let cmd = format!("{} -l", sh_quote(&cfg.jcmd));
+        let out = t.exec(&cmd)?.check(&cmd)?;
+        return Ok(pick_jcmd(&out.stdout_str(), &re));
+    }
+    Ok(None)
+}
+
+fn pick_pgrep(out: &str) -> Option<u32> {
+    out.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        let pid = it.next()?.parse::<u32>().ok()?;
+        let comm = it.next().unwrap_or("");
+        (!NOT_TARGETS.contains(&comm)).then_some(pid)
+    })
+}
+
+fn pick_jcmd(out: &str, re: &Regex) -> Option<u32> {
+    out.lines().find_map(|l| {
+        let (pid, rest) = l.trim().split_once(' ')?;
+        if rest.contains("sun.tools.jcmd.JCmd") || rest.starts_with("jdk.jcmd/") {
+            return None;
+        }
+        let pid = pid.parse::<u32>().ok()?;
+        re.is_match(rest).then_some(pid)
+    })
+}
+
+/// Major version of the JVM at `pid` (`jcmd PID VM.version`).
+pub fn java_major(
+    t: &mut dyn Transport,
+    jcmd: &str,
+    pid: u32,
+) -> Result<Option<u32>, CollectorError> {
+    let cmd = format!("{} {} VM.version", sh_quote(jcmd), pid);
+    let out = t.exec(&cmd)?.check(&cmd)?;
+    Ok(parse_major(&out.stdout_str()))
+}
+
+fn parse_major(s: &str) -> Option<u32> {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    let re = RE
+        .get_or_init(|| Regex::new(r"(?m)^JDK (\d+)|version (\d+)[.+\-\s]").ok())
+        .as_ref()?;
+    let c = re.captures(s)?;
+    c.get(1).or_else(|| c.get(2))?.as_str().parse().ok()
+}
+
+fn to_kb(n: &str, unit: &str) -> Option<u64> {
+    let n: u64 = n.parse().ok()?;
+    Some(match unit {
+        "K" => n,
+        "M" => n * 1024,
+        "G" => n * 1024 * 1024,
+        _ => n / 1024,
+    })
+}
+
+/// Parse `GC.heap_info` into heap used/committed (kB), metaspace, and per-space figures.
+pub fn parse_heap_info(text: &str) -> Result<Map<String, Value>, CollectorError> {
+    static RES: OnceLock<Option<[Regex; 4]>> = OnceLock::new();
+    let res = RES
+        .get_or_init(|| {
+            Some([
+                // G1 / Parallel / Serial: ` garbage-first heap   total 129024K, used 10240K [...`
+                Regex::new(r"^\s*([A-Za-z][\w \-]*?)\s+total (\d+)([KMG]), used (\d+)([KMG])")
+                    .ok()?,
+                Regex::new(r"^\s*Metaspace\s+used (\d+)([KMG]), committed (\d+)([KMG])").ok()?,
+                // ZGC: ` ZHeap           used 10M, capacity 64M, max capacity 1024M`
+                Regex::new(r"^\s*ZHeap\s+used (\d+)([KMG]), capacity (\d+)([KMG])").ok()?,
+                // Shenandoah: ` 1024M max, 1024M soft max, 256M committed, 30M used`
+                Regex::new(r"(\d+)([KMG]) committed, (\d+)([KMG]) used").ok()?,
+            ])
+        })
+        .as_ref()
+        .ok_or_else(|| CollectorError::Other("heap regexes".into()))?;
+    let mut used = 0u64;
+    let mut committed = 0u64;
+    let mut found = false;
+    let mut spaces = Map::new();
+    let mut m = Map::new();
+    for line in text.lines() {
+        if let Some(c) = res[0].captures(line) {
+            let (Some(t), Some(u)) = (to_kb(&c[2], &c[3]), to_kb(&c[4], &c[5])) else {
+                continue;
+            };
+            spaces.insert(
+                c[1].trim().to_string(),
+                json!({"total_kb": t, "used_kb": u}),
+            );
+            committed += t;
+            used += u;
+            found = true;
+        } else if let Some(c) = res[1].captures(line) {
+            m.insert("metaspace_used_kb".into(), json!(to_kb(&c[1], &c[2])));
+            m.insert("metaspace_committed_kb".into(), json!(to_kb(&c[3], &c[4])));
+        } else if let Some(c) = res[2].captures(line) {
+            used += to_kb(&c[1], &c[2]).unwrap_or(0);
+            committed += to_kb(&c[3], &c[4]).unwrap_or(0);
+            found = true;
+        } else if let Some(c) = res[3].captures(line) {
+            committed += to_kb(&c[1], &c[2]).unwrap_or(0);
+            used += to_kb(&c[3], &c[4]).unwrap_or(0);
+            found = true;
+        }
+    }
+    if !found {
+        let mut head: String = text.chars().take(200).collect();
+        head = head.replace('\n', " | ");
+        return Err(CollectorError::Parse {
+            parser: "gc-heap-info".into(),
+            msg: format!("no heap figures in `{head}`"),
+        });
+    }
+    m.insert("heap_used_kb".into(), json!(used));
+    m.insert("heap_committed_kb".into(), json!(committed));
+    m.insert("spaces".into(), Value::Object(spaces));
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g1_heap_info() {
+        let t = "4242:\n garbage-first heap   total 129024K, used 10240K [0x00000000f8000000, 0x0000000100000000)\n  region size 1024K, 11 young (11264K), 0 survivors (0K)\n Metaspace       used 6500K, committed 6720K, reserved 1114112K\n  class space    used 600K, committed 704K, reserved 1048576K\n";
+        let m = parse_heap_info(t).unwrap();
+        assert_eq!(m["heap_used_kb"], json!(10240));
+        assert_eq!(m["heap_committed_kb"], json!(129024));
+        assert_eq!(m["metaspace_used_kb"], json!(6500));
+    }
+
+    #[test]
+    fn parallel_and_zgc_heap_info() {
+        let p = " PSYoungGen      total 76288K, used 3932K [0x1, 0x2)\n  eden space 65536K, 6% used [0x1)\n ParOldGen       total 175104K, used 100K [0x3)\n";
+        let m = parse_heap_info(p).unwrap();
+        assert_eq!(m["heap_used_kb"], json!(4032));
+        let z = " ZHeap           used 10M, capacity 64M, max capacity 1024M\n";
+        assert_eq!(parse_heap_info(z).unwrap()["heap_used_kb"], json!(10240));
+        assert!(parse_heap_info("Could not attach").is_err());
+    }
+
+    #[test]
+    fn versions_and_pid_picking() {
+        assert_eq!(
+            parse_major("4242:\nOpenJDK 64-Bit Server VM version 21.0.8+9-LTS\nJDK 21.0.8\n"),
+            Some(21)
+        );
+        assert_eq!(
+            parse_major("1:\nOpenJDK 64-Bit Server VM version 17.0.16+8-Debian-1deb12u1\n"),
+            Some(17)
+        );
+        assert_eq!(pick_pgrep("900 bash\n901 java\n"), Some(901));
+        let re = Regex::new("JavaTarget").unwrap();
+        assert_eq!(
+            pick_jcmd(
+                "77 sun.tools.jcmd.JCmd -l JavaTarget\n88 JavaTarget 8080\n",
+                &re
+            ),
+            Some(88)
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! Where collector output goes in the run directory: one `.jsonl` file per
+//! sample stream under `diagnostics/` (each row stamped with `t` = seconds
+//! since the run start, the run's clock, and the `phase` it was taken in),
+//! raw artifacts named `<probe>-t<seconds>-<phase>-<n>.<ext>`, and the phase
+//! tracker shared by the collector threads.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::error::CollectorError;
+use crate::run::{PhaseInfo, RunClock};
+
+/// Which phase is running, readable from any collector thread.
+#[derive(Debug)]
+pub struct PhaseTracker {
+    clock: RunClock,
+    phases: Vec<PhaseInfo>,
+    /// Index set by `phase_started`; -1 = none announced yet.
+    current: AtomicI64,
+    finished: AtomicBool,
+}
+
+impl PhaseTracker {
+    pub fn new(clock: RunClock, phases: Vec<PhaseInfo>) -> Arc<Self> {
+        Arc::new(PhaseTracker {
+            clock,
+            phases,
+            current: AtomicI64::new(-1),
+            finished: AtomicBool::new(false),
+        })
+    }
+    pub fn clock(&self) -> &RunClock {
+        &self.clock
+    }
+    pub fn phases(&self) -> &[PhaseInfo] {
+        &self.phases
+    }
+    /// Seconds since the run start.
+    pub fn t(&self) -> f64 {
+        self.clock.elapsed().as_secs_f64()
+    }
+    pub fn set_current(&self, index: usize) {
+        self.current.store(index as i64, Ordering::Relaxed);
+    }
+    pub fn set_finished(&self) {
+        self.finished.store(true, Ordering::Relaxed);
+    }
+    /// The phase running now: the announced one, else the one the schedule
+    /// says; `pre` before the first, `post` after the load ended.
+    pub fn name(&self) -> String {
+        if self.finished.load(Ordering::Relaxed) {
+            return "post".into();
+        }
+        let cur = self.current.load(Ordering::Relaxed);
+        if cur >= 0 {
+            if let Some(p) = self.phases.get(cur as usize) {
+                return p.name.clone();
+            }
+        }
+        let el = self.clock.elapsed();
+        self.phases
+            .iter()
+            .find(|p| p.start <= el && el < p.start + p.duration)
+            .map(|p| p.name.clone())
+            .unwrap_or_else(|| "pre".into())
+    }
+}
+
+/// An append-only JSON-lines file, flushed per row so a killed run keeps its data.
+pub struct Jsonl {
+    path: PathBuf,
+    w: BufWriter<File>,
+    pub rows: u64,
+}
+
+impl Jsonl {
+    pub fn open(path: &Path) -> Result<Self, CollectorError> {
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| CollectorError::io(path, e))?;
+        Ok(Jsonl {
+            path: path.to_path_buf(),
+            w: BufWriter::new(f),
+            rows: 0,
+        })
+    }
+
+    /// Write `{"t":…, "phase":…, …fields}`.
+    pub fn row(
+        &mut self,
+        t: f64,
+        phase: &str,
+        fields: Map<String, Value>,
+    ) -> Result<(), CollectorError> {
+        let mut m = Map::new();
+        m.insert("t".into(), Value::from((t * 1000.0).round() / 1000.0));
+        m.insert("phase".into(), Value::from(phase));
+        m.extend(fields);
+        let line = Value::Object(m).to_string();
+        let res = writeln!(self.w, "{line}").and_then(|_| self.w.flush());
+        res.map_err(|e| CollectorError::io(&self.path, e))?;
+        self.rows += 1;
+        Ok(())
+    }
+}
+
+/// Keep file-name parts to `[A-Za-z0-9._-]`.
+pub fn safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `thread-dump-t0012.3-step-2-003.txt`: time, phase and sequence in the name.
+pub fn artifact_name(probe: &str, t: f64, phase: &str, n: u32, ext: &str) -> String {
+    format!(
+        "{}-t{:06.1}-{}-{:03}.{}",
+        safe(probe),
+        t,
+        safe(phase),
+        n,
+        safe(ext)
+    )
+}

@@ -1,0 +1,142 @@
+//! JDK 21+ JSON thread dumps (`jcmd PID Thread.dump_to_file -format=json`),
+//! the only dump that shows virtual threads. JDK 21 threads carry `tid`,
+//! `name`, `stack`; JDK 25 adds `state`, `blockedOn`, `waitingOn`,
+//! `parkBlocker`, `monitorsOwned`, `carrier`, `virtual`. Read leniently:
+//! unknown fields are ignored, a malformed thread is skipped with a warning.
+
+use serde_json::Value;
+
+use super::model::{
+    split_frame, DumpFormat, LockKind, LockLine, ThreadDump, ThreadInfo, ThreadState,
+};
+use super::DiagError;
+
+pub fn looks_like_json_dump(text: &str) -> bool {
+    let head = text.get(..text.len().min(4096)).unwrap_or("");
+    head.trim_start().starts_with('{') && head.contains("\"threadDump\"")
+}
+
+pub fn parse_json_dump(text: &str, source: &str) -> Result<ThreadDump, DiagError> {
+    let v: Value = serde_json::from_str(text).map_err(|e| DiagError::Json {
+        file: source.to_string(),
+        message: e.to_string(),
+    })?;
+    let td = v.get("threadDump").ok_or_else(|| DiagError::Json {
+        file: source.to_string(),
+        message: "no `threadDump` object".into(),
+    })?;
+    let mut d = ThreadDump::new(source, 0, DumpFormat::Json);
+    d.pid = td.get("processId").and_then(|p| {
+        p.as_str()
+            .and_then(|s| s.parse().ok())
+            .or(p.as_u64().map(|n| n as u32))
+    });
+    d.time = td.get("time").and_then(Value::as_str).map(str::to_string);
+    d.time_unix = d
+        .time
+        .as_deref()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.timestamp_millis() as f64 / 1000.0);
+    d.jvm = td
+        .get("runtimeVersion")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let containers = td
+        .get("threadContainers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for c in &containers {
+        let Some(threads) = c.get("threads").and_then(Value::as_array) else {
+            continue;
+        };
+        for t in threads {
+            match thread(t) {
+                Some(t) => d.threads.push(t),
+                None => d.warnings.push(format!(
+                    "skipped a malformed thread entry in container {}",
+                    c.get("container").and_then(Value::as_str).unwrap_or("?")
+                )),
+            }
+        }
+    }
+    Ok(d)
+}
+
+fn str_or_num(v: Option<&Value>) -> Option<String> {
+    v.and_then(|v| {
+        v.as_str()
+            .map(str::to_string)
+            .or_else(|| v.as_u64().map(|n| n.to_string()))
+    })
+}
+
+fn thread(t: &Value) -> Option<ThreadInfo> {
+    let name = t.get("name")?.as_str()?.to_string();
+    let mut info = ThreadInfo {
+        name,
+        id: str_or_num(t.get("tid")).and_then(|s| s.parse().ok()),
+        ..ThreadInfo::default()
+    };
+    info.frames = t
+        .get("stack")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(split_frame)
+                .collect()
+        })
+        .unwrap_or_default();
+    info.state = t
+        .get("state")
+        .and_then(Value::as_str)
+        .map(ThreadState::parse);
+    info.is_virtual = t
+        .get("virtual")
+        .and_then(Value::as_bool)
+        .unwrap_or_else(|| {
+            // JDK 21 does not say; a virtual thread's stack bottoms out in VirtualThread.run.
+            info.frames
+                .last()
+                .is_some_and(|f| f.method == "java.lang.VirtualThread.run")
+        });
+    info.carrier = str_or_num(t.get("carrier")).and_then(|s| s.parse().ok());
+    let lock = |kind: LockKind, v: Option<&Value>| -> Option<LockLine> {
+        let s = v?.as_str()?;
+        Some(LockLine {
+            kind,
+            addr: Some(s.to_string()),
+            class: s.split('@').next().map(str::to_string),
+        })
+    };
+    let mut top_locks = vec![];
+    top_locks.extend(lock(LockKind::WaitingToLock, t.get("blockedOn")));
+    top_locks.extend(lock(LockKind::WaitingOn, t.get("waitingOn")));
+    let park = t
+        .get("parkBlocker")
+        .and_then(|p| p.get("object").or(Some(p)));
+    top_locks.extend(lock(LockKind::ParkingFor, park));
+    if let Some(f) = info.frames.first_mut() {
+        f.locks.extend(top_locks);
+    }
+    // monitorsOwned: [{ "depth": n, "locks": ["Cls@hash", …] }]
+    if let Some(owned) = t.get("monitorsOwned").and_then(Value::as_array) {
+        for m in owned {
+            let depth = m.get("depth").and_then(Value::as_u64).unwrap_or(0) as usize;
+            let locks = m
+                .get("locks")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            for l in &locks {
+                if let (Some(line), Some(f)) =
+                    (lock(LockKind::Locked, Some(l)), info.frames.get_mut(depth))
+                {
+                    f.locks.push(line);
+                }
+            }
+        }
+    }
+    Some(info)
+}
