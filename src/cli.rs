@@ -289,6 +289,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
                 },
                 stop: Some(stop),
                 observers: Vec::new(),
+                base_dir: profile.parent().map(|p| p.to_path_buf()),
             };
             let result = run::execute(&p, opts).map_err(|e| match e {
                 RunError::Engine(EngineError::Client(_)) | RunError::Invalid(_) => {

@@ -151,6 +151,9 @@ pub struct RunOptions {
     pub stop: Option<Arc<AtomicBool>>,
     /// Extra observers (collectors are added from the profile).
     pub observers: Vec<Arc<dyn RunObserver>>,
+    /// Directory that relative paths of the profile (collector definitions)
+    /// are resolved against: the profile's own.
+    pub base_dir: Option<PathBuf>,
 }
 
 /// What a run leaves.
@@ -286,6 +289,33 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
         .iter()
         .filter_map(|b| b.parse().ok())
         .collect();
+    // Collectors watch the target from their own threads; in a sharded run
+    // only the first shard samples it, so the target is not sampled N times.
+    let collectors = if opts.shard.index == 0 {
+        let p99 = budgets
+            .iter()
+            .find(|b| b.phase.is_none() && b.metric == crate::budgets::Metric::Quantile(0.99))
+            .map(|b| Duration::from_secs_f64(b.limit / 1000.0));
+        Some(
+            crate::collectors::start(
+                &profile.collectors,
+                crate::collectors::CollectorContext {
+                    clock,
+                    run_dir: dir.clone(),
+                    phases: plan.infos(),
+                    p99_threshold: p99,
+                    base_dir: opts.base_dir.clone(),
+                },
+            )
+            .map_err(|e| RunError::Invalid(format!("collectors: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let mut observers = opts.observers.clone();
+    if let Some(c) = &collectors {
+        observers.push(c.observer());
+    }
     let (tx, rx) = mpsc::channel();
     let rec = Recording {
         dir: dir.clone(),
@@ -294,7 +324,7 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
         workers: cfg.workers,
         budgets,
         stop: stop.clone(),
-        observers: opts.observers.clone(),
+        observers: observers.clone(),
         progress: resolve_progress(opts.progress),
     };
     let hlog = HlogWriter::create(
@@ -313,10 +343,17 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     let out = recorder
         .join()
         .map_err(|_| RunError::Invalid("the recorder thread panicked".into()))??;
-    for o in &opts.observers {
+    for o in &observers {
         o.finished();
     }
+    let collected = collectors.map(|c| c.finish());
     drop(demo);
+    // Server-side evidence for the verdicts: the collectors' samples and the
+    // engine's own generator figures, on the run's clock.
+    let evidence = crate::report::evidence::from_collector_streams(&dir);
+    if let Err(e) = evidence.save(&dir) {
+        eprintln!("warning: {e}");
+    }
 
     let elapsed = clock.elapsed().min(plan.total());
     let interrupted = stop.load(Ordering::Relaxed);
@@ -327,6 +364,9 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     let inputs = crate::report::verdicts::Inputs::load(&dir);
     let mut summary = summary::build(meta, &profile, &measured, interrupted, reason, &inputs);
     summary.set_generator(out.generator);
+    if let Some(c) = collected {
+        summary.collectors = serde_json::to_value(c).ok();
+    }
     summary::write(&dir, &summary)?;
     // The result stands without its HTML view: warn, never fail the run for it.
     if let Err(e) = crate::report::html::write(&dir, &summary) {

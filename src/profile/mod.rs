@@ -286,7 +286,16 @@ impl Profile {
             path: path.to_path_buf(),
             source,
         })?;
-        Profile::from_yaml(&text, path)
+        let profile = Profile::from_yaml(&text, path)?;
+        // Collector definitions may live beside the profile: check them now,
+        // not halfway into a run.
+        crate::collectors::validate(&profile.collectors, path.parent()).map_err(|e| {
+            ProfileError::Invalid {
+                path: path.to_path_buf(),
+                message: format!("collectors: {e}"),
+            }
+        })?;
+        Ok(profile)
     }
 
     /// Parse and validate profile text; `path` only names it in errors.

@@ -279,3 +279,88 @@ mod tests {
         assert!(ServerSide::load(dir.path()).is_err());
     }
 }
+
+/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator}.jsonl`,
+/// rows stamped with `t` seconds since the run start) and the run's own
+/// per-second generator figures into the series names above.
+pub fn from_collector_streams(dir: &Path) -> ServerSide {
+    let mut out = ServerSide::default();
+    let diag = dir.join("diagnostics");
+    let mut push = |name: &str, t: f64, v: Option<f64>| {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            out.series.entry(name.to_string()).or_default().push((t, v));
+        }
+    };
+    for_rows(&diag.join("host.jsonl"), |t, r| {
+        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
+        push("target.cpu_pct", t, f("cpu_busy_pct"));
+        push(
+            "target.mem_used_bytes",
+            t,
+            f("mem_used_kb").map(|k| k * 1024.0),
+        );
+        push("target.load1", t, f("load1"));
+        // Connections of the service port when known, else of the whole host.
+        let tcp = r.get("port_tcp").or_else(|| r.get("tcp"));
+        let state = |s: &str| tcp.and_then(|m| m.get(s)).and_then(|v| v.as_f64());
+        push("tcp.established", t, state("ESTABLISHED"));
+        push("tcp.close_wait", t, state("CLOSE_WAIT"));
+        push("tcp.time_wait", t, state("TIME_WAIT"));
+        if let Some(p) = r.get("proc") {
+            let g = |k: &str| p.get(k).and_then(|v| v.as_f64());
+            push("target.rss_bytes", t, g("rss_kb").map(|k| k * 1024.0));
+            push("target.threads", t, g("threads"));
+            push("target.fds", t, g("fds"));
+            push("target.proc_cpu_pct", t, g("cpu_pct"));
+        }
+    });
+    for_rows(&diag.join("heap.jsonl"), |t, r| {
+        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
+        push(
+            "jvm.heap_used_bytes",
+            t,
+            f("heap_used_kb").map(|k| k * 1024.0),
+        );
+        push(
+            "jvm.heap_committed_bytes",
+            t,
+            f("heap_committed_kb").map(|k| k * 1024.0),
+        );
+    });
+    for_rows(&diag.join("generator.jsonl"), |t, r| {
+        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
+        push("generator.cpu_pct", t, f("host_cpu_pct"));
+        push("generator.rss_bytes", t, f("rss_bytes"));
+        push("generator.probe_lag_ms", t, f("lag_p99_ms"));
+    });
+    // The engine's own view, per second: scheduler lateness and the busiest
+    // worker's event-loop share (a worker near 100% cannot start requests on time).
+    if let Ok(rows) = crate::metrics::series::read(&dir.join("timeseries.csv")) {
+        let mut per_second: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
+        for r in rows {
+            let e = per_second.entry(r.second).or_default();
+            e.0 = e.0.max(r.sched_lag_us as f64 / 1000.0);
+            e.1 = e.1.max(r.busy_pct);
+        }
+        for (s, (lag, busy)) in per_second {
+            push("generator.lag_ms", s as f64 + 0.5, Some(lag));
+            push("generator.worker_busy_pct", s as f64 + 0.5, Some(busy));
+        }
+    }
+    out
+}
+
+/// Call `f(t, row)` for each parseable row of a JSON-lines file; a torn or
+/// foreign line is skipped (a killed run may end mid-line).
+fn for_rows(path: &Path, mut f: impl FnMut(f64, &serde_json::Value)) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    for line in text.lines() {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            if let Some(t) = v.get("t").and_then(|t| t.as_f64()) {
+                f(t, &v);
+            }
+        }
+    }
+}
