@@ -202,84 +202,6 @@ impl ServerSide {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trips_and_normalizes() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        assert!(ServerSide::load(dir.path())
-            .expect("no file is fine")
-            .is_none());
-        let mut s = ServerSide::default();
-        s.series
-            .insert("target.cpu_pct".into(), vec![(2.0, 30.0), (1.0, 10.0)]);
-        s.findings.push(FindingRef {
-            at_s: 1.5,
-            phase: None,
-            severity: "warning".into(),
-            kind: "pool".into(),
-            summary: "pool wait".into(),
-            evidence: None,
-        });
-        s.findings.push(FindingRef {
-            at_s: 1.8,
-            phase: None,
-            severity: "critical".into(),
-            kind: "lock".into(),
-            summary: "lock".into(),
-            evidence: None,
-        });
-        s.save(dir.path()).expect("save");
-        let back = ServerSide::load(dir.path())
-            .expect("load")
-            .expect("present");
-        assert_eq!(
-            back.series["target.cpu_pct"],
-            vec![(1.0, 10.0), (2.0, 30.0)]
-        );
-        assert_eq!(back.mean_in("target.cpu_pct", 0.0, 5.0), Some(20.0));
-        assert_eq!(
-            back.top_finding("x", 1.0, 2.0).map(|f| f.kind.as_str()),
-            Some("lock")
-        );
-        assert!(back.top_finding("x", 5.0, 6.0).is_none());
-    }
-
-    #[test]
-    fn merge_interleaves_samples() {
-        let mut a = ServerSide::default();
-        a.series.insert("x".into(), vec![(0.0, 1.0), (2.0, 3.0)]);
-        let mut b = ServerSide::default();
-        b.series.insert("x".into(), vec![(1.0, 2.0)]);
-        b.series.insert("y".into(), vec![(1.0, 9.0)]);
-        a.merge(b);
-        assert_eq!(a.series["x"], vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]);
-        assert_eq!(a.series["y"], vec![(1.0, 9.0)]);
-    }
-
-    #[test]
-    fn non_finite_samples_are_dropped() {
-        let mut s = ServerSide::default();
-        s.series
-            .insert("a".into(), vec![(1.0, f64::NAN), (f64::INFINITY, 1.0)]);
-        s.series
-            .insert("b".into(), vec![(1.0, 2.0), (0.5, f64::NAN)]);
-        s.normalize();
-        assert!(!s.series.contains_key("a"));
-        assert_eq!(s.series["b"], vec![(1.0, 2.0)]);
-    }
-
-    #[test]
-    fn garbage_is_an_error_not_a_panic() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(dir.path().join("diagnostics")).expect("mkdir");
-        std::fs::write(dir.path().join(EVIDENCE_FILE), "{not json").expect("write");
-        assert!(ServerSide::load(dir.path()).is_err());
-    }
-}
-
 /// Reads the collectors' sample streams (`diagnostics/{host,heap,generator}.jsonl`,
 /// rows stamped with `t` seconds since the run start) and the run's own
 /// per-second generator figures into the series names above.
@@ -362,5 +284,83 @@ fn for_rows(path: &Path, mut f: impl FnMut(f64, &serde_json::Value)) {
                 f(t, &v);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_normalizes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(ServerSide::load(dir.path())
+            .expect("no file is fine")
+            .is_none());
+        let mut s = ServerSide::default();
+        s.series
+            .insert("target.cpu_pct".into(), vec![(2.0, 30.0), (1.0, 10.0)]);
+        s.findings.push(FindingRef {
+            at_s: 1.5,
+            phase: None,
+            severity: "warning".into(),
+            kind: "pool".into(),
+            summary: "pool wait".into(),
+            evidence: None,
+        });
+        s.findings.push(FindingRef {
+            at_s: 1.8,
+            phase: None,
+            severity: "critical".into(),
+            kind: "lock".into(),
+            summary: "lock".into(),
+            evidence: None,
+        });
+        s.save(dir.path()).expect("save");
+        let back = ServerSide::load(dir.path())
+            .expect("load")
+            .expect("present");
+        assert_eq!(
+            back.series["target.cpu_pct"],
+            vec![(1.0, 10.0), (2.0, 30.0)]
+        );
+        assert_eq!(back.mean_in("target.cpu_pct", 0.0, 5.0), Some(20.0));
+        assert_eq!(
+            back.top_finding("x", 1.0, 2.0).map(|f| f.kind.as_str()),
+            Some("lock")
+        );
+        assert!(back.top_finding("x", 5.0, 6.0).is_none());
+    }
+
+    #[test]
+    fn merge_interleaves_samples() {
+        let mut a = ServerSide::default();
+        a.series.insert("x".into(), vec![(0.0, 1.0), (2.0, 3.0)]);
+        let mut b = ServerSide::default();
+        b.series.insert("x".into(), vec![(1.0, 2.0)]);
+        b.series.insert("y".into(), vec![(1.0, 9.0)]);
+        a.merge(b);
+        assert_eq!(a.series["x"], vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]);
+        assert_eq!(a.series["y"], vec![(1.0, 9.0)]);
+    }
+
+    #[test]
+    fn non_finite_samples_are_dropped() {
+        let mut s = ServerSide::default();
+        s.series
+            .insert("a".into(), vec![(1.0, f64::NAN), (f64::INFINITY, 1.0)]);
+        s.series
+            .insert("b".into(), vec![(1.0, 2.0), (0.5, f64::NAN)]);
+        s.normalize();
+        assert!(!s.series.contains_key("a"));
+        assert_eq!(s.series["b"], vec![(1.0, 2.0)]);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("diagnostics")).expect("mkdir");
+        std::fs::write(dir.path().join(EVIDENCE_FILE), "{not json").expect("write");
+        assert!(ServerSide::load(dir.path()).is_err());
     }
 }
