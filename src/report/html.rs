@@ -821,7 +821,7 @@ fn server_section(
     total: f64,
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Server side</h2>");
-    let Some(sv) = server else {
+    let Some(sv) = server.filter(|s| s.has_target_data()) else {
         let _ = writeln!(
             o,
             "<p class=\"meta\">no server-side collectors configured (no <code>diagnostics/evidence.json</code>): target CPU, memory, connections, JVM heap and threads are not shown.</p>"

@@ -392,7 +392,7 @@ pub fn compute(
     let secs = seconds(&inputs.rows);
     let server = inputs.server.as_ref();
     let mut v = Verdicts {
-        server_side: server.is_some(),
+        server_side: server.is_some_and(|s| s.has_target_data()),
         ..Default::default()
     };
     match &meta.shape {
@@ -565,7 +565,12 @@ fn stress_verdict(
         None => (Cause::NoBreach, String::new()),
         Some(bi) => {
             let prev = bi.checked_sub(1).map(|k| &steps[k]);
-            classify(&steps[bi], prev, st, server.is_some())
+            classify(
+                &steps[bi],
+                prev,
+                st,
+                server.is_some_and(|s| s.has_target_data()),
+            )
         }
     };
     let broke: Vec<String> = st
@@ -607,8 +612,8 @@ const CPU_SATURATED: f64 = 80.0;
 /// Target CPU below this with a rising tail is contention.
 const CPU_IDLE: f64 = 60.0;
 /// Generator CPU at or above this (or lag above [`GEN_LAG_MS`]) makes latencies untrustworthy.
-const GEN_CPU_SATURATED: f64 = 90.0;
-const GEN_LAG_MS: f64 = 10.0;
+const GEN_CPU_SATURATED: f64 = super::summary::GeneratorHealth::BUSY_PCT;
+const GEN_LAG_MS: f64 = super::summary::GeneratorHealth::LATE_MS;
 
 fn classify(
     step: &StepRow,
@@ -1220,7 +1225,7 @@ fn soak(
         ),
         LeakStatus::Unknown => format!(
             "leaks unknown: {}; {drift_text}",
-            if server.is_none() {
+            if !server.is_some_and(|s| s.has_target_data()) {
                 "no server-side collectors configured (memory, threads, fds, connections unseen)"
             } else {
                 "no leak-relevant series with enough samples after the warm-up"
