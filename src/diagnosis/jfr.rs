@@ -212,7 +212,8 @@ impl<'a> Buf<'a> {
     }
     fn int(&mut self) -> Result<i64, JfrError> {
         if self.compressed {
-            self.varlong()
+            // An int is written as its 32 bits: -1 arrives as 0xffffffff.
+            Ok(self.varlong()? as i32 as i64)
         } else {
             let s = self.bytes(4)?;
             Ok(i32::from_be_bytes(s.try_into().map_err(|_| corrupt("int"))?) as i64)
@@ -220,7 +221,7 @@ impl<'a> Buf<'a> {
     }
     fn short(&mut self) -> Result<i64, JfrError> {
         if self.compressed {
-            self.varlong()
+            Ok(self.varlong()? as i16 as i64)
         } else {
             let s = self.bytes(2)?;
             Ok(i16::from_be_bytes(s.try_into().map_err(|_| corrupt("short"))?) as i64)
