@@ -256,6 +256,95 @@ fn contention_pool_deadlock_jdk21() {
 }
 
 #[test]
+fn contention_pool_deadlock_jdk25() {
+    contention_pool_deadlock(&java::jdk25());
+}
+
+/// JDK 25 JSON dumps carry states, blockedOn, monitorsOwned and parkBlocker,
+/// but list platform threads of unmanaged executors only with
+/// `-Djdk.trackAllThreads=true`.
+#[test]
+fn json_dump_states_locks_and_cycles_jdk25() {
+    let jdk = java::jdk25();
+    let t = JavaTarget::start(
+        &jdk,
+        &TargetOpts {
+            jvm_args: vec!["-Djdk.trackAllThreads=true".into()],
+            ..TargetOpts::default()
+        },
+    );
+    let mut reqs = t.fire("/contended?ms=4000", 5, T);
+    reqs.extend(t.fire("/vthread?ms=4000", 2, T));
+    assert_eq!(t.get("/deadlock", T).expect("deadlock").0, 200);
+    let deadline = std::time::Instant::now() + T;
+    let (path, text) = loop {
+        let p = t.proc.dump_json("threads.json");
+        let text = std::fs::read_to_string(&p).expect("json dump");
+        if text
+            .matches("\"blockedOn\": \"com.brunt.target.Inventory@")
+            .count()
+            >= 4
+            && text.matches("\"name\": \"vthread-").count() == 2
+            && text
+                .matches("\"blockedOn\": \"com.brunt.target.Deadlocks$")
+                .count()
+                == 2
+        {
+            break (p, text);
+        }
+        assert!(std::time::Instant::now() < deadline, "not ready: {text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let a = analyze(std::slice::from_ref(&path));
+    drop(t);
+    for r in reqs {
+        let _ = r.join();
+    }
+    let states = &a.dumps[0].states;
+    for s in ["BLOCKED", "WAITING", "TIMED_WAITING", "RUNNABLE"] {
+        let n = text.matches(&format!("\"state\": \"{s}\"")).count();
+        assert_eq!(states.get(s).copied().unwrap_or(0), n, "{s}: {states:?}");
+    }
+    let (holder, waiters) = a
+        .findings
+        .iter()
+        .find_map(|f| match &f.detail {
+            Detail::LockContention {
+                class,
+                holder,
+                waiters,
+                ..
+            } if class == "com.brunt.target.Inventory" => Some((holder.clone(), waiters.clone())),
+            _ => None,
+        })
+        .expect("contention finding");
+    assert_eq!(
+        waiters.len(),
+        text.matches("\"blockedOn\": \"com.brunt.target.Inventory@")
+            .count()
+    );
+    let holder = holder.expect("holder from monitorsOwned");
+    assert!(holder.starts_with("http-worker-"));
+    // The monitor deadlock is found from the waits-for graph (no JVM report in JSON).
+    let dl = a
+        .findings
+        .iter()
+        .find(|f| matches!(f.detail, Detail::Deadlock { .. }))
+        .expect("deadlock from the waits-for graph");
+    let mut names = dl.evidence.threads.clone();
+    names.sort();
+    assert_eq!(names.len(), 2);
+    assert!(
+        names.iter().all(|n| n.starts_with("deadlock-")),
+        "{names:?}"
+    );
+    let d = brunt::diagnosis::json::parse_json_dump(&text, "x").expect("parse");
+    let virt: Vec<_> = d.threads.iter().filter(|t| t.is_virtual).collect();
+    assert_eq!(virt.len(), 2);
+    assert!(virt.iter().all(|t| t.name.starts_with("vthread-")));
+}
+
+#[test]
 fn json_dump_and_pinning_trace_jdk21() {
     let jdk = java::jdk21();
     let t = JavaTarget::start(
@@ -370,6 +459,11 @@ fn pool_waits_every_library_jdk17() {
 #[test]
 fn pool_waits_every_library_jdk21() {
     pool_harness(&java::jdk21());
+}
+
+#[test]
+fn pool_waits_every_library_jdk25() {
+    pool_harness(&java::jdk25());
 }
 
 #[test]
@@ -513,7 +607,8 @@ fn jfr_recording(jdk: &Jdk) {
     );
     assert!(rec.heap.iter().any(|h| h.when == "After GC"));
 
-    if jdk.major >= 21 {
+    // JDK 24+ no longer pin in `synchronized` (JEP 491).
+    if (21..=23).contains(&jdk.major) {
         let pinned: u64 = rec.pinned.iter().map(|s| s.count).sum();
         assert_eq!(
             Some(&pinned),
@@ -542,4 +637,9 @@ fn jfr_matches_jfr_tool_jdk17() {
 #[test]
 fn jfr_matches_jfr_tool_jdk21() {
     jfr_recording(&java::jdk21());
+}
+
+#[test]
+fn jfr_matches_jfr_tool_jdk25() {
+    jfr_recording(&java::jdk25());
 }
