@@ -344,6 +344,49 @@ fn json_dump_states_locks_and_cycles_jdk25() {
     assert!(virt.iter().all(|t| t.name.starts_with("vthread-")));
 }
 
+/// `kill -3` twice: the JVM's stdout log holds two dumps, each with its time.
+#[test]
+fn sigquit_log_with_several_dumps_jdk21() {
+    let t = JavaTarget::start(&java::jdk21(), &TargetOpts::default());
+    let reqs = t.fire("/contended?ms=3000", 4, T);
+    t.proc.thread_print_until(T, |d| {
+        d.matches("(a com.brunt.target.Inventory)").count() >= 4
+    });
+    for n in 1..=2 {
+        let st = Command::new("kill")
+            .args(["-QUIT", &t.proc.pid.to_string()])
+            .status()
+            .expect("kill -QUIT");
+        assert!(st.success());
+        let deadline = std::time::Instant::now() + T;
+        while t.proc.stdout().matches("JNI global refs").count() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no dump {n} in stdout"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(1100)); // distinct second stamps
+    }
+    let log = t.proc.save("target-stdout.log", &t.proc.stdout());
+    let a = analyze(std::slice::from_ref(&log));
+    drop(t);
+    for r in reqs {
+        let _ = r.join();
+    }
+    assert_eq!(a.inputs[0].dumps, 2, "{:?}", a.inputs);
+    assert!(
+        a.inputs[0].warnings.is_empty(),
+        "{:?}",
+        a.inputs[0].warnings
+    );
+    let times: Vec<f64> = a.dumps.iter().filter_map(|d| d.time_unix).collect();
+    assert_eq!(times.len(), 2);
+    assert!(times[1] > times[0]);
+    assert!(a.findings.iter().any(|f| matches!(&f.detail,
+        Detail::LockContention { class, .. } if class == "com.brunt.target.Inventory")));
+}
+
 #[test]
 fn json_dump_and_pinning_trace_jdk21() {
     let jdk = java::jdk21();

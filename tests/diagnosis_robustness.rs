@@ -255,6 +255,13 @@ fn mixed_run_directory() {
     assert!(a.findings.iter().any(|f| f.summary.contains("deadlock")));
     assert!(a.findings.iter().any(|f| f.key.starts_with("pin:")));
     assert!(a.findings.iter().any(|f| f.key.starts_with("jfr:")));
+    // findings.json round-trips.
+    let out = a
+        .write_findings_json(run.path())
+        .expect("write findings.json");
+    let back: Analysis =
+        serde_json::from_str(&std::fs::read_to_string(out).expect("read")).expect("parse");
+    assert_eq!(back, a);
     // The CLI entry point on the same directory.
     assert_eq!(
         brunt::diagnosis::analyze_cli(&[run.path().to_path_buf()], true).expect("cli"),

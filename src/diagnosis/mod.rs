@@ -354,6 +354,14 @@ impl Analysis {
         }
     }
 
+    /// Writes `findings.json` (this structure, pretty-printed) into `dir`.
+    pub fn write_findings_json(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let path = dir.join("findings.json");
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        fs::write(&path, text)?;
+        Ok(path)
+    }
+
     /// Findings at or above `min`.
     pub fn findings_at_least(&self, min: Severity) -> impl Iterator<Item = &Finding> {
         self.findings.iter().filter(move |f| f.severity >= min)
