@@ -728,13 +728,25 @@ pub fn persistence(dumps: &[&ThreadDump], per_dump: &[Vec<Finding>]) -> Vec<Find
     let mut seen: BTreeMap<String, (usize, Vec<Option<String>>, &Finding)> = BTreeMap::new();
     for fs in per_dump {
         for f in fs {
-            let holder = match &f.detail {
-                Detail::LockContention { holder, .. } => holder.clone(),
-                Detail::PoolWait { .. } | Detail::Deadlock { .. } => None,
+            // A GC can move a monitor between dumps: follow a lock by its
+            // class and the waiters' entry frame, not by its address.
+            let (holder, key) = match &f.detail {
+                Detail::LockContention {
+                    holder,
+                    class,
+                    entry_frames,
+                    ..
+                } => (
+                    holder.clone(),
+                    format!(
+                        "lock:{class}:{}",
+                        entry_frames.first().map(|e| e.0.as_str()).unwrap_or("")
+                    ),
+                ),
+                Detail::PoolWait { .. } | Detail::Deadlock { .. } => (None, f.key.clone()),
                 _ => continue,
             };
-            // Monitor addresses move with GC; follow by class + entry where possible.
-            let e = seen.entry(f.key.clone()).or_insert((0, vec![], f));
+            let e = seen.entry(key).or_insert((0, vec![], f));
             e.0 += 1;
             e.1.push(holder);
             e.2 = f;
