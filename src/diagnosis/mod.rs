@@ -15,6 +15,26 @@
 //! Input from outside never panics the parser: unreadable parts become
 //! warnings on a partial result, and a file that yields nothing is an error
 //! for that file only.
+//!
+//! From a run (after the load, on its run directory):
+//! ```no_run
+//! use brunt::diagnosis::{Analysis, Options, PoolPattern};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let run_dir = std::path::Path::new("runs/2026-11-30T12-00-00");
+//! let opts = Options {
+//!     // From the profile: extra pool recognisers.
+//!     pool_patterns: vec![PoolPattern {
+//!         name: "acme-pool".into(),
+//!         frame: regex::Regex::new(r"com\.acme\.pool\.Pool\.acquire")?,
+//!     }],
+//!     ..Options::default()
+//! };
+//! let mut analysis = Analysis::from_run_dir(run_dir, &opts)?;
+//! // Map each finding's time to the load phase running then.
+//! analysis.tag_phases(|_at: std::time::SystemTime| Some("step-3".to_string()));
+//! analysis.write_findings_json(run_dir)?;
+//! # Ok(()) }
+//! ```
 
 pub mod findings;
 pub mod jfr;
