@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use brunt::diagnosis::jfr::parse_jfr_file;
-use brunt::diagnosis::{Analysis, Detail, Finding, Options, PoolPattern, Severity};
+use brunt::diagnosis::jfr::{parse_jfr_file, parse_jfr_file_phased};
+use brunt::diagnosis::{Analysis, Detail, Finding, Options, PhaseWindow, PoolPattern, Severity};
 use java::{JavaTarget, Jdk, TargetOpts};
 use regex::Regex;
 
@@ -664,6 +664,47 @@ fn jfr_recording(jdk: &Jdk) {
             rec.pinned
         );
     }
+
+    // Split by load phase: two halves of the recording; counts add up.
+    let start = rec.start_unix.expect("start");
+    let mid = start + rec.duration_s / 2.0;
+    let phases = vec![
+        PhaseWindow {
+            name: "warmup".into(),
+            start_unix: start - 1.0,
+            end_unix: mid,
+        },
+        PhaseWindow {
+            name: "step-1".into(),
+            start_unix: mid,
+            end_unix: start + rec.duration_s + 60.0,
+        },
+    ];
+    let split = parse_jfr_file_phased(&file, &phases).expect("parse with phases");
+    let inv: Vec<_> = split
+        .sites
+        .iter()
+        .filter(|s| {
+            s.event == "jdk.JavaMonitorEnter"
+                && s.class.as_deref() == Some("com.brunt.target.Inventory")
+        })
+        .collect();
+    assert_eq!(inv.iter().map(|s| s.count).sum::<u64>(), n);
+    assert!(inv
+        .iter()
+        .all(|s| matches!(s.phase.as_deref(), Some("warmup" | "step-1"))));
+    let opts = Options {
+        phases,
+        ..Options::default()
+    };
+    let a = Analysis::from_paths(std::slice::from_ref(&file), &opts).expect("analysis");
+    assert!(a
+        .findings
+        .iter()
+        .filter(|f| f
+            .key
+            .starts_with("jfr:jdk.JavaMonitorEnter:com.brunt.target.Inventory"))
+        .all(|f| f.evidence.phase.is_some()));
 
     // And as findings.
     let a = analyze(&[file]);

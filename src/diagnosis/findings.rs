@@ -161,6 +161,8 @@ pub struct Options {
     pub cluster_min: usize,
     /// Frames compared for identical stacks.
     pub cluster_depth: usize,
+    /// Load phases: findings are tagged with them and JFR sites split by them.
+    pub phases: Vec<super::PhaseWindow>,
 }
 
 impl Default for Options {
@@ -169,6 +171,7 @@ impl Default for Options {
             pool_patterns: vec![],
             cluster_min: 3,
             cluster_depth: 12,
+            phases: vec![],
         }
     }
 }
@@ -853,7 +856,14 @@ pub fn jfr_findings(r: &JfrRecording) -> Vec<Finding> {
         threads,
         ..Evidence::default()
     };
-    for s in r.sites.iter().filter(|s| !s.idle).take(10) {
+    let mut per_phase: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+    for s in r.sites.iter().filter(|s| !s.idle) {
+        // The ten heaviest sites of each phase (of the whole recording without phases).
+        let n = per_phase.entry(s.phase.as_deref()).or_default();
+        *n += 1;
+        if *n > 10 {
+            continue;
+        }
         let what = match s.event.as_str() {
             "jdk.JavaMonitorEnter" => "blocked entering",
             "jdk.JavaMonitorWait" => "waited on",
@@ -879,7 +889,10 @@ pub fn jfr_findings(r: &JfrRecording) -> Vec<Finding> {
                 s.count, s.site, s.total_ms, s.max_ms
             ),
             key: format!("jfr:{}:{class}:{}", s.event, s.site),
-            evidence: ev(vec![], Some(s.first_unix)),
+            evidence: Evidence {
+                phase: s.phase.clone(),
+                ..ev(vec![], Some(s.first_unix))
+            },
             detail: Detail::JfrContention {
                 event: s.event.clone(),
                 class: s.class.clone(),
@@ -909,7 +922,10 @@ pub fn jfr_findings(r: &JfrRecording) -> Vec<Finding> {
                 s.count, s.site, s.total_ms
             ),
             key: format!("pin:{}", s.site),
-            evidence: ev(vec![], Some(s.first_unix)),
+            evidence: Evidence {
+                phase: s.phase.clone(),
+                ..ev(vec![], Some(s.first_unix))
+            },
             detail: Detail::Pinning {
                 site: s.site.clone(),
                 monitor_frame: mon,

@@ -75,6 +75,9 @@ pub struct JfrSite {
     pub last_unix: f64,
     /// Threads parked waiting for work (executor queues): not contention.
     pub idle: bool,
+    /// Load phase the events fell in, when phases were given (one site per phase).
+    #[serde(default)]
+    pub phase: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -667,16 +670,18 @@ pub fn site_of(frames: &[Frame]) -> String {
         .unwrap_or_else(|| "(no stack)".into())
 }
 
-/// (event, class, site) → the site and its previous owners' counts.
-type SiteMap = HashMap<(String, Option<String>, String), (JfrSite, HashMap<String, u64>)>;
+/// (event, class, site, phase) → the site and its previous owners' counts.
+type SiteKey = (String, Option<String>, String, Option<String>);
+type SiteMap = HashMap<SiteKey, (JfrSite, HashMap<String, u64>)>;
 
 #[derive(Default)]
-struct Agg {
+struct Agg<'p> {
     sites: SiteMap,
     hot: HashMap<String, u64>,
+    phases: &'p [super::PhaseWindow],
 }
 
-impl Agg {
+impl Agg<'_> {
     fn add(
         &mut self,
         event: &str,
@@ -687,15 +692,22 @@ impl Agg {
         owner: Option<Rc<str>>,
     ) {
         let site = site_of(frames);
+        let phase = super::phase_at(self.phases, unix).map(str::to_string);
         let e = self
             .sites
-            .entry((event.to_string(), class.clone(), site.clone()))
+            .entry((
+                event.to_string(),
+                class.clone(),
+                site.clone(),
+                phase.clone(),
+            ))
             .or_insert_with(|| {
                 (
                     JfrSite {
                         event: event.to_string(),
                         class,
                         site,
+                        phase,
                         stack: frames.iter().take(12).map(Frame::display).collect(),
                         first_unix: unix,
                         last_unix: unix,
@@ -758,25 +770,48 @@ fn be_u64(h: &[u8], at: usize) -> u64 {
 /// Parses a recording file. Errors only when nothing could be read (not a
 /// JFR file, first chunk unreadable); later damage becomes warnings.
 pub fn parse_jfr_file(path: &Path) -> Result<JfrRecording, JfrError> {
+    parse_jfr_file_phased(path, &[])
+}
+
+/// As [`parse_jfr_file`], aggregating sites per load phase.
+pub fn parse_jfr_file_phased(
+    path: &Path,
+    phases: &[super::PhaseWindow],
+) -> Result<JfrRecording, JfrError> {
     let file = File::open(path)?;
     let len = file.metadata()?.len();
-    parse_jfr(
+    parse_jfr_phased(
         BufReader::with_capacity(1 << 16, file),
         len,
         &path.display().to_string(),
+        phases,
     )
 }
 
 pub fn parse_jfr<R: Read + Seek>(
+    r: R,
+    file_len: u64,
+    source: &str,
+) -> Result<JfrRecording, JfrError> {
+    parse_jfr_phased(r, file_len, source, &[])
+}
+
+/// Parses a recording from any seekable reader of `file_len` bytes;
+/// contention and pinning sites are kept apart per phase of `phases`.
+pub fn parse_jfr_phased<R: Read + Seek>(
     mut r: R,
     file_len: u64,
     source: &str,
+    phases: &[super::PhaseWindow],
 ) -> Result<JfrRecording, JfrError> {
     let mut rec = JfrRecording {
         source: source.to_string(),
         ..JfrRecording::default()
     };
-    let mut agg = Agg::default();
+    let mut agg = Agg {
+        phases,
+        ..Agg::default()
+    };
     let mut pos: u64 = 0;
     let mut end_unix: f64 = 0.0;
     let mut meta_cache: MetaCache = None;
