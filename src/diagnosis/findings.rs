@@ -906,11 +906,9 @@ pub fn jfr_findings(r: &JfrRecording) -> Vec<Finding> {
         });
     }
     for s in &r.pinned {
-        let mon = s
-            .stack
-            .iter()
-            .find(|f| !f.starts_with("java.") && !f.starts_with("jdk."))
-            .cloned();
+        // jdk.VirtualThreadPinned does not say which frame holds the monitor
+        // (the pinning trace does): leave it unknown rather than guess.
+        let mon = None;
         out.push(Finding {
             severity: if s.count >= 100 || s.total_ms >= 1000.0 {
                 Severity::High
