@@ -1,5 +1,6 @@
 //! Analyze thread dumps, JFR recordings or pinning traces from code:
-//! `cargo run --example analyze_dump -- FILE_OR_DIR… [--json]`.
+//! `cargo run --example analyze_dump -- FILE_OR_DIR… [--json] [--bench]`.
+//! `--bench` prints only the input size and the time taken (bench/parse.sh).
 
 use std::path::PathBuf;
 
@@ -8,6 +9,7 @@ use brunt::diagnosis::{Analysis, Options, Severity};
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let json = args.iter().any(|a| a == "--json");
+    let bench = args.iter().any(|a| a == "--bench");
     let paths: Vec<PathBuf> = args
         .iter()
         .filter(|a| !a.starts_with("--"))
@@ -16,7 +18,25 @@ fn main() -> anyhow::Result<()> {
     if paths.is_empty() {
         anyhow::bail!("usage: analyze_dump FILE_OR_DIR… [--json]");
     }
+    let started = std::time::Instant::now();
     let analysis = Analysis::from_paths(&paths, &Options::default())?;
+    if bench {
+        let bytes: u64 = paths
+            .iter()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len())
+            .sum();
+        let secs = started.elapsed().as_secs_f64();
+        let threads: usize = analysis.inputs.iter().map(|i| i.threads).sum();
+        let events: u64 = analysis.inputs.iter().map(|i| i.events).sum();
+        println!(
+            "{bytes} bytes, {threads} threads, {events} events, {} findings in {:.3} s = {:.1} MB/s",
+            analysis.findings.len(),
+            secs,
+            bytes as f64 / 1e6 / secs
+        );
+        return Ok(());
+    }
     if json {
         println!("{}", serde_json::to_string_pretty(&analysis)?);
     } else {

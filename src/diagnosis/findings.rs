@@ -161,6 +161,8 @@ pub struct Options {
     pub cluster_min: usize,
     /// Frames compared for identical stacks.
     pub cluster_depth: usize,
+    /// Load phases: findings are tagged with them and JFR sites split by them.
+    pub phases: Vec<super::PhaseWindow>,
 }
 
 impl Default for Options {
@@ -169,6 +171,7 @@ impl Default for Options {
             pool_patterns: vec![],
             cluster_min: 3,
             cluster_depth: 12,
+            phases: vec![],
         }
     }
 }
@@ -331,6 +334,74 @@ pub fn pool_wait_kind(t: &ThreadInfo, patterns: &[PoolPattern]) -> Option<(Strin
         }
     }
     None
+}
+
+/// Deadlock cycles in a waits-for graph built from the dump itself (thread →
+/// monitor or ownable synchronizer → its holder), for dumps where the JVM
+/// did not report them (JSON dumps).
+pub fn wait_cycles(threads: &[ThreadInfo]) -> Vec<super::model::Deadlock> {
+    use super::model::{Deadlock, DeadlockEdge};
+    // For each thread: the lock it waits for and that lock's holder (index).
+    let edge: Vec<Option<(usize, &super::model::LockLine)>> = threads
+        .iter()
+        .map(|t| {
+            let (lock, monitor) = match (t.waiting_to_lock(), t.parked_on()) {
+                (Some(l), _) => (l, true),
+                (None, Some(l)) => (l, false),
+                _ => return None,
+            };
+            let addr = lock.addr.as_ref()?;
+            let holder = threads.iter().position(|h| {
+                if monitor {
+                    h.held_monitors()
+                        .iter()
+                        .any(|l| l.addr.as_ref() == Some(addr))
+                } else {
+                    h.ownable_synchronizers
+                        .iter()
+                        .any(|l| l.addr.as_ref() == Some(addr))
+                }
+            })?;
+            Some((holder, lock))
+        })
+        .collect();
+    let mut out = vec![];
+    let mut reported = vec![false; threads.len()];
+    for start in 0..threads.len() {
+        // Walk the chain; a revisit of a node on this walk closes a cycle.
+        let mut path = vec![];
+        let mut cur = start;
+        while let Some(Some((next, _))) = edge.get(cur) {
+            if reported.get(cur).copied().unwrap_or(true) {
+                break;
+            }
+            if let Some(pos) = path.iter().position(|p| *p == cur) {
+                let cycle: Vec<usize> = path.get(pos..).map(<[usize]>::to_vec).unwrap_or_default();
+                let mut edges = vec![];
+                for &i in &cycle {
+                    if let (Some(t), Some(Some((h, l)))) = (threads.get(i), edge.get(i)) {
+                        edges.push(DeadlockEdge {
+                            thread: t.name.clone(),
+                            waiting_for: l.addr.clone(),
+                            lock_class: l.class.clone(),
+                            held_by: threads.get(*h).map(|h| h.name.clone()),
+                        });
+                    }
+                    if let Some(r) = reported.get_mut(i) {
+                        *r = true;
+                    }
+                }
+                out.push(Deadlock { edges });
+                break;
+            }
+            if path.len() > threads.len() {
+                break;
+            }
+            path.push(cur);
+            cur = *next;
+        }
+    }
+    out
 }
 
 /// All findings of one dump.
@@ -660,13 +731,25 @@ pub fn persistence(dumps: &[&ThreadDump], per_dump: &[Vec<Finding>]) -> Vec<Find
     let mut seen: BTreeMap<String, (usize, Vec<Option<String>>, &Finding)> = BTreeMap::new();
     for fs in per_dump {
         for f in fs {
-            let holder = match &f.detail {
-                Detail::LockContention { holder, .. } => holder.clone(),
-                Detail::PoolWait { .. } | Detail::Deadlock { .. } => None,
+            // A GC can move a monitor between dumps: follow a lock by its
+            // class and the waiters' entry frame, not by its address.
+            let (holder, key) = match &f.detail {
+                Detail::LockContention {
+                    holder,
+                    class,
+                    entry_frames,
+                    ..
+                } => (
+                    holder.clone(),
+                    format!(
+                        "lock:{class}:{}",
+                        entry_frames.first().map(|e| e.0.as_str()).unwrap_or("")
+                    ),
+                ),
+                Detail::PoolWait { .. } | Detail::Deadlock { .. } => (None, f.key.clone()),
                 _ => continue,
             };
-            // Monitor addresses move with GC; follow by class + entry where possible.
-            let e = seen.entry(f.key.clone()).or_insert((0, vec![], f));
+            let e = seen.entry(key).or_insert((0, vec![], f));
             e.0 += 1;
             e.1.push(holder);
             e.2 = f;
@@ -773,7 +856,14 @@ pub fn jfr_findings(r: &JfrRecording) -> Vec<Finding> {
         threads,
         ..Evidence::default()
     };
-    for s in r.sites.iter().filter(|s| !s.idle).take(10) {
+    let mut per_phase: BTreeMap<Option<&str>, usize> = BTreeMap::new();
+    for s in r.sites.iter().filter(|s| !s.idle) {
+        // The ten heaviest sites of each phase (of the whole recording without phases).
+        let n = per_phase.entry(s.phase.as_deref()).or_default();
+        *n += 1;
+        if *n > 10 {
+            continue;
+        }
         let what = match s.event.as_str() {
             "jdk.JavaMonitorEnter" => "blocked entering",
             "jdk.JavaMonitorWait" => "waited on",
@@ -799,7 +889,10 @@ pub fn jfr_findings(r: &JfrRecording) -> Vec<Finding> {
                 s.count, s.site, s.total_ms, s.max_ms
             ),
             key: format!("jfr:{}:{class}:{}", s.event, s.site),
-            evidence: ev(vec![], Some(s.first_unix)),
+            evidence: Evidence {
+                phase: s.phase.clone(),
+                ..ev(vec![], Some(s.first_unix))
+            },
             detail: Detail::JfrContention {
                 event: s.event.clone(),
                 class: s.class.clone(),
@@ -813,11 +906,9 @@ pub fn jfr_findings(r: &JfrRecording) -> Vec<Finding> {
         });
     }
     for s in &r.pinned {
-        let mon = s
-            .stack
-            .iter()
-            .find(|f| !f.starts_with("java.") && !f.starts_with("jdk."))
-            .cloned();
+        // jdk.VirtualThreadPinned does not say which frame holds the monitor
+        // (the pinning trace does): leave it unknown rather than guess.
+        let mon = None;
         out.push(Finding {
             severity: if s.count >= 100 || s.total_ms >= 1000.0 {
                 Severity::High
@@ -829,7 +920,10 @@ pub fn jfr_findings(r: &JfrRecording) -> Vec<Finding> {
                 s.count, s.site, s.total_ms
             ),
             key: format!("pin:{}", s.site),
-            evidence: ev(vec![], Some(s.first_unix)),
+            evidence: Evidence {
+                phase: s.phase.clone(),
+                ..ev(vec![], Some(s.first_unix))
+            },
             detail: Detail::Pinning {
                 site: s.site.clone(),
                 monitor_frame: mon,

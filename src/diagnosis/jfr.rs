@@ -75,6 +75,9 @@ pub struct JfrSite {
     pub last_unix: f64,
     /// Threads parked waiting for work (executor queues): not contention.
     pub idle: bool,
+    /// Load phase the events fell in, when phases were given (one site per phase).
+    #[serde(default)]
+    pub phase: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,6 +113,30 @@ pub fn looks_like_jfr(head: &[u8]) -> bool {
 }
 
 // ---------------------------------------------------------------- values
+
+/// FxHash-style hasher for the integer keys of constant pools (SipHash cost
+/// a tenth of the parse time); input is a local file, not a network peer.
+#[derive(Default, Clone, Copy)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn write_i64(&mut self, n: i64) {
+        self.write_u64(n as u64);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 #[derive(Debug, Clone)]
 enum Value {
@@ -212,7 +239,8 @@ impl<'a> Buf<'a> {
     }
     fn int(&mut self) -> Result<i64, JfrError> {
         if self.compressed {
-            self.varlong()
+            // An int is written as its 32 bits: -1 arrives as 0xffffffff.
+            Ok(self.varlong()? as i32 as i64)
         } else {
             let s = self.bytes(4)?;
             Ok(i32::from_be_bytes(s.try_into().map_err(|_| corrupt("int"))?) as i64)
@@ -220,7 +248,7 @@ impl<'a> Buf<'a> {
     }
     fn short(&mut self) -> Result<i64, JfrError> {
         if self.compressed {
-            self.varlong()
+            Ok(self.varlong()? as i16 as i64)
         } else {
             let s = self.bytes(2)?;
             Ok(i16::from_be_bytes(s.try_into().map_err(|_| corrupt("short"))?) as i64)
@@ -313,11 +341,15 @@ fn read_element(b: &mut Buf, strings: &[Rc<str>], depth: u32) -> Result<Element,
 }
 
 struct Metadata {
-    classes: HashMap<u64, ClassDesc>,
+    classes: FastMap<u64, ClassDesc>,
     string_class: u64,
 }
 
-fn read_metadata(b: &mut Buf) -> Result<Metadata, JfrError> {
+/// The last metadata read and its bytes: consecutive chunks of a recording
+/// usually carry the same metadata, which then is parsed once.
+type MetaCache = Option<(Vec<u8>, Rc<Metadata>)>;
+
+fn read_metadata(b: &mut Buf, cache: &mut MetaCache) -> Result<Rc<Metadata>, JfrError> {
     // size, type, start, duration, metadata id
     b.int()?;
     if b.long()? as u64 != EVENT_METADATA {
@@ -328,6 +360,18 @@ fn read_metadata(b: &mut Buf) -> Result<Metadata, JfrError> {
     b.long()?;
     b.long()?;
     b.long()?;
+    let body = b.b.get(b.pos..).unwrap_or_default();
+    if let Some((bytes, meta)) = cache.as_ref() {
+        if bytes.as_slice() == body {
+            return Ok(meta.clone());
+        }
+    }
+    let meta = Rc::new(parse_metadata_body(b)?);
+    *cache = Some((body.to_vec(), meta.clone()));
+    Ok(meta)
+}
+
+fn parse_metadata_body(b: &mut Buf) -> Result<Metadata, JfrError> {
     let n = b.count()?;
     let mut strings = Vec::with_capacity(n);
     for _ in 0..n {
@@ -338,7 +382,7 @@ fn read_metadata(b: &mut Buf) -> Result<Metadata, JfrError> {
         });
     }
     let root = read_element(b, &strings, 0)?;
-    let mut classes = HashMap::new();
+    let mut classes = FastMap::default();
     let mut string_class = u64::MAX;
     for meta in root.children.iter().filter(|e| e.name == "metadata") {
         for c in meta.children.iter().filter(|e| e.name == "class") {
@@ -441,13 +485,13 @@ impl Metadata {
 // ------------------------------------------------------------- chunk state
 
 struct Chunk {
-    meta: Metadata,
-    pool: HashMap<(u64, i64), Value>,
+    meta: Rc<Metadata>,
+    pool: FastMap<(u64, i64), Value>,
     start_nanos: i64,
     start_ticks: i64,
     ticks_per_sec: f64,
-    stacks: HashMap<i64, Rc<Vec<Frame>>>,
-    threads: HashMap<i64, Rc<str>>,
+    stacks: FastMap<i64, Rc<Vec<Frame>>>,
+    threads: FastMap<i64, Rc<str>>,
 }
 
 impl Chunk {
@@ -626,16 +670,18 @@ pub fn site_of(frames: &[Frame]) -> String {
         .unwrap_or_else(|| "(no stack)".into())
 }
 
-/// (event, class, site) → the site and its previous owners' counts.
-type SiteMap = HashMap<(String, Option<String>, String), (JfrSite, HashMap<String, u64>)>;
+/// (event, class, site, phase) → the site and its previous owners' counts.
+type SiteKey = (String, Option<String>, String, Option<String>);
+type SiteMap = HashMap<SiteKey, (JfrSite, HashMap<String, u64>)>;
 
 #[derive(Default)]
-struct Agg {
+struct Agg<'p> {
     sites: SiteMap,
     hot: HashMap<String, u64>,
+    phases: &'p [super::PhaseWindow],
 }
 
-impl Agg {
+impl Agg<'_> {
     fn add(
         &mut self,
         event: &str,
@@ -646,15 +692,22 @@ impl Agg {
         owner: Option<Rc<str>>,
     ) {
         let site = site_of(frames);
+        let phase = super::phase_at(self.phases, unix).map(str::to_string);
         let e = self
             .sites
-            .entry((event.to_string(), class.clone(), site.clone()))
+            .entry((
+                event.to_string(),
+                class.clone(),
+                site.clone(),
+                phase.clone(),
+            ))
             .or_insert_with(|| {
                 (
                     JfrSite {
                         event: event.to_string(),
                         class,
                         site,
+                        phase,
                         stack: frames.iter().take(12).map(Frame::display).collect(),
                         first_unix: unix,
                         last_unix: unix,
@@ -717,30 +770,62 @@ fn be_u64(h: &[u8], at: usize) -> u64 {
 /// Parses a recording file. Errors only when nothing could be read (not a
 /// JFR file, first chunk unreadable); later damage becomes warnings.
 pub fn parse_jfr_file(path: &Path) -> Result<JfrRecording, JfrError> {
+    parse_jfr_file_phased(path, &[])
+}
+
+/// As [`parse_jfr_file`], aggregating sites per load phase.
+pub fn parse_jfr_file_phased(
+    path: &Path,
+    phases: &[super::PhaseWindow],
+) -> Result<JfrRecording, JfrError> {
     let file = File::open(path)?;
     let len = file.metadata()?.len();
-    parse_jfr(
+    parse_jfr_phased(
         BufReader::with_capacity(1 << 16, file),
         len,
         &path.display().to_string(),
+        phases,
     )
 }
 
 pub fn parse_jfr<R: Read + Seek>(
+    r: R,
+    file_len: u64,
+    source: &str,
+) -> Result<JfrRecording, JfrError> {
+    parse_jfr_phased(r, file_len, source, &[])
+}
+
+/// Parses a recording from any seekable reader of `file_len` bytes;
+/// contention and pinning sites are kept apart per phase of `phases`.
+pub fn parse_jfr_phased<R: Read + Seek>(
     mut r: R,
     file_len: u64,
     source: &str,
+    phases: &[super::PhaseWindow],
 ) -> Result<JfrRecording, JfrError> {
     let mut rec = JfrRecording {
         source: source.to_string(),
         ..JfrRecording::default()
     };
-    let mut agg = Agg::default();
+    let mut agg = Agg {
+        phases,
+        ..Agg::default()
+    };
     let mut pos: u64 = 0;
     let mut end_unix: f64 = 0.0;
+    let mut meta_cache: MetaCache = None;
     while pos < file_len {
         let index = rec.chunks;
-        match read_chunk(&mut r, pos, file_len, &mut rec, &mut agg, &mut end_unix) {
+        match read_chunk(
+            &mut r,
+            pos,
+            file_len,
+            &mut rec,
+            &mut agg,
+            &mut end_unix,
+            &mut meta_cache,
+        ) {
             Ok(size) => {
                 rec.chunks += 1;
                 pos += size;
@@ -802,6 +887,7 @@ fn read_chunk<R: Read + Seek>(
     rec: &mut JfrRecording,
     agg: &mut Agg,
     end_unix: &mut f64,
+    meta_cache: &mut MetaCache,
 ) -> Result<u64, JfrError> {
     r.seek(SeekFrom::Start(pos))?;
     let mut h = [0u8; HEADER_SIZE as usize];
@@ -874,16 +960,16 @@ fn read_chunk<R: Read + Seek>(
             pos: 0,
             compressed,
         };
-        read_metadata(&mut b)?
+        read_metadata(&mut b, meta_cache)?
     };
     let mut chunk = Chunk {
         meta,
-        pool: HashMap::new(),
+        pool: FastMap::default(),
         start_nanos,
         start_ticks,
         ticks_per_sec: tps as f64,
-        stacks: HashMap::new(),
-        threads: HashMap::new(),
+        stacks: FastMap::default(),
+        threads: FastMap::default(),
     };
     // Constant pools: a chain of checkpoint events linked by backwards deltas.
     let mut off = cp_off;
@@ -990,7 +1076,11 @@ fn read_chunk<R: Read + Seek>(
                 }
             }
             None => {
-                r.seek(SeekFrom::Current(body_len as i64))?;
+                // Read past it rather than seek: a seek empties a BufReader's buffer.
+                let skipped = std::io::copy(&mut r.by_ref().take(body_len), &mut std::io::sink())?;
+                if skipped < body_len {
+                    return Err(corrupt("event runs past the end of the file"));
+                }
             }
         }
         at += ev_size;

@@ -46,13 +46,33 @@ pub fn parse_json_dump(text: &str, source: &str) -> Result<ThreadDump, DiagError
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    // JDK 25 may name a parked-on lock's owner by tid: record it like
+    // "Locked ownable synchronizers" so ReentrantLock holders are found.
+    let mut owners: Vec<(u64, LockLine)> = vec![];
     for c in &containers {
         let Some(threads) = c.get("threads").and_then(Value::as_array) else {
             continue;
         };
         for t in threads {
             match thread(t) {
-                Some(t) => d.threads.push(t),
+                Some(info) => {
+                    let pb = t.get("parkBlocker");
+                    if let (Some(owner), Some(obj)) = (
+                        str_or_num(pb.and_then(|p| p.get("owner")))
+                            .and_then(|o| o.parse::<u64>().ok()),
+                        pb.and_then(|p| p.get("object")).and_then(Value::as_str),
+                    ) {
+                        owners.push((
+                            owner,
+                            LockLine {
+                                kind: LockKind::Locked,
+                                addr: Some(obj.to_string()),
+                                class: obj.split('@').next().map(str::to_string),
+                            },
+                        ));
+                    }
+                    d.threads.push(info)
+                }
                 None => d.warnings.push(format!(
                     "skipped a malformed thread entry in container {}",
                     c.get("container").and_then(Value::as_str).unwrap_or("?")
@@ -60,6 +80,15 @@ pub fn parse_json_dump(text: &str, source: &str) -> Result<ThreadDump, DiagError
             }
         }
     }
+    for (owner, lock) in owners {
+        if let Some(t) = d.threads.iter_mut().find(|t| t.id == Some(owner)) {
+            if !t.ownable_synchronizers.contains(&lock) {
+                t.ownable_synchronizers.push(lock);
+            }
+        }
+    }
+    // JSON dumps carry no "Found one Java-level deadlock" section: find cycles.
+    d.deadlocks = super::findings::wait_cycles(&d.threads);
     Ok(d)
 }
 

