@@ -66,6 +66,18 @@ enum Cmd {
         #[arg(long, default_value = "1s")]
         stall_for: String,
     },
+    /// Read thread dumps, JFR recordings and pinning traces (or a run directory's diagnostics/) into findings.
+    #[command(
+        after_help = "Exit codes: 0 analysed · 2 nothing readable or a path missing · 1 any other failure."
+    )]
+    Analyze {
+        /// Files or directories, any mix: jstack / jcmd Thread.print / SIGQUIT logs, JSON dumps, .jfr, pinning traces.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print the analysis as JSON (the findings.json schema).
+        #[arg(long)]
+        json: bool,
+    },
     /// Rebuild summary.json, report.html and the terminal summary from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
     Report { dir: PathBuf },
@@ -358,6 +370,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             print!("{text}");
             Ok(0)
         }
+        Cmd::Analyze { paths, json } => Ok(crate::diagnosis::analyze_cli(&paths, json)?),
         Cmd::Report { dir } => {
             let s = crate::report::summary::rebuild(&dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
             crate::report::html::write(&dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;

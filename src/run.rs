@@ -350,7 +350,13 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     drop(demo);
     // Server-side evidence for the verdicts: the collectors' samples and the
     // engine's own generator figures, on the run's clock.
-    let evidence = crate::report::evidence::from_collector_streams(&dir);
+    let mut evidence = crate::report::evidence::from_collector_streams(&dir);
+    // Read what the collectors captured (dumps, JFR, pinning traces) into
+    // findings, each tagged with the phase it was seen in.
+    let analysis = diagnose(&dir, &profile, &meta);
+    if let Some(a) = &analysis {
+        evidence.merge(crate::report::evidence::from_analysis(a, meta.started_at));
+    }
     if let Err(e) = evidence.save(&dir) {
         eprintln!("warning: {e}");
     }
@@ -367,12 +373,60 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
     if let Some(c) = collected {
         summary.collectors = serde_json::to_value(c).ok();
     }
+    if let Some(a) = &analysis {
+        summary.findings = serde_json::to_value(&a.findings).ok();
+    }
     summary::write(&dir, &summary)?;
     // The result stands without its HTML view: warn, never fail the run for it.
     if let Err(e) = crate::report::html::write(&dir, &summary) {
         eprintln!("warning: {e}");
     }
     Ok(RunResult { dir, summary })
+}
+
+/// Findings from the run's `diagnostics/`, written to `findings.json`; `None`
+/// when nothing diagnosable was captured (no JVM collector).
+fn diagnose(
+    dir: &std::path::Path,
+    profile: &Profile,
+    meta: &RunMeta,
+) -> Option<crate::diagnosis::Analysis> {
+    let has_inputs = std::fs::read_dir(dir.join("diagnostics"))
+        .ok()?
+        .flatten()
+        .any(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            !(n.ends_with(".jsonl")
+                || n == crate::report::evidence::EVIDENCE_FILE.trim_start_matches("diagnostics/"))
+        });
+    if !has_inputs {
+        return None;
+    }
+    let opts = crate::diagnosis::Options {
+        phases: meta
+            .phases
+            .iter()
+            .map(|p| crate::diagnosis::PhaseWindow {
+                name: p.name.clone(),
+                start_unix: meta.started_at + p.start.as_secs_f64(),
+                end_unix: meta.started_at + (p.start + p.duration).as_secs_f64(),
+            })
+            .collect(),
+        pool_patterns: profile.diagnosis.pool_patterns(),
+        ..Default::default()
+    };
+    match crate::diagnosis::Analysis::from_run_dir(dir, &opts) {
+        Ok(a) => {
+            if let Err(e) = a.write_findings_json(dir) {
+                eprintln!("warning: findings.json: {e}");
+            }
+            Some(a)
+        }
+        Err(e) => {
+            eprintln!("warning: diagnosis: {e}");
+            None
+        }
+    }
 }
 
 fn resolve_progress(p: Progress) -> Progress {

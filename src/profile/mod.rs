@@ -62,6 +62,9 @@ pub struct Profile {
     pub output: OutputSpec,
     #[serde(default)]
     pub collectors: CollectorsConfig,
+    /// How captured diagnostics are read (extra pool recognisers).
+    #[serde(default)]
+    pub diagnosis: DiagnosisSpec,
     /// Thresholds of the verdicts (soak leak limits), see [`crate::report::verdicts`].
     #[serde(default)]
     pub verdicts: crate::report::verdicts::VerdictsConfig,
@@ -227,6 +230,41 @@ impl Default for LoadSpec {
             workers: None,
             think_time: None,
         }
+    }
+}
+
+/// The `diagnosis:` section.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiagnosisSpec {
+    /// Extra connection pools to recognise in thread dumps: a thread whose
+    /// stack has a frame matching `frame` (`pkg.Class.method`) waits to borrow from `name`.
+    #[serde(default)]
+    pub pools: Vec<PoolSpec>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSpec {
+    pub name: String,
+    /// Regex matched against each frame.
+    pub frame: String,
+}
+
+impl DiagnosisSpec {
+    /// The recognisers, compiled (validated when the profile was loaded).
+    pub fn pool_patterns(&self) -> Vec<crate::diagnosis::PoolPattern> {
+        self.pools
+            .iter()
+            .filter_map(|p| {
+                regex::Regex::new(&p.frame)
+                    .ok()
+                    .map(|frame| crate::diagnosis::PoolPattern {
+                        name: p.name.clone(),
+                        frame,
+                    })
+            })
+            .collect()
     }
 }
 
@@ -410,6 +448,10 @@ impl Profile {
                     ));
                 }
             }
+        }
+        for pool in &self.diagnosis.pools {
+            regex::Regex::new(&pool.frame)
+                .map_err(|e| format!("diagnosis.pools `{}`: frame: {e}", pool.name))?;
         }
         if self.load.max_in_flight == 0 || self.load.connections == 0 {
             return Err("load.max_in_flight and load.connections must be at least 1".into());

@@ -293,6 +293,62 @@ fn for_rows(path: &Path, mut f: impl FnMut(f64, &serde_json::Value)) {
     }
 }
 
+/// The diagnosis' view as evidence: findings placed on the run's clock
+/// (`start_unix` is the run start), thread states per dump as
+/// `jvm.threads.<state>`, and heap after each GC (from JFR) as
+/// `jvm.heap_after_gc_bytes`.
+pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerSide {
+    use crate::diagnosis::Severity;
+    let mut out = ServerSide::default();
+    for f in &a.findings {
+        let Some(at) = f.evidence.time_unix else {
+            continue;
+        };
+        let kind = serde_json::to_value(&f.detail)
+            .ok()
+            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+            .unwrap_or_default();
+        let kind = match kind.as_str() {
+            "lock_contention" | "jfr_contention" => "lock".to_string(),
+            "pool_wait" => "pool".to_string(),
+            "stack_cluster" => "cluster".to_string(),
+            _ => kind,
+        };
+        out.findings.push(FindingRef {
+            at_s: (at - start_unix).max(0.0),
+            phase: f.evidence.phase.clone(),
+            severity: match f.severity {
+                Severity::Critical => "critical",
+                Severity::High => "high",
+                Severity::Medium => "warning",
+                Severity::Low | Severity::Info => "info",
+            }
+            .to_string(),
+            kind,
+            summary: f.summary.clone(),
+            evidence: Some(f.evidence.file.clone()),
+        });
+    }
+    for d in &a.dumps {
+        let Some(at) = d.time_unix else { continue };
+        let t = (at - start_unix).max(0.0);
+        for (state, n) in &d.states {
+            out.series
+                .entry(format!("jvm.threads.{}", state.to_ascii_lowercase()))
+                .or_default()
+                .push((t, *n as f64));
+        }
+    }
+    for h in a.heap.iter().filter(|h| h.when == "After GC") {
+        out.series
+            .entry("jvm.heap_after_gc_bytes".into())
+            .or_default()
+            .push(((h.unix - start_unix).max(0.0), h.heap_used as f64));
+    }
+    out.normalize();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
