@@ -256,8 +256,22 @@ fn fmt_log_ms(v: &f64) -> String {
     }
 }
 
+/// Axis labels in run time: `2.5s`, `45s`, `12m30s`, `2h05m`.
 fn fmt_secs(v: &f64) -> String {
-    format!("{v:.0}s")
+    let v = *v;
+    if v.abs() < 60.0 {
+        if (v - v.round()).abs() > 0.01 {
+            format!("{v:.1}s")
+        } else {
+            format!("{v:.0}s")
+        }
+    } else if v.abs() < 3600.0 {
+        let s = v.round() as i64;
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        let m = (v / 60.0).round() as i64;
+        format!("{}h{:02}m", m / 60, m % 60)
+    }
 }
 
 fn fmt_num(v: &f64) -> String {
