@@ -311,6 +311,10 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             })?;
             print!("{}", crate::report::terminal::render(&result.summary));
             println!("run directory: {}", result.dir.display());
+            let html = result.dir.join(crate::report::html::REPORT_FILE);
+            if html.exists() {
+                println!("report: {}", html.display());
+            }
             Ok(result.exit_code())
         }
         Cmd::DemoTarget {
