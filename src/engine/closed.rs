@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::client::Conn;
-use super::{is_stopped, EngineConfig, Live};
-use crate::metrics::{Class, Outcome, WorkerRecorder};
+use super::{is_stopped, send_one, EngineConfig, Live};
+use crate::metrics::{Class, WorkerRecorder};
 
 struct State {
     level: Cell<f64>,
@@ -109,33 +109,14 @@ async fn vu(
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         state.running.set(state.running.get() + 1);
-        let sent = Instant::now();
-        let (class, retry_after) =
-            match tokio::time::timeout(cfg.target.timeout, conn.exchange(&cfg.target, p, check))
-                .await
-            {
-                Ok(a) => (a.class, a.retry_after),
-                Err(_) => {
-                    conn.reset();
-                    (Class::Timeout, false)
-                }
-            };
-        let end = Instant::now();
+        // Closed loop: the request is due when it is sent.
+        let outcome = send_one(&cfg, &mut conn, phase, req, Instant::now(), check).await;
         state.running.set(state.running.get().saturating_sub(1));
+        let class = outcome.class;
         {
             let mut r = rec.borrow_mut();
-            r.offered(phase, sent);
-            r.record(Outcome {
-                phase,
-                request: req,
-                class,
-                intended: sent,
-                sent,
-                end,
-            });
-            if retry_after {
-                r.retry_after(phase, end);
-            }
+            r.offered(phase, outcome.sent);
+            r.record(outcome);
         }
         if let Some(think) = cfg.load.think_time {
             tokio::time::sleep(think).await;

@@ -23,7 +23,7 @@ use std::time::Instant;
 
 use thiserror::Error;
 
-use crate::metrics::{RecorderMsg, WorkerRecorder};
+use crate::metrics::{Class, Outcome, RecorderMsg, WorkerRecorder};
 use crate::profile::{LoadSpec, Model, Plan, Profile};
 pub use client::{Prepared, Target};
 
@@ -237,6 +237,42 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
             )),
         }
     })
+}
+
+/// One request on a lane's connection, bounded by the request timeout (a
+/// timed-out connection is in an unknown state and is dropped). Returns the
+/// outcome recorded for it.
+async fn send_one(
+    cfg: &EngineConfig,
+    conn: &mut client::Conn,
+    phase: usize,
+    request: usize,
+    intended: Instant,
+    check: bool,
+) -> Outcome {
+    let sent = Instant::now();
+    let p = &cfg.requests[request];
+    let (class, retry_after) = match tokio::time::timeout(
+        cfg.target.timeout,
+        conn.exchange(&cfg.target, p, check),
+    )
+    .await
+    {
+        Ok(a) => (a.class, a.retry_after),
+        Err(_) => {
+            conn.reset();
+            (Class::Timeout, false)
+        }
+    };
+    Outcome {
+        phase,
+        request,
+        class,
+        intended,
+        sent,
+        end: Instant::now(),
+        retry_after,
+    }
 }
 
 /// Per-worker share of a level: the worker's and the shard's fraction.

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::client::Conn;
-use super::{is_stopped, share, EngineConfig, Live};
-use crate::metrics::{Class, Outcome, WorkerRecorder};
+use super::{is_stopped, send_one, share, EngineConfig, Live};
+use crate::metrics::WorkerRecorder;
 use crate::profile::{Arrival, Phase};
 
 struct Ticket {
@@ -232,31 +232,8 @@ async fn lane(cfg: Arc<EngineConfig>, lanes: Rc<Lanes>, rec: Rc<RefCell<WorkerRe
         let p = &cfg.requests[t.req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
-        let sent = Instant::now();
-        let (class, retry_after) =
-            match tokio::time::timeout(cfg.target.timeout, conn.exchange(&cfg.target, p, check))
-                .await
-            {
-                Ok(a) => (a.class, a.retry_after),
-                Err(_) => {
-                    conn.reset();
-                    (Class::Timeout, false)
-                }
-            };
-        let end = Instant::now();
-        let mut r = rec.borrow_mut();
-        r.record(Outcome {
-            phase: t.phase,
-            request: t.req,
-            class,
-            intended: t.intended,
-            sent,
-            end,
-        });
-        if retry_after {
-            r.retry_after(t.phase, end);
-        }
-        drop(r);
+        let outcome = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check).await;
+        rec.borrow_mut().record(outcome);
         lanes.in_flight.set(lanes.in_flight.get().saturating_sub(1));
     }
 }

@@ -263,6 +263,8 @@ pub struct Outcome {
     pub intended: Instant,
     pub sent: Instant,
     pub end: Instant,
+    /// A shed answer carried `Retry-After`.
+    pub retry_after: bool,
 }
 
 impl WorkerRecorder {
@@ -301,7 +303,11 @@ impl WorkerRecorder {
         let latency = o.end.saturating_duration_since(o.intended).as_nanos() as u64;
         let service = o.end.saturating_duration_since(o.sent).as_nanos() as u64;
         let split = self.split_requests;
-        let h = self.stats_at(o.phase, o.end).ensure(o.class);
+        let stats = self.stats_at(o.phase, o.end);
+        if o.retry_after {
+            stats.shed_retry_after += 1;
+        }
+        let h = stats.ensure(o.class);
         let latency = latency.max(LOWEST_NS);
         h.latency.saturating_record(latency);
         h.service.saturating_record(service.max(LOWEST_NS));
@@ -323,12 +329,6 @@ impl WorkerRecorder {
         if us > self.sched_lag_us {
             self.sched_lag_us = us;
         }
-    }
-
-    /// A shed answer carried `Retry-After`.
-    #[inline]
-    pub fn retry_after(&mut self, phase: usize, at: Instant) {
-        self.stats_at(phase, at).shed_retry_after += 1;
     }
 
     #[inline]

@@ -5,6 +5,7 @@
 //! latency histograms of a phase (never averaging percentiles); request,
 //! shed and error counts come from the same histograms. Deltas are B − A.
 
+use super::terminal::fmt_ms as ms;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -116,16 +117,6 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, ReportError> {
         b: b.to_path_buf(),
         phases,
     })
-}
-
-fn ms(v: f64) -> String {
-    if v >= 10_000.0 {
-        format!("{:.1}s", v / 1000.0)
-    } else if v >= 100.0 {
-        format!("{v:.0}ms")
-    } else {
-        format!("{v:.2}ms")
-    }
 }
 
 fn delta(a: f64, b: f64, show: fn(f64) -> String) -> (String, String) {

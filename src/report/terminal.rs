@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use super::summary::{ScopeSummary, Summary};
 use super::verdicts::{per_hour, Verdicts};
 
-fn fmt_ms(v: f64) -> String {
+/// A latency in ms, in the unit that reads best.
+pub(crate) fn fmt_ms(v: f64) -> String {
     if v >= 10_000.0 {
         format!("{:.1}s", v / 1000.0)
     } else if v >= 100.0 {
