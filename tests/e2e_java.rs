@@ -185,6 +185,12 @@ budgets: [ "p99 < 150ms" ]
     }
     eprintln!("JDK {m}: {}", st.text);
     assert!(v.server_side, "JDK {m}: no server-side evidence");
+    let c = r.summary.collectors.clone().unwrap_or_default();
+    assert!(
+        c["errors"].as_array().is_some_and(|e| e.is_empty()),
+        "JDK {m}: collector errors {}",
+        c["errors"]
+    );
 
     // The knee: a step within budget, and a breaking step, at or below ≈ capacity.
     let cap = st
@@ -397,10 +403,23 @@ verdicts:
     eprintln!("JDK {m} {tag}: {:?} {} ({elapsed:?})", so.status, so.text);
     let c = r.summary.collectors.clone().unwrap_or_default();
     assert!(
-        c["errors"].as_array().is_none_or(|e| e.is_empty()),
+        c["errors"].as_array().is_some_and(|e| e.is_empty()),
         "JDK {m} {tag}: collector errors {}",
         c["errors"]
     );
+    // The custom collector ran (each GC.run answered), and the recording
+    // the heap-after-GC series comes from was downloaded.
+    let gc_runs = std::fs::read_to_string(run_dir.join("diagnostics/gc-run.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .count();
+    assert!(gc_runs >= 5, "JDK {m} {tag}: {gc_runs} GC.run samples");
+    let jfr = std::fs::read_dir(run_dir.join("diagnostics"))
+        .expect("diagnostics/")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".jfr"))
+        .count();
+    assert_eq!(jfr, 1, "JDK {m} {tag}: JFR recordings");
     SoakRun {
         verdict: so,
         elapsed,
