@@ -36,6 +36,7 @@
 //! | name | unit | used by |
 //! |---|---|---|
 //! | `target.cpu_pct` | % of the target host's CPU capacity (0–100) | knee cause |
+//! | `target.process_cpu_pct` | % of the target host's CPU capacity used by the target process | knee cause (a busy host vs a CPU-bound service) |
 //! | `target.mem_used_bytes` | bytes | chart |
 //! | `target.rss_bytes` | bytes (target process) | leak trend `rss` |
 //! | `target.threads` | count | leak trend `threads` |
@@ -239,6 +240,14 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
             push("target.threads", t, g("threads"));
             push("target.fds", t, g("fds"));
             push("target.proc_cpu_pct", t, g("cpu_pct"));
+            // The process's share of the host (0–100), comparable with
+            // `target.cpu_pct`: tells a CPU-bound service from a busy host.
+            let ncpu = f("ncpu").filter(|n| *n >= 1.0);
+            push(
+                "target.process_cpu_pct",
+                t,
+                g("cpu_pct").zip(ncpu).map(|(c, n)| c / n),
+            );
         }
     });
     for_rows(&diag.join("heap.jsonl"), |t, r| {

@@ -209,6 +209,9 @@ pub struct StepRow {
     pub error_rate: f64,
     pub within_budget: bool,
     pub target_cpu_pct: Option<f64>,
+    /// The target process's own share of the host's CPU (0–100).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_process_cpu_pct: Option<f64>,
     pub generator_cpu_pct: Option<f64>,
     pub generator_lag_ms: Option<f64>,
     /// Mean `jvm.threads.<state>` over the step, by state.
@@ -551,6 +554,8 @@ fn stress_verdict(
             error_rate: s.error_rate(),
             within_budget: step_verdicts(budgets, s).iter().all(|v| v.pass),
             target_cpu_pct: server.and_then(|sv| sv.mean_in("target.cpu_pct", from, to)),
+            target_process_cpu_pct: server
+                .and_then(|sv| sv.mean_in("target.process_cpu_pct", from, to)),
             generator_cpu_pct: server.and_then(|sv| sv.mean_in("generator.cpu_pct", from, to)),
             generator_lag_ms: server.and_then(|sv| sv.mean_in("generator.lag_ms", from, to)),
             threads,
@@ -667,6 +672,17 @@ fn classify(
             "lock" | "pool" | "pinning" | "deadlock" | "contention"
         )
     });
+    // A host busy with other processes (a noisy neighbour, or the generator
+    // on the same box) while the service itself barely uses CPU and its
+    // threads wait on a lock: the waiting is the cause, not the CPU.
+    if let (Some(c), Some(p)) = (step.target_cpu_pct, step.target_process_cpu_pct) {
+        if c >= CPU_IDLE && p < CPU_IDLE && lock_like && rising {
+            return (
+                Cause::Contention,
+                format!(": target host CPU {c:.0}%, but the target process used only {p:.0}% of it (the rest is other processes) — not CPU bound while the tail rose: contention (waiting on locks, pools or I/O){threads}{finding}"),
+            );
+        }
+    }
     match step.target_cpu_pct {
         Some(c) if c >= CPU_SATURATED => (
             Cause::Saturation,
@@ -1266,6 +1282,63 @@ mod tests {
         pts[10].1 = 1e9;
         pts[40].1 = -1e9;
         assert!((theil_sen(&pts).expect("slope") - 1.0).abs() < 0.05);
+    }
+
+    #[test]
+    fn busy_host_with_an_idle_locked_service_is_contention() {
+        let step = |host: f64, process: Option<f64>| StepRow {
+            name: "step-4".into(),
+            label: "100/s".into(),
+            level: Some(100.0),
+            offered_rate: 100.0,
+            achieved_rate: 100.0,
+            p50_ms: 5.0,
+            p95_ms: 100.0,
+            p99_ms: 250.0,
+            max_ms: 300.0,
+            errors: 0,
+            error_rate: 0.0,
+            within_budget: false,
+            target_cpu_pct: Some(host),
+            target_process_cpu_pct: process,
+            generator_cpu_pct: Some(5.0),
+            generator_lag_ms: Some(0.5),
+            threads: BTreeMap::new(),
+            top_finding: Some(FindingRef {
+                at_s: 10.0,
+                phase: Some("step-4".into()),
+                severity: "high".into(),
+                kind: "lock".into(),
+                summary: "9 of 16 threads BLOCKED on com.acme.Inventory".into(),
+                evidence: None,
+            }),
+        };
+        let prev = StepRow {
+            p99_ms: 20.0,
+            within_budget: true,
+            ..step(30.0, Some(2.0))
+        };
+        let st = StressResult {
+            knee: Some("step-3".into()),
+            knee_level: Some(80.0),
+            first_breach: Some("step-4".into()),
+            first_breach_level: Some(100.0),
+            breached: vec![],
+            expect_capacity: None,
+        };
+        // Another process fills the host; the service uses 2% of it.
+        let (c, why) = classify(&step(100.0, Some(2.0)), Some(&prev), &st, true);
+        assert_eq!(c, Cause::Contention, "{why}");
+        assert!(
+            why.contains("only 2%") && why.contains("Inventory"),
+            "{why}"
+        );
+        // The service itself burns the CPU: saturation, lock or not.
+        let (c, _) = classify(&step(100.0, Some(90.0)), Some(&prev), &st, true);
+        assert_eq!(c, Cause::Saturation);
+        // Without the process figure the host CPU decides, as before.
+        let (c, _) = classify(&step(100.0, None), Some(&prev), &st, true);
+        assert_eq!(c, Cause::Saturation);
     }
 
     #[test]
