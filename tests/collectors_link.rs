@@ -3,11 +3,13 @@
 //! while a bounded load loop on this machine keeps going unaffected and the
 //! run's observer calls stay instant.
 
+#[path = "support/oneshot_http.rs"]
+mod oneshot_http;
 #[path = "support/sshd.rs"]
 mod sshd;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
@@ -18,29 +20,6 @@ use brunt::collectors::config::{
 };
 use brunt::collectors::{start, CollectorContext};
 use brunt::run::{PhaseInfo, RunClock, WindowStats};
-
-/// A tiny HTTP server: one response per connection, until `stop`.
-fn http_server(stop: Arc<AtomicBool>) -> (u16, thread::JoinHandle<()>) {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = l.local_addr().expect("addr").port();
-    l.set_nonblocking(true).expect("nonblocking");
-    let h = thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            match l.accept() {
-                Ok((mut c, _)) => {
-                    let _ = c.set_nonblocking(false);
-                    let mut buf = [0u8; 1024];
-                    let _ = c.read(&mut buf);
-                    let _ = c.write_all(
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                    );
-                }
-                Err(_) => thread::sleep(Duration::from_millis(1)),
-            }
-        }
-    });
-    (port, h)
-}
 
 // Both tests kill and restart an sshd with tight timing checks: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -59,7 +38,7 @@ fn link_drop(kind: TransportKind) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut s = sshd::Sshd::start();
     let stop = Arc::new(AtomicBool::new(false));
-    let (port, server) = http_server(stop.clone());
+    let (port, server) = oneshot_http::server(stop.clone());
 
     let run_dir = tempfile::tempdir().expect("tempdir");
     let mut probes = std::collections::BTreeMap::new();

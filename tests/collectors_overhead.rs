@@ -4,12 +4,14 @@
 //! process CPU of both rounds and the CPU of the collector threads themselves
 //! (read per thread from /proc/self/task), and bounds the latter.
 
+#[path = "support/oneshot_http.rs"]
+mod oneshot_http;
 #[path = "support/sshd.rs"]
 mod sshd;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -60,28 +62,6 @@ fn collector_thread_ticks() -> (u64, Vec<String>) {
     (total, names)
 }
 
-fn server(stop: Arc<AtomicBool>) -> (u16, thread::JoinHandle<()>) {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    let port = l.local_addr().expect("addr").port();
-    l.set_nonblocking(true).expect("nonblocking");
-    let h = thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            match l.accept() {
-                Ok((mut c, _)) => {
-                    let _ = c.set_nonblocking(false);
-                    let mut b = [0u8; 512];
-                    let _ = c.read(&mut b);
-                    let _ = c.write_all(
-                        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
-                    );
-                }
-                Err(_) => thread::sleep(Duration::from_micros(200)),
-            }
-        }
-    });
-    (port, h)
-}
-
 /// 4000 requests paced at one per ms (bounded to 15 s): returns elapsed.
 fn load(port: u16) -> Duration {
     let t0 = Instant::now();
@@ -106,7 +86,7 @@ fn load(port: u16) -> Duration {
 fn collector_overhead_on_the_generator() {
     let s = sshd::Sshd::start();
     let stop = Arc::new(AtomicBool::new(false));
-    let (port, srv) = server(stop.clone());
+    let (port, srv) = oneshot_http::server(stop.clone());
     let hz = clk_tck();
 
     let c0 = process_ticks();
