@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use brunt::collectors::config::CollectorsConfig;
 use brunt::collectors::{start, CollectorContext};
-use brunt::run::{PhaseInfo, RunClock};
+use brunt::vocab::{PhaseInfo, RunClock};
 
 /// What a user would put in `collectors/net-sockets.yaml`.
 const DEFINITION: &str = r#"
@@ -49,6 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             label: "10/s".into(),
             start: Duration::ZERO,
             duration: Duration::from_secs(2),
+            level: None,
         },
         PhaseInfo {
             index: 1,
@@ -56,6 +57,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             label: "100/s".into(),
             start: Duration::from_secs(2),
             duration: Duration::from_secs(2),
+            level: None,
         },
     ];
     let clock = RunClock::now();

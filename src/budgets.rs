@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::metrics::{Class, Stats};
-use crate::profile::{Level, Percent};
+use crate::vocab::{Level, Percent};
 
 #[derive(Debug, Error, PartialEq)]
 #[error("{0}")]
@@ -33,6 +33,17 @@ pub enum BudgetSpec {
         #[serde(default)]
         phase: Option<String>,
     },
+}
+
+/// Compile every budget of a profile; the first that does not parse is the error.
+pub fn compile(specs: &[BudgetSpec]) -> Result<Vec<Budget>, BudgetError> {
+    specs
+        .iter()
+        .map(|b| {
+            b.parse()
+                .map_err(|e| BudgetError(format!("budget `{}`: {}", b.expr(), e.0)))
+        })
+        .collect()
 }
 
 impl BudgetSpec {

@@ -9,9 +9,10 @@ use std::time::{Duration, SystemTime};
 use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
 
-use crate::engine::{EngineError, Shard};
-use crate::profile::{Profile, ProfileError};
-use crate::run::{self, Progress, RunError, RunOptions};
+use crate::engine::Shard;
+use crate::profile::ProfileError;
+use crate::run::{self, Progress, RunOptions, RunSpec};
+use crate::vocab::exit;
 
 const EXIT_CODES: &str = "Exit codes: 0 every budget met · 99 a budget failed · 2 bad input (profile, arguments) · 1 any other failure.";
 
@@ -26,31 +27,7 @@ struct Cli {
 enum Cmd {
     /// Run a load profile and write a run directory (summary.json, latency.hlog, timeseries.csv).
     #[command(after_help = EXIT_CODES)]
-    Run {
-        /// The YAML profile (see profiles/).
-        profile: PathBuf,
-        /// Run directory (default: runs/<timestamp>-<name>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Target base URL, overriding the profile's `target.url` (e.g. staging vs production).
-        #[arg(long)]
-        target: Option<String>,
-        /// Multiply every phase duration, e.g. 0.1 for a quick rehearsal of a long profile.
-        #[arg(long, default_value_t = 1.0)]
-        time_scale: f64,
-        /// Run shard I of N (1-based): take 1/N of the load.
-        #[arg(long, value_name = "I/N")]
-        shard: Option<String>,
-        /// Start the load at this Unix time (seconds), so shards step together.
-        #[arg(long, value_name = "UNIX_SECONDS")]
-        start_at: Option<f64>,
-        /// Plain progress lines instead of a live bar.
-        #[arg(long)]
-        plain: bool,
-        /// No progress output.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Run(RunArgs),
     /// Check a profile without running it.
     #[command(after_help = EXIT_CODES)]
     Validate { profile: PathBuf },
@@ -93,35 +70,7 @@ enum Cmd {
     },
     /// Print a Kubernetes manifest (ConfigMap + Indexed Job) that runs PROFILE as N shards, then the commands to gather and merge.
     #[command(after_help = EXIT_CODES)]
-    K8s {
-        profile: PathBuf,
-        /// Number of shards (pods, each on its own node).
-        #[arg(long)]
-        shards: u32,
-        /// The brunt image (build it with the Dockerfile at the repository top).
-        #[arg(long)]
-        image: String,
-        #[arg(long, default_value = "default")]
-        namespace: String,
-        /// Time from now to the shared start: enough to schedule the pods and pull the image.
-        #[arg(long, default_value = "60s")]
-        start_delay: String,
-        /// CPU request per shard.
-        #[arg(long, default_value = "2")]
-        cpu: String,
-        /// Memory request and limit per shard.
-        #[arg(long, default_value = "1Gi")]
-        memory: String,
-        /// A ReadWriteMany PersistentVolumeClaim for the run directories (default: an emptyDir per pod, fetched with kubectl cp).
-        #[arg(long)]
-        results_pvc: Option<String>,
-        /// Without --results-pvc: how long a finished pod keeps its run directory for kubectl cp.
-        #[arg(long, default_value = "30m")]
-        hold: String,
-        /// Job name (default brunt-<profile name>).
-        #[arg(long)]
-        job_name: Option<String>,
-    },
+    K8s(K8sArgs),
     /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A).
     Compare {
         /// The run before (the reference).
@@ -134,6 +83,64 @@ enum Cmd {
     },
 }
 
+#[derive(clap::Args)]
+struct RunArgs {
+    /// The YAML profile (see profiles/).
+    profile: PathBuf,
+    /// Run directory (default: runs/<timestamp>-<name>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Target base URL, overriding the profile's `target.url` (e.g. staging vs production).
+    #[arg(long)]
+    target: Option<String>,
+    /// Multiply every phase duration, e.g. 0.1 for a quick rehearsal of a long profile.
+    #[arg(long, default_value_t = 1.0)]
+    time_scale: f64,
+    /// Run shard I of N (1-based): take 1/N of the load.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<String>,
+    /// Start the load at this Unix time (seconds), so shards step together.
+    #[arg(long, value_name = "UNIX_SECONDS")]
+    start_at: Option<f64>,
+    /// Plain progress lines instead of a live bar.
+    #[arg(long)]
+    plain: bool,
+    /// No progress output.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(clap::Args)]
+struct K8sArgs {
+    profile: PathBuf,
+    /// Number of shards (pods, each on its own node).
+    #[arg(long)]
+    shards: u32,
+    /// The brunt image (build it with the Dockerfile at the repository top).
+    #[arg(long)]
+    image: String,
+    #[arg(long, default_value = "default")]
+    namespace: String,
+    /// Time from now to the shared start: enough to schedule the pods and pull the image.
+    #[arg(long, default_value = "60s")]
+    start_delay: String,
+    /// CPU request per shard.
+    #[arg(long, default_value = "2")]
+    cpu: String,
+    /// Memory request and limit per shard.
+    #[arg(long, default_value = "1Gi")]
+    memory: String,
+    /// A ReadWriteMany PersistentVolumeClaim for the run directories (default: an emptyDir per pod, fetched with kubectl cp).
+    #[arg(long)]
+    results_pvc: Option<String>,
+    /// Without --results-pvc: how long a finished pod keeps its run directory for kubectl cp.
+    #[arg(long, default_value = "30m")]
+    hold: String,
+    /// Job name (default brunt-<profile name>).
+    #[arg(long)]
+    job_name: Option<String>,
+}
+
 /// Bad input (exit 2) versus other failures (exit 1).
 struct BadInput(anyhow::Error);
 
@@ -141,7 +148,11 @@ pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) => {
-            let code = if e.use_stderr() { 2 } else { 0 };
+            let code = if e.use_stderr() {
+                exit::BAD_INPUT
+            } else {
+                exit::PASS
+            };
             let _ = e.print();
             return code;
         }
@@ -150,11 +161,11 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(Failure::Bad(e)) => {
             eprintln!("error: {e:#}");
-            2
+            exit::BAD_INPUT
         }
         Err(Failure::Other(e)) => {
             eprintln!("error: {e:#}");
-            1
+            exit::FAILURE
         }
     }
 }
@@ -176,8 +187,8 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
-fn load_profile(path: &std::path::Path) -> Result<Profile, Failure> {
-    Profile::load(path).map_err(|e| match &e {
+fn load_spec(path: &std::path::Path) -> Result<RunSpec, Failure> {
+    RunSpec::load(path).map_err(|e| match &e {
         ProfileError::Syntax { snippet, .. } => Failure::Bad(anyhow!("{e}\n{snippet}")),
         _ => Failure::Bad(anyhow!(e)),
     })
@@ -235,168 +246,162 @@ fn install_ctrl_c(stop: Arc<AtomicBool>) {
 
 fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.cmd {
-        Cmd::Validate { profile } => {
-            let p = load_profile(&profile)?;
-            let plan = p.plan(1.0);
-            println!(
-                "{}: OK — {} phase(s), {} total, {} request(s) in the mix, {} budget(s)",
-                profile.display(),
-                plan.phases.len(),
-                humantime::format_duration(plan.total()),
-                p.requests.len(),
-                p.budgets.len()
-            );
-            for ph in &plan.phases {
-                println!(
-                    "  {:<12} {:>12}  at {:>8}  for {}",
-                    ph.info.name,
-                    ph.info.label,
-                    humantime::format_duration(ph.info.start).to_string(),
-                    humantime::format_duration(ph.info.duration)
-                );
-            }
-            Ok(0)
-        }
-        Cmd::Run {
-            profile,
-            out,
-            target,
-            time_scale,
-            shard,
-            start_at,
-            plain,
-            quiet,
-        } => {
-            let p = load_profile(&profile)?;
-            if !(time_scale.is_finite() && time_scale > 0.0) {
-                return Err(BadInput(anyhow!("--time-scale must be above 0")).into());
-            }
-            let shard = match shard {
-                Some(s) => parse_shard(&s)?,
-                None => Shard::default(),
-            };
-            let start_at = match start_at {
-                Some(t) if t.is_finite() && t > 0.0 => {
-                    Some(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(t))
-                }
-                Some(_) => {
-                    return Err(BadInput(anyhow!("--start-at: expected Unix seconds")).into())
-                }
-                None => None,
-            };
-            let stop = Arc::new(AtomicBool::new(false));
-            install_ctrl_c(stop.clone());
-            let opts = RunOptions {
-                target,
-                out,
-                time_scale,
-                shard,
-                start_at,
-                progress: if quiet {
-                    Progress::Quiet
-                } else if plain {
-                    Progress::Plain
-                } else {
-                    Progress::Auto
-                },
-                stop: Some(stop),
-                observers: Vec::new(),
-                base_dir: profile.parent().map(|p| p.to_path_buf()),
-            };
-            let result = run::execute(&p, opts).map_err(|e| match e {
-                RunError::Engine(EngineError::Client(_)) | RunError::Invalid(_) => {
-                    Failure::Bad(anyhow!(e))
-                }
-                other => Failure::Other(anyhow!(other)),
-            })?;
-            print!("{}", crate::report::terminal::render(&result.summary));
-            println!("run directory: {}", result.dir.display());
-            let html = result.dir.join(crate::report::html::REPORT_FILE);
-            if html.exists() {
-                println!("report: {}", html.display());
-            }
-            Ok(result.exit_code())
-        }
+        Cmd::Validate { profile } => validate(&profile),
+        Cmd::Run(args) => run_profile(args),
         Cmd::DemoTarget {
             listen,
             stall_every,
             stall_for,
-        } => {
-            let mut cfg = crate::demo::DemoConfig {
-                listen: listen
-                    .parse()
-                    .map_err(|e| BadInput(anyhow!("--listen {listen}: {e}")))?,
-                ..Default::default()
-            };
-            if let Some(s) = stall_every {
-                cfg.stall_every = Some(
-                    humantime::parse_duration(&s)
-                        .map_err(|e| BadInput(anyhow!("--stall-every {s}: {e}")))?,
-                );
-                cfg.stall_for = humantime::parse_duration(&stall_for)
-                    .map_err(|e| BadInput(anyhow!("--stall-for {stall_for}: {e}")))?;
-            }
-            crate::demo::run_standalone(cfg).context("demo target")?;
-            Ok(0)
-        }
+        } => demo_target(&listen, stall_every.as_deref(), &stall_for),
         Cmd::Merge { dirs, out } => {
             let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
             print!("{}", crate::report::terminal::render(&merged.summary));
             println!("run directory: {}", merged.dir.display());
             Ok(merged.exit_code())
         }
-        Cmd::K8s {
-            profile,
-            shards,
-            image,
-            namespace,
-            start_delay,
-            cpu,
-            memory,
-            results_pvc,
-            hold,
-            job_name,
-        } => {
-            let dur = |flag: &str, v: &str| {
-                humantime::parse_duration(v).map_err(|e| BadInput(anyhow!("{flag} {v}: {e}")))
-            };
-            let opts = crate::shard::k8s::K8sOptions {
-                namespace,
-                start_delay: dur("--start-delay", &start_delay)?,
-                cpu,
-                memory,
-                results_pvc,
-                hold: dur("--hold", &hold)?,
-                job_name,
-                ..crate::shard::k8s::K8sOptions::new(shards, &image)
-            };
-            let text = crate::shard::k8s::manifest(&profile, &opts).map_err(shard_failure)?;
-            print!("{text}");
-            Ok(0)
-        }
+        Cmd::K8s(args) => k8s(args),
         Cmd::Analyze { paths, json } => Ok(crate::diagnosis::analyze_cli(&paths, json)?),
-        Cmd::Report { dir } => {
-            let s = crate::report::summary::rebuild(&dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
-            crate::report::html::write(&dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
-            print!("{}", crate::report::terminal::render(&s));
-            println!(
-                "report: {}",
-                dir.join(crate::report::html::REPORT_FILE).display()
-            );
-            Ok(if s.passed { 0 } else { 99 })
-        }
-        Cmd::Compare { run_a, run_b, json } => {
-            let c = crate::report::compare::compare(&run_a, &run_b)
-                .map_err(|e| Failure::Bad(anyhow!(e)))?;
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&c).map_err(|e| Failure::Other(anyhow!(e)))?
-                );
-            } else {
-                print!("{}", crate::report::compare::render(&c));
-            }
-            Ok(0)
-        }
+        Cmd::Report { dir } => report(&dir),
+        Cmd::Compare { run_a, run_b, json } => compare(&run_a, &run_b, json),
     }
+}
+
+fn validate(profile: &std::path::Path) -> Result<i32, Failure> {
+    let spec = load_spec(profile)?;
+    let plan = spec.profile.plan(1.0);
+    println!(
+        "{}: OK — {} phase(s), {} total, {} request(s) in the mix, {} budget(s)",
+        profile.display(),
+        plan.phases.len(),
+        humantime::format_duration(plan.total()),
+        spec.profile.requests.len(),
+        spec.budgets.len()
+    );
+    for ph in &plan.phases {
+        println!(
+            "  {:<12} {:>12}  at {:>8}  for {}",
+            ph.info.name,
+            ph.info.label,
+            humantime::format_duration(ph.info.start).to_string(),
+            humantime::format_duration(ph.info.duration)
+        );
+    }
+    Ok(exit::PASS)
+}
+
+fn run_profile(a: RunArgs) -> Result<i32, Failure> {
+    let spec = load_spec(&a.profile)?;
+    if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
+        return Err(BadInput(anyhow!("--time-scale must be above 0")).into());
+    }
+    let shard = match &a.shard {
+        Some(s) => parse_shard(s)?,
+        None => Shard::default(),
+    };
+    let start_at = match a.start_at {
+        Some(t) if t.is_finite() && t > 0.0 => {
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs_f64(t))
+        }
+        Some(_) => return Err(BadInput(anyhow!("--start-at: expected Unix seconds")).into()),
+        None => None,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    install_ctrl_c(stop.clone());
+    let opts = RunOptions {
+        target: a.target,
+        out: a.out,
+        time_scale: a.time_scale,
+        shard,
+        start_at,
+        progress: if a.quiet {
+            Progress::Quiet
+        } else if a.plain {
+            Progress::Plain
+        } else {
+            Progress::Auto
+        },
+        stop: Some(stop),
+        observers: Vec::new(),
+        base_dir: spec.base_dir.clone(),
+    };
+    let result = run::execute_spec(spec, opts).map_err(|e| {
+        if e.is_bad_input() {
+            Failure::Bad(anyhow!(e))
+        } else {
+            Failure::Other(anyhow!(e))
+        }
+    })?;
+    print!("{}", crate::report::terminal::render(&result.summary));
+    println!("run directory: {}", result.dir.display());
+    let html = result.dir.join(crate::report::html::REPORT_FILE);
+    if html.exists() {
+        println!("report: {}", html.display());
+    }
+    Ok(result.exit_code())
+}
+
+fn demo_target(listen: &str, stall_every: Option<&str>, stall_for: &str) -> Result<i32, Failure> {
+    let mut cfg = crate::demo::DemoConfig {
+        listen: listen
+            .parse()
+            .map_err(|e| BadInput(anyhow!("--listen {listen}: {e}")))?,
+        ..Default::default()
+    };
+    if let Some(s) = stall_every {
+        cfg.stall_every = Some(
+            humantime::parse_duration(s)
+                .map_err(|e| BadInput(anyhow!("--stall-every {s}: {e}")))?,
+        );
+        cfg.stall_for = humantime::parse_duration(stall_for)
+            .map_err(|e| BadInput(anyhow!("--stall-for {stall_for}: {e}")))?;
+    }
+    crate::demo::run_standalone(cfg).context("demo target")?;
+    Ok(exit::PASS)
+}
+
+fn k8s(a: K8sArgs) -> Result<i32, Failure> {
+    let dur = |flag: &str, v: &str| {
+        humantime::parse_duration(v).map_err(|e| BadInput(anyhow!("{flag} {v}: {e}")))
+    };
+    let opts = crate::shard::k8s::K8sOptions {
+        namespace: a.namespace,
+        start_delay: dur("--start-delay", &a.start_delay)?,
+        cpu: a.cpu,
+        memory: a.memory,
+        results_pvc: a.results_pvc,
+        hold: dur("--hold", &a.hold)?,
+        job_name: a.job_name,
+        ..crate::shard::k8s::K8sOptions::new(a.shards, &a.image)
+    };
+    let text = crate::shard::k8s::manifest(&a.profile, &opts).map_err(shard_failure)?;
+    print!("{text}");
+    Ok(exit::PASS)
+}
+
+fn report(dir: &std::path::Path) -> Result<i32, Failure> {
+    let s = crate::run::rebuild::rebuild(dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
+    crate::report::html::write(dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
+    print!("{}", crate::report::terminal::render(&s));
+    println!(
+        "report: {}",
+        dir.join(crate::report::html::REPORT_FILE).display()
+    );
+    Ok(if s.passed {
+        exit::PASS
+    } else {
+        exit::BUDGET_FAILED
+    })
+}
+
+fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, Failure> {
+    let c = crate::report::compare::compare(a, b).map_err(|e| Failure::Bad(anyhow!(e)))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&c).map_err(|e| Failure::Other(anyhow!(e)))?
+        );
+    } else {
+        print!("{}", crate::report::compare::render(&c));
+    }
+    Ok(exit::PASS)
 }

@@ -1,23 +1,29 @@
 //! brunt as a library: the CLI (`cli`) is a thin shell over these modules, and
 //! tests and `examples/` drive them directly.
 //!
-//! Data flows one way:
-//! `profile` → `engine` → `metrics` (the recorder) → `budgets` → `report`,
-//! and `collectors` → `diagnosis` → `report`. `run` wires one run together.
+//! Data flows one way, and so do the imports (each module may import only
+//! those below it; `python3 ../shared/tools/module-cycles.py src` checks):
+//! profile → engine → metrics (the recorder) → judge → report, and
+//! collectors → diagnosis → evidence → judge → report. `run` wires one run
+//! together; `rundir` owns the files a run leaves.
 //!
-//! | module | owns |
-//! |---|---|
-//! | [`profile`] | the YAML profile: types, parsing with file/line/column errors, compiling a shape into phases |
-//! | [`engine`] | sending the load: open-model scheduler, closed-model virtual users, the HTTP client hot path |
-//! | [`metrics`] | recording outcomes: HdrHistograms per phase × outcome, 1-s windows, interval log, time series |
-//! | [`budgets`] | the budget language (`p99 < 500ms`) and its PASS/FAIL evaluation |
-//! | [`collectors`] | server-side sampling over a transport (local, SSH): host `/proc`, JVM dumps, JFR, heap |
-//! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings |
-//! | [`report`] | the run directory's files, the terminal summary, `summary.json`, the verdicts, `report.html`, `brunt compare` |
-//! | [`run`] | one run end to end: profile → engine + recorder + collectors → report |
-//! | [`shard`] | beyond one machine: `brunt merge` of shard run directories, `brunt k8s` manifests |
-//! | [`demo`] | the built-in demo target (`brunt demo-target`, `target: builtin`) |
-//! | [`cli`] | argument parsing and exit codes |
+//! | module | owns | may import |
+//! |---|---|---|
+//! | [`cli`] | argument parsing, one function per subcommand, exit codes | everything |
+//! | [`run`] | one run end to end; the compiled run spec; `brunt report` | all below |
+//! | [`shard`] | `brunt merge` of shard run directories, `brunt k8s` manifests | judge, rundir, profile, metrics, budgets, vocab |
+//! | [`report`] | rendering only: terminal, `report.html`, `brunt compare`, `brunt analyze` output | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
+//! | [`judge`] | the verdicts: budgets per scope, knee and cause, overload, spike, soak; `summary.json`'s content | rundir, evidence, profile, metrics, budgets, vocab |
+//! | [`rundir`] | the run directory's files: names, `run.json`, atomic writes, events, streaming readers, `evidence.json` | evidence, metrics, vocab |
+//! | [`evidence`] | server-side evidence as the judge reads it (series and findings on the run clock) | diagnosis, vocab |
+//! | [`engine`] | sending the load: open-model scheduler, closed-model virtual users, the HTTP client hot path | profile, metrics, vocab |
+//! | [`collectors`] | server-side sampling over a transport (local, SSH): host `/proc`, JVM dumps, JFR, heap | profile, vocab |
+//! | [`profile`] | the YAML profile: every section's types, parsing with file/line/column errors, compiling a shape into phases | budgets, diagnosis, demo, vocab |
+//! | [`budgets`] | the budget language (`p99 < 500ms`) and its PASS/FAIL evaluation | metrics, vocab |
+//! | [`metrics`] | recording outcomes: HdrHistograms per phase × outcome, 1-s windows, interval log, time series | vocab |
+//! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings | nothing |
+//! | [`demo`] | the built-in demo target (`brunt demo-target`, `target: builtin`) | nothing |
+//! | [`vocab`] | the shared vocabulary: run clock, phases, observer, window stats, units, series names, exit codes | nothing |
 
 pub mod budgets;
 pub mod cli;
@@ -25,8 +31,12 @@ pub mod collectors;
 pub mod demo;
 pub mod diagnosis;
 pub mod engine;
+pub mod evidence;
+pub mod judge;
 pub mod metrics;
 pub mod profile;
 pub mod report;
 pub mod run;
+pub mod rundir;
 pub mod shard;
+pub mod vocab;

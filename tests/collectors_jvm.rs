@@ -27,7 +27,7 @@ use brunt::collectors::config::{
     CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig,
 };
 use brunt::collectors::{start, CollectorContext, CollectorsSummary};
-use brunt::run::{PhaseInfo, RunClock, WindowStats};
+use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Two JVMs under load at once would swamp a 2-core machine and blur timings.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -174,6 +174,7 @@ fn drive(
             label: "8 VUs".into(),
             start: Duration::ZERO,
             duration: Duration::from_secs(1),
+            level: None,
         },
         PhaseInfo {
             index: 1,
@@ -181,6 +182,7 @@ fn drive(
             label: "8 VUs".into(),
             start: Duration::from_secs(1),
             duration: Duration::from_secs(8),
+            level: None,
         },
     ];
     let clock = RunClock::now();

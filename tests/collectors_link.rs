@@ -19,7 +19,7 @@ use brunt::collectors::config::{
     CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportKind,
 };
 use brunt::collectors::{start, CollectorContext};
-use brunt::run::{PhaseInfo, RunClock, WindowStats};
+use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Both tests kill and restart an sshd with tight timing checks: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -71,6 +71,7 @@ fn link_drop(kind: TransportKind) {
         label: "loop".into(),
         start: Duration::ZERO,
         duration: Duration::from_secs(12),
+        level: None,
     };
     let set = start(
         &cfg,

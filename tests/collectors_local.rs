@@ -12,7 +12,7 @@ use brunt::collectors::config::{
     CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig,
 };
 use brunt::collectors::{start, CollectorContext, CollectorError};
-use brunt::run::{PhaseInfo, RunClock};
+use brunt::vocab::{PhaseInfo, RunClock};
 
 fn ctx(dir: &std::path::Path, phases: Vec<PhaseInfo>) -> CollectorContext {
     CollectorContext {
@@ -87,6 +87,7 @@ probes:
             label: format!("{}/s", 100 * (i + 1)),
             start: Duration::from_millis(500 * i as u64),
             duration: Duration::from_millis(500),
+            level: None,
         })
         .collect();
     let c = ctx(d, phases.clone());

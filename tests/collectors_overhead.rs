@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use brunt::collectors::config::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
 use brunt::collectors::{start, CollectorContext};
-use brunt::run::RunClock;
+use brunt::vocab::RunClock;
 
 fn clk_tck() -> f64 {
     Command::new("getconf")

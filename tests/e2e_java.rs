@@ -24,7 +24,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use brunt::collectors::config::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
-use brunt::report::verdicts::{Cause, LeakStatus};
+use brunt::judge::{Cause, LeakStatus};
 use java::Jdk;
 
 /// The Java target with a marker argument (ignored by the target, visible to
@@ -317,7 +317,7 @@ probes:
 "#;
 
 struct SoakRun {
-    verdict: brunt::report::verdicts::SoakVerdict,
+    verdict: brunt::judge::SoakVerdict,
     elapsed: Duration,
 }
 
@@ -481,7 +481,7 @@ fn leak_flagged_healthy_not(jdk: Jdk) {
     assert_eq!(hv.status, LeakStatus::NoLeak, "JDK {m}: {}", hv.text);
     assert!(hv.trends.iter().all(|t| !t.flagged), "JDK {m}: {}", hv.text);
     // The healthy run measured the same series: "no leak" is not "no data".
-    let measured = |so: &brunt::report::verdicts::SoakVerdict, s: &str| {
+    let measured = |so: &brunt::judge::SoakVerdict, s: &str| {
         so.trends.iter().any(|t| t.series == s && t.note.is_none())
     };
     for s in ["jvm.heap_after_gc_bytes", "target.rss_bytes"] {

@@ -146,7 +146,7 @@ shape: { constant: { rate: 500/s, duration: 3s } }
     );
     assert_eq!(r.summary.requests[1].errors, count("http_error"));
     assert_eq!(r.summary.requests[0].shed, count("shed"));
-    let rebuilt = brunt::report::summary::rebuild(dir.path()).expect("rebuild");
+    let rebuilt = brunt::run::rebuild::rebuild(dir.path()).expect("rebuild");
     assert_eq!(rebuilt.requests, r.summary.requests);
     // shed answers are fast; their histogram is separate from ok's
     // Refusals are immediate; admitted work takes 20 ms.
@@ -342,7 +342,7 @@ print(untagged, tagged)
     let counts = String::from_utf8_lossy(&o.stdout).trim().to_string();
     assert_eq!(counts, format!("{0} {0}", s.totals.requests));
     // And the report rebuilt from the directory agrees with the live one.
-    let rebuilt = brunt::report::summary::rebuild(dir.path()).expect("rebuild");
+    let rebuilt = brunt::run::rebuild::rebuild(dir.path()).expect("rebuild");
     assert_eq!(rebuilt.totals.requests, s.totals.requests);
     assert_eq!(rebuilt.totals.latency.p99, s.totals.latency.p99);
     assert_eq!(rebuilt.stress, s.stress);

@@ -13,9 +13,11 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use brunt::demo::DemoConfig;
-use brunt::report::evidence::{FindingRef, ServerSide};
-use brunt::report::summary::{rebuild, Summary};
-use brunt::report::verdicts::{trend, Cause, LeakStatus, LeakThresholds, Status};
+use brunt::evidence::{FindingRef, ServerSide};
+use brunt::judge::Summary;
+use brunt::judge::{trend, Cause, LeakStatus, Status};
+use brunt::profile::verdicts::LeakThresholds;
+use brunt::run::rebuild::rebuild;
 
 fn finding(
     at_s: f64,
@@ -127,7 +129,7 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
         "pool",
         "3 threads waiting on a pool",
     ));
-    ev.save(dir.path()).expect("write evidence");
+    brunt::rundir::evidence::save(dir.path(), &ev).expect("write evidence");
     let s = rebuild(dir.path()).expect("rebuild with evidence");
     let st = s
         .verdicts
@@ -150,7 +152,7 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
     // The same rise with the target's CPU pegged is saturation…
     ev.series.insert("target.cpu_pct".into(), flat(end, 97.0));
     ev.findings.clear();
-    ev.save(dir.path()).expect("write evidence");
+    brunt::rundir::evidence::save(dir.path(), &ev).expect("write evidence");
     let st = rebuild(dir.path())
         .expect("rebuild")
         .verdicts
@@ -160,7 +162,7 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
     // …and with the generator pegged the latencies are not trustworthy.
     ev.series
         .insert("generator.cpu_pct".into(), flat(end, 99.0));
-    ev.save(dir.path()).expect("write evidence");
+    brunt::rundir::evidence::save(dir.path(), &ev).expect("write evidence");
     let st = rebuild(dir.path())
         .expect("rebuild")
         .verdicts
@@ -187,7 +189,7 @@ budgets: [ "p99 < 300ms" ]
     )
 }
 
-fn check<'a>(s: &'a Summary, name: &str) -> &'a brunt::report::verdicts::Check {
+fn check<'a>(s: &'a Summary, name: &str) -> &'a brunt::judge::Check {
     s.verdicts
         .as_ref()
         .and_then(|v| v.overload.as_ref())
@@ -464,7 +466,7 @@ verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
             .map(|i| (i as f64 * 0.5, 80e6 + ((i % 3) as f64) * 1e5))
             .collect(),
     );
-    ev.save(dir.path()).expect("evidence");
+    brunt::rundir::evidence::save(dir.path(), &ev).expect("evidence");
     let s = rebuild(dir.path()).expect("rebuild");
     let so = s.verdicts.and_then(|v| v.soak).expect("soak verdict");
     assert_eq!(so.status, LeakStatus::Leak, "{}", so.text);
@@ -593,7 +595,7 @@ fn html_report_renders_in_headless_chromium() {
         "lock",
         "150 of 200 workers BLOCKED on <com.acme.Inventory> & held by exec-7",
     ));
-    ev.save(&dir).expect("evidence");
+    brunt::rundir::evidence::save(&dir, &ev).expect("evidence");
     let out = Command::new(env!("CARGO_BIN_EXE_brunt"))
         .arg("report")
         .arg(&dir)

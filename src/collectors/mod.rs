@@ -14,14 +14,15 @@
 //! | `engine` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
 //!
 //! The engine never waits on a collector: the run sees collectors only through
-//! [`crate::run::RunObserver`] callbacks, which just send a message to the
+//! [`crate::vocab::RunObserver`] callbacks, which just send a message to the
 //! collector thread. Blocking SSH calls happen on that thread only.
 //!
 //! Use: [`validate`] when the profile is read, [`start`] before the load, hand
 //! [`CollectorSet::observer`] to the run,
 //! [`CollectorSet::finish`] after it for the [`CollectorsSummary`].
 
-pub mod config;
+/// The profile's `collectors:` section (owned by `profile`).
+pub use crate::profile::collectors as config;
 pub mod definition;
 mod engine;
 pub mod error;
@@ -46,7 +47,7 @@ pub use config::CollectorsConfig;
 pub use error::CollectorError;
 pub use generator::GeneratorSummary;
 
-use crate::run::{PhaseInfo, RunClock, RunObserver, WindowStats};
+use crate::vocab::{PhaseInfo, RunClock, RunObserver, WindowStats};
 use definition::ProbeKind;
 use engine::{Engine, EngineReport, EngineSetup, Event};
 use store::PhaseTracker;

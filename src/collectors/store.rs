@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::error::CollectorError;
-use crate::run::{PhaseInfo, RunClock};
+use crate::vocab::{PhaseInfo, RunClock};
 
 /// Which phase is running, readable from any collector thread.
 #[derive(Debug)]

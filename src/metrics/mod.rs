@@ -7,9 +7,13 @@
 //! - [`WorkerRecorder`]: owned by one load worker, no locks on the hot path.
 //! - [`Aggregator`]: the recorder thread; merges the workers' windows.
 //! - [`hlog`]: the interval log writer/reader; [`series`]: the time series.
+//! - [`measured`]: per-phase totals of a run and the generator's own health.
 
 pub mod hlog;
+pub mod measured;
 pub mod series;
+
+pub use measured::{GeneratorHealth, InMemoryWindows, LatencyWindows, Measured};
 
 use std::collections::BTreeMap;
 use std::sync::mpsc::Sender;

@@ -4,8 +4,9 @@
 //! Parsing is `serde-saphyr` (pure Rust, budgets against YAML bombs, line and
 //! column in every error); durations use `humantime` (`90s`, `5m`, `1h 30m`).
 
+pub mod collectors;
 pub mod shape;
-pub mod units;
+pub mod verdicts;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,11 +15,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
+pub use crate::vocab::{Level, Model, PerHour, Percent};
 pub use shape::{Phase, Plan, Shape};
-pub use units::{Level, PerHour, Percent};
 
-use crate::collectors::CollectorsConfig;
 use crate::demo::DemoConfig;
+use collectors::CollectorsConfig;
 
 /// Why a profile could not be used. Every variant names the file.
 #[derive(Debug, Error)]
@@ -65,9 +66,9 @@ pub struct Profile {
     /// How captured diagnostics are read (extra pool recognisers).
     #[serde(default)]
     pub diagnosis: DiagnosisSpec,
-    /// Thresholds of the verdicts (soak leak limits), see [`crate::report::verdicts`].
+    /// Thresholds of the verdicts (soak leak limits), see [`crate::judge`].
     #[serde(default)]
-    pub verdicts: crate::report::verdicts::VerdictsConfig,
+    pub verdicts: verdicts::VerdictsConfig,
 }
 
 /// Where the load goes.
@@ -171,16 +172,6 @@ impl Default for ExpectSpec {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "snake_case")]
-pub enum Model {
-    /// Requests start on a schedule whatever the server does (arrival rate).
-    #[default]
-    Open,
-    /// A fixed number of virtual users, each waiting for its answer.
-    Closed,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "snake_case")]
 pub enum Arrival {
     /// Evenly spaced starts.
     #[default]
@@ -251,23 +242,6 @@ pub struct PoolSpec {
     pub frame: String,
 }
 
-impl DiagnosisSpec {
-    /// The recognisers, compiled (validated when the profile was loaded).
-    pub fn pool_patterns(&self) -> Vec<crate::diagnosis::PoolPattern> {
-        self.pools
-            .iter()
-            .filter_map(|p| {
-                regex::Regex::new(&p.frame)
-                    .ok()
-                    .map(|frame| crate::diagnosis::PoolPattern {
-                        name: p.name.clone(),
-                        frame,
-                    })
-            })
-            .collect()
-    }
-}
-
 /// Where and how results are written.
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -318,22 +292,14 @@ fn parse_options() -> serde_saphyr::Options {
 }
 
 impl Profile {
-    /// Read and validate a profile file.
+    /// Read and validate a profile file (its own sections; the collector
+    /// definitions it names are checked by `run::spec::RunSpec`).
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
         let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        let profile = Profile::from_yaml(&text, path)?;
-        // Collector definitions may live beside the profile: check them now,
-        // not halfway into a run.
-        crate::collectors::validate(&profile.collectors, path.parent()).map_err(|e| {
-            ProfileError::Invalid {
-                path: path.to_path_buf(),
-                message: format!("collectors: {e}"),
-            }
-        })?;
-        Ok(profile)
+        Profile::from_yaml(&text, path)
     }
 
     /// Parse and validate profile text; `path` only names it in errors.

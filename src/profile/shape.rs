@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::units::Level;
 use super::Model;
-use crate::run::PhaseInfo;
+pub use crate::vocab::ShapeKind;
+use crate::vocab::{Level, PhaseInfo};
 
 /// The `shape:` section: exactly one of the shapes below.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -132,27 +132,6 @@ impl Phase {
     }
 }
 
-/// What the shape asks of the run beyond its phases.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum ShapeKind {
-    Constant,
-    Stress {
-        stop_on_breach: bool,
-        expect_capacity: Option<f64>,
-    },
-    Soak {
-        #[serde(with = "humantime_serde")]
-        warmup: Option<Duration>,
-    },
-    Spike,
-    Overload {
-        #[serde(with = "humantime_serde")]
-        fast_fail: Duration,
-    },
-    Stages,
-}
-
 /// The compiled schedule.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -178,10 +157,7 @@ impl Plan {
 }
 
 fn label(model: Model, from: f64, to: f64) -> String {
-    let unit = match model {
-        Model::Open => "/s",
-        Model::Closed => " VUs",
-    };
+    let unit = model.unit();
     let f = |v: f64| Level(v).to_string();
     if (from - to).abs() < f64::EPSILON {
         format!("{}{unit}", f(to))
@@ -210,6 +186,7 @@ impl Builder {
                 label: label(self.model, from, to),
                 start: self.at,
                 duration,
+                level: Some(to),
             },
             from,
             to,

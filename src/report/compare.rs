@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::summary::{Percentiles, ReportError, RunMeta};
-use crate::metrics::{hlog, new_hist, Class};
+use super::ReportError;
+use crate::judge::summary::Percentiles;
+use crate::metrics::Class;
+use crate::rundir;
 
 /// One phase of one run.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -41,54 +43,23 @@ pub struct Comparison {
     pub phases: Vec<PhaseRow>,
 }
 
-struct Acc {
-    hist: hdrhistogram::Histogram<u64>,
-    counts: BTreeMap<Class, u64>,
-}
-
 fn load(dir: &Path) -> Result<(Vec<String>, BTreeMap<String, Side>), ReportError> {
-    let path = dir.join("run.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| ReportError::Read {
-        path: path.clone(),
-        message: e.to_string(),
-    })?;
-    let meta: RunMeta = serde_json::from_str(&text).map_err(|e| ReportError::Read {
-        path: path.clone(),
-        message: e.to_string(),
-    })?;
-    let mut acc: BTreeMap<String, Acc> = BTreeMap::new();
-    let mut run = Acc {
-        hist: new_hist(),
-        counts: BTreeMap::new(),
-    };
-    hlog::for_each(&dir.join("latency.hlog"), |iv| {
-        let Some((phase, class, hlog::TagKind::Latency)) =
-            iv.tag.as_deref().and_then(hlog::parse_tag)
-        else {
-            return;
-        };
-        let a = acc.entry(phase.to_string()).or_insert_with(|| Acc {
-            hist: new_hist(),
-            counts: BTreeMap::new(),
-        });
-        let _ = a.hist.add(&iv.hist);
-        *a.counts.entry(class).or_default() += iv.hist.len();
-        let _ = run.hist.add(&iv.hist);
-        *run.counts.entry(class).or_default() += iv.hist.len();
-    })?;
-    let side = |a: &Acc| {
-        let n = |c: Class| a.counts.get(&c).copied().unwrap_or(0);
-        let requests: u64 = a.counts.values().sum();
-        Side {
-            requests,
-            ok: n(Class::Ok),
-            shed: n(Class::Shed),
-            errors: requests - n(Class::Ok) - n(Class::Shed),
-            latency: Percentiles::of(&a.hist),
-        }
-    };
-    let mut out: BTreeMap<String, Side> = acc.iter().map(|(k, a)| (k.clone(), side(a))).collect();
-    out.insert("run".into(), side(&run));
+    let meta = rundir::read_meta(dir)?;
+    let out = rundir::read::latency_by_phase(dir)?
+        .into_iter()
+        .map(|(phase, (hist, counts))| {
+            let n = |c: Class| counts.get(&c).copied().unwrap_or(0);
+            let requests: u64 = counts.values().sum();
+            let side = Side {
+                requests,
+                ok: n(Class::Ok),
+                shed: n(Class::Shed),
+                errors: requests - n(Class::Ok) - n(Class::Shed),
+                latency: Percentiles::of(&hist),
+            };
+            (phase, side)
+        })
+        .collect();
     let order = meta.phases.iter().map(|p| p.name.clone()).collect();
     Ok((order, out))
 }

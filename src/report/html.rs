@@ -19,13 +19,17 @@ use std::path::Path;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::prelude::*;
 
-use super::evidence::ServerSide;
-use super::summary::{ReportError, ScopeSummary, Summary};
-use super::verdicts::{per_hour, Status, Verdicts};
+use super::ReportError;
+use crate::evidence::ServerSide;
+use crate::judge::summary::ScopeSummary;
+use crate::judge::trend::per_hour;
+use crate::judge::{Status, Summary, Verdicts};
 use crate::metrics::series::Row;
 use crate::metrics::{hlog, new_hist, CLASSES};
+use crate::rundir;
+use crate::vocab::series::{self as names, Side, Unit};
 
-pub const REPORT_FILE: &str = "report.html";
+pub const REPORT_FILE: &str = rundir::REPORT_HTML;
 
 const W: u32 = 1100;
 const H: u32 = 330;
@@ -48,11 +52,8 @@ fn err<E: std::fmt::Display>(e: E) -> ReportError {
 /// Write `report.html` into the run directory.
 pub fn write(dir: &Path, s: &Summary) -> Result<(), ReportError> {
     let html = render(dir, s)?;
-    let path = dir.join(REPORT_FILE);
-    let tmp = dir.join("report.html.tmp");
-    std::fs::write(&tmp, html)
-        .and_then(|()| std::fs::rename(&tmp, &path))
-        .map_err(|source| ReportError::Write { path, source })
+    rundir::write_atomic(&dir.join(REPORT_FILE), html.as_bytes())?;
+    Ok(())
 }
 
 /// A phase drawn as a shaded band behind time charts.
@@ -369,16 +370,18 @@ fn distributions(
 ) -> Result<Vec<(String, hdrhistogram::Histogram<u64>)>, ReportError> {
     let mut per: BTreeMap<String, hdrhistogram::Histogram<u64>> = BTreeMap::new();
     let mut all = new_hist();
-    hlog::for_each(&dir.join("latency.hlog"), |iv| match iv.tag.as_deref() {
-        None => {
-            let _ = all.add(&iv.hist);
-        }
-        Some(t) => {
-            if let Some((phase, _, hlog::TagKind::Latency)) = hlog::parse_tag(t) {
-                let _ = per
-                    .entry(phase.to_string())
-                    .or_insert_with(new_hist)
-                    .add(&iv.hist);
+    hlog::for_each(&dir.join(rundir::LATENCY_LOG), |iv| {
+        match iv.tag.as_deref() {
+            None => {
+                let _ = all.add(&iv.hist);
+            }
+            Some(t) => {
+                if let Some((phase, _, hlog::TagKind::Latency)) = hlog::parse_tag(t) {
+                    let _ = per
+                        .entry(phase.to_string())
+                        .or_insert_with(new_hist)
+                        .add(&iv.hist);
+                }
             }
         }
     })?;
@@ -440,8 +443,8 @@ fn pass_cell(p: bool) -> String {
 
 /// The page as a string.
 pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
-    let rows = crate::metrics::series::read(&dir.join("timeseries.csv")).unwrap_or_default();
-    let server = ServerSide::load(dir).ok().flatten();
+    let rows = rundir::read::rows(dir).unwrap_or_default();
+    let server = rundir::evidence::load(dir).ok().flatten();
     let mut secs = per_second(&rows);
     let total = s
         .meta
@@ -596,15 +599,7 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
 }
 
 fn shape_name(s: &Summary) -> &'static str {
-    use crate::profile::shape::ShapeKind;
-    match s.meta.shape {
-        ShapeKind::Constant => "constant",
-        ShapeKind::Stress { .. } => "stress",
-        ShapeKind::Soak { .. } => "soak",
-        ShapeKind::Spike => "spike",
-        ShapeKind::Overload { .. } => "overload",
-        ShapeKind::Stages => "stages",
-    }
+    s.meta.shape.name()
 }
 
 fn verdict_section(o: &mut String, s: &Summary) {
@@ -810,20 +805,82 @@ fn budget_table(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "</table>");
 }
 
-/// Which server-side chart a series belongs to.
-fn group_of(name: &str) -> &'static str {
-    if name.ends_with("_pct") {
-        "cpu"
-    } else if name.starts_with("jvm.heap") {
-        "heap"
-    } else if name.ends_with("_bytes") {
-        "memory"
-    } else if name.starts_with("tcp.") {
-        "connections"
-    } else if name.starts_with("jvm.threads.") || name == "target.threads" || name == "target.fds" {
-        "threads"
-    } else {
-        "other"
+/// The charts of the evidence series: one per machine and unit, so a
+/// percentage of one core never shares an axis with a percentage of the host,
+/// and brunt's own machine is never drawn as the server's.
+/// (id, title, axis caption, divisor)
+const SERIES_CHARTS: [(&str, &str, &str, f64); 11] = [
+    (
+        "server-cpu",
+        "Target CPU (% of the host)",
+        "% of host CPU",
+        1.0,
+    ),
+    (
+        "server-cpu-core",
+        "Target process CPU (% of one core)",
+        "% of one core",
+        1.0,
+    ),
+    ("server-memory", "Target memory", "MB", 1e6),
+    ("server-heap", "JVM heap", "MB", 1e6),
+    (
+        "server-connections",
+        "TCP connections (service port)",
+        "connections",
+        1.0,
+    ),
+    (
+        "server-threads",
+        "Threads and file descriptors",
+        "count",
+        1.0,
+    ),
+    ("server-load", "Target load average", "load", 1.0),
+    ("server-other", "Other server-side series", "value", 1.0),
+    (
+        "generator-cpu",
+        "Generator (brunt's own machine): CPU and worker busy share",
+        "%",
+        1.0,
+    ),
+    (
+        "generator-memory",
+        "Generator (brunt's own machine): memory",
+        "MB",
+        1e6,
+    ),
+    (
+        "generator-lateness",
+        "Generator (brunt's own machine): lateness",
+        "ms",
+        1.0,
+    ),
+];
+
+/// Which chart of [`SERIES_CHARTS`] a series belongs to.
+fn chart_of(name: &str) -> &'static str {
+    let Some(s) = names::lookup(name) else {
+        return "server-other";
+    };
+    match (s.side, s.unit) {
+        (Side::Generator, Unit::Bytes) => "generator-memory",
+        (Side::Generator, Unit::Millis) => "generator-lateness",
+        (Side::Generator, _) => "generator-cpu",
+        (Side::Target, Unit::PctOfHost | Unit::PctBusy) => "server-cpu",
+        (Side::Target, Unit::PctOfCore) => "server-cpu-core",
+        (Side::Target, Unit::Bytes) if name.starts_with("jvm.heap") => "server-heap",
+        (Side::Target, Unit::Bytes) => "server-memory",
+        (Side::Target, Unit::Count)
+            if name == names::TARGET_TCP_ESTABLISHED.name
+                || name == names::TARGET_TCP_CLOSE_WAIT.name
+                || name == names::TARGET_TCP_TIME_WAIT.name =>
+        {
+            "server-connections"
+        }
+        (Side::Target, Unit::Count) => "server-threads",
+        (Side::Target, Unit::Load) => "server-load",
+        (Side::Target, Unit::Millis) => "server-other",
     }
 }
 
@@ -842,24 +899,11 @@ fn server_section(
         );
         return Ok(());
     };
-    let groups: [(&str, &str, &str, f64); 6] = [
-        ("cpu", "CPU (target host and generator)", "%", 1.0),
-        ("memory", "Memory", "MB", 1e6),
-        ("heap", "JVM heap", "MB", 1e6),
-        (
-            "connections",
-            "TCP connections (service port)",
-            "connections",
-            1.0,
-        ),
-        ("threads", "Threads and file descriptors", "count", 1.0),
-        ("other", "Other server-side series", "value", 1.0),
-    ];
-    for (g, title, unit, div) in groups {
+    for (g, title, unit, div) in SERIES_CHARTS {
         let lines: Vec<Line> = sv
             .series
             .iter()
-            .filter(|(k, _)| group_of(k) == g)
+            .filter(|(k, _)| chart_of(k) == g)
             .map(|(k, pts)| Line {
                 name: k.clone(),
                 pts: pts.iter().map(|(t, v)| (*t, v / div)).collect(),
@@ -872,7 +916,7 @@ fn server_section(
             .iter()
             .flat_map(|l| l.pts.last().map(|p| p.0))
             .fold(total, f64::max);
-        let id = format!("chart-server-{g}");
+        let id = format!("chart-{g}");
         o.push_str(&linear(&Chart {
             id: &id,
             title: title.into(),

@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::summary::{ScopeSummary, Summary};
-use super::verdicts::{per_hour, Verdicts};
+use crate::judge::summary::ScopeSummary;
+use crate::judge::trend::per_hour;
+use crate::judge::{Summary, Verdicts};
 
 /// A latency in ms, in the unit that reads best.
 pub(crate) fn fmt_ms(v: f64) -> String {
@@ -122,6 +123,7 @@ pub fn render(s: &Summary) -> String {
     }
     // The verdict below repeats the knee with its cause.
     let knee_in_verdict = s.verdicts.as_ref().is_some_and(|v| v.stress.is_some());
+    let unit = s.meta.model.unit();
     if let Some(st) = &s.stress {
         if !knee_in_verdict {
             let _ = writeln!(o);
@@ -137,8 +139,8 @@ pub fn render(s: &Summary) -> String {
                 let _ = writeln!(
                     o,
                     "knee: {k} ({}) is the last step within budget; {b} ({}) broke {}",
-                    level(st.knee_level),
-                    level(st.first_breach_level),
+                    level(st.knee_level, unit),
+                    level(st.first_breach_level, unit),
                     why.join(", ")
                 );
             }
@@ -146,7 +148,7 @@ pub fn render(s: &Summary) -> String {
                 let _ = writeln!(
                     o,
                     "knee: not reached — every step up to {k} ({}) met the budgets",
-                    level(st.knee_level)
+                    level(st.knee_level, unit)
                 );
             }
             (None, Some(b)) => {
@@ -162,7 +164,7 @@ pub fn render(s: &Summary) -> String {
         if let Some(want) = st.expect_capacity {
             let _ = writeln!(
                 o,
-                "expected capacity {want}/s: {}",
+                "expected capacity {want}{unit}: {}",
                 if st.knee_level.is_some_and(|k| k >= want) {
                     "PASS"
                 } else {
@@ -239,6 +241,7 @@ fn verdicts(o: &mut String, v: &Verdicts) {
     }
 }
 
-fn level(l: Option<f64>) -> String {
-    l.map(|v| format!("{v}/s")).unwrap_or_else(|| "-".into())
+fn level(l: Option<f64>, unit: &str) -> String {
+    l.map(|v| format!("{v}{unit}"))
+        .unwrap_or_else(|| "-".into())
 }

@@ -14,16 +14,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{MergedFrom, ShardError, ShardStart};
+use crate::judge::{Inputs, Summary};
 use crate::metrics::hlog::{self, HlogWriter, Interval};
 use crate::metrics::series::{self, Row, SeriesWriter};
-use crate::metrics::Stats;
+use crate::metrics::{GeneratorHealth, Stats};
 use crate::profile::Profile;
-use crate::report::summary::{self, measured_from_dir};
-use crate::report::{RunMeta, Summary};
-
-/// Shard starts further apart than this blur the merged per-second series
-/// (a window of one shard overlaps two of another's by a visible share).
-pub const SKEW_WARN_MS: f64 = 100.0;
+use crate::rundir::{self, RunMeta};
 
 /// What a merge leaves.
 pub struct MergeResult {
@@ -316,13 +312,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         }
     }
 
+    carry_evidence(&shards, out, base)?;
+
     // Judge the union with the same code as a single run.
-    let (m, elapsed) = measured_from_dir(out, &meta)?;
-    let total = meta
-        .phases
-        .last()
-        .map(|p| p.start + p.duration)
-        .unwrap_or_default();
+    let (m, elapsed) = rundir::read::measured(out, &meta)?;
+    let total = meta.planned();
     let reasons: Vec<String> = shards
         .iter()
         .filter_map(|s| {
@@ -338,15 +332,29 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         .collect();
     let interrupted = !reasons.is_empty() || elapsed + Duration::from_secs(1) < total;
     let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
-    let inputs = crate::report::verdicts::Inputs::load(out);
-    let mut s = summary::build(meta, &first.profile, &m, interrupted, reason, &inputs);
-    let mut g = summary::GeneratorHealth::default();
+    let inputs = Inputs::load(out);
+    let budgets = crate::budgets::compile(&first.profile.budgets).map_err(|e| {
+        ShardError::Mismatch(format!(
+            "{}: {e}",
+            first.dir.join(rundir::PROFILE).display()
+        ))
+    })?;
+    let mut s = crate::judge::build(
+        meta,
+        &budgets,
+        &first.profile.verdicts.leaks,
+        &m,
+        interrupted,
+        reason,
+        &inputs,
+    );
+    let mut g = GeneratorHealth::default();
     for (second, (lag, busy)) in &windows.generator {
         g.observe(*second, *lag, *busy);
     }
     s.set_generator(g);
     carry_collectors(&shards, &mut s);
-    summary::write(out, &s)?;
+    rundir::write_json(&out.join(rundir::SUMMARY), &s)?;
     Ok(MergeResult {
         dir: out.to_path_buf(),
         summary: s,
@@ -436,50 +444,37 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), ShardError> {
     Ok(())
 }
 
-/// What the reader of a merged summary must know: where it came from and
-/// whether the shards' clocks make its per-second series trustworthy.
-/// `summary::build` adds these for any merged run directory, so `brunt
-/// report` on it says the same.
-pub fn notes(m: &MergedFrom) -> Vec<String> {
-    let mut notes = vec![format!(
-        "merged from {} shards; their starts spread over {:.0} ms",
-        m.shard_count, m.skew_ms
-    )];
-    if m.skew_ms > SKEW_WARN_MS {
-        let shifted: Vec<String> = m
-            .shards
-            .iter()
-            .filter(|s| s.shift_s > 0)
-            .map(|s| format!("shard {} by {} s", s.shard, s.shift_s))
-            .collect();
-        notes.push(format!(
-            "clock skew: shard starts differ by {:.0} ms (over {SKEW_WARN_MS:.0} ms), so each merged second mixes parts of neighbouring seconds and phase edges blur{}; start every shard with the same --start-at on NTP-synchronised clocks",
-            m.skew_ms,
-            if shifted.is_empty() {
-                String::new()
-            } else {
-                format!(" (windows shifted to line up: {})", shifted.join(", "))
+/// The server-side evidence of the shard whose collectors watched the target
+/// (shard 1), moved onto the merged clock, where the judge reads it: a merged
+/// run keeps its knee cause, leak trends and findings.
+fn carry_evidence(shards: &[ShardDir], out: &Path, base: f64) -> Result<(), ShardError> {
+    for s in shards {
+        let Some(mut ev) = rundir::evidence::load(&s.dir)? else {
+            continue;
+        };
+        if !ev.has_target_data() {
+            continue;
+        }
+        let shift = s.meta.started_at - base;
+        for pts in ev.series.values_mut() {
+            for p in pts.iter_mut() {
+                p.0 += shift;
             }
-        ));
+        }
+        for f in &mut ev.findings {
+            f.at_s += shift;
+            if let Some(file) = &mut f.evidence {
+                *file = file.replacen(
+                    &format!("{}/", rundir::DIAGNOSTICS),
+                    &format!("{}/shard-{}/", rundir::DIAGNOSTICS, s.meta.shard_index + 1),
+                    1,
+                );
+            }
+        }
+        rundir::evidence::save(out, &ev)?;
+        return Ok(());
     }
-    let agreed: Vec<Option<f64>> = m.shards.iter().map(|s| s.start_at).collect();
-    if agreed.iter().any(|a| a.is_none()) || agreed.windows(2).any(|w| w[0] != w[1]) {
-        notes.push(
-            "the shards were not all given the same --start-at: their phases did not step together"
-                .into(),
-        );
-    } else if let Some((shard, late_ms)) = m
-        .shards
-        .iter()
-        .filter_map(|s| s.start_at.map(|a| (s.shard, (s.started_at - a) * 1000.0)))
-        .filter(|(_, ms)| *ms > SKEW_WARN_MS)
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-    {
-        notes.push(format!(
-            "shard {shard} started {late_ms:.0} ms after the agreed --start-at (scheduled too late: give the shards more --start-delay)"
-        ));
-    }
-    notes
+    Ok(())
 }
 
 /// Collectors ran in one shard (so the target was sampled once): keep its

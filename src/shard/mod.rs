@@ -16,10 +16,11 @@ pub mod merge;
 
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub use merge::{merge, MergeResult, SKEW_WARN_MS};
+pub use crate::judge::summary::SKEW_WARN_MS;
+pub use crate::rundir::{MergedFrom, ShardStart};
+pub use merge::{merge, MergeResult};
 
 #[derive(Debug, Error)]
 pub enum ShardError {
@@ -40,7 +41,7 @@ pub enum ShardError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Report(#[from] crate::report::summary::ReportError),
+    Rundir(#[from] crate::rundir::RundirError),
 }
 
 impl ShardError {
@@ -54,27 +55,4 @@ impl ShardError {
                 | ShardError::Profile(_)
         )
     }
-}
-
-/// Recorded in a merged directory's `run.json` (`merged`): the shards it adds up.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct MergedFrom {
-    pub shard_count: u32,
-    pub shards: Vec<ShardStart>,
-    /// Latest minus earliest actual start, milliseconds.
-    pub skew_ms: f64,
-}
-
-/// When one shard started, as its own `run.json` says.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ShardStart {
-    /// 1-based, as on the command line.
-    pub shard: u32,
-    pub dir: String,
-    /// Actual start, Unix seconds.
-    pub started_at: f64,
-    /// The `--start-at` it was given, if any.
-    pub start_at: Option<f64>,
-    /// Whole seconds its windows were shifted to line up with the earliest shard.
-    pub shift_s: u64,
 }

@@ -1,0 +1,242 @@
+//! Server-side evidence as the judge and the report read it: time series
+//! sampled on the target (and on the generator) and findings from the
+//! diagnosis, all on the run's clock (seconds since the run start, the same
+//! clock as `timeseries.csv` and `latency.hlog`).
+//!
+//! The judge depends only on this contract, not on the collectors or the
+//! diagnosis themselves, so either can change without touching the verdicts.
+//! Series names and units are [`crate::vocab::series`]; the file,
+//! `diagnostics/evidence.json`, is read and written by [`crate::rundir::evidence`]:
+//! ```json
+//! {
+//!   "series": {
+//!     "target.host_cpu_pct":  [[0.0, 12.5], [1.0, 14.0]],
+//!     "jvm.threads.blocked": [[5.0, 180]]
+//!   },
+//!   "findings": [
+//!     { "at_s": 31.2, "phase": "step-6", "severity": "critical", "kind": "lock",
+//!       "summary": "180 of 200 http-nio threads BLOCKED on com.acme.Inventory …",
+//!       "evidence": "diagnostics/dump-031s-step-6.txt" }
+//!   ]
+//! }
+//! ```
+//! Both keys are optional; a missing file means "no server-side collectors".
+//!
+//! Findings: `severity` is one of `critical`, `high`, `warning`, `info`
+//! (others rank lowest); `kind` is free text such as `lock`, `pool`,
+//! `pinning`, `deadlock`, `cluster`; `phase` may be left out, the report
+//! then places the finding by `at_s`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::vocab::series;
+
+/// Everything seen on the server side during a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ServerSide {
+    /// Name → samples `(seconds since run start, value)`, in time order.
+    #[serde(default)]
+    pub series: BTreeMap<String, Vec<(f64, f64)>>,
+    #[serde(default)]
+    pub findings: Vec<FindingRef>,
+}
+
+/// One diagnosis finding, as far as the report needs it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct FindingRef {
+    /// Seconds since the run start when it was seen.
+    pub at_s: f64,
+    #[serde(default)]
+    pub phase: Option<String>,
+    pub severity: String,
+    pub kind: String,
+    /// One line a human reads ("180 of 200 … BLOCKED on com.acme.Inventory").
+    pub summary: String,
+    /// Where it came from (a file under `diagnostics/`, thread names…).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+}
+
+impl FindingRef {
+    /// Higher is worse.
+    pub fn rank(&self) -> u8 {
+        match self.severity.to_ascii_lowercase().as_str() {
+            "critical" => 4,
+            "high" | "error" => 3,
+            "warning" | "medium" | "warn" => 2,
+            "info" | "low" => 1,
+            _ => 0,
+        }
+    }
+}
+
+impl ServerSide {
+    /// Drop non-finite samples and sort by time: collectors append as they
+    /// go, possibly out of order after a reconnect.
+    /// Series written under a name of brunt 0.1 take today's name.
+    pub fn normalize(&mut self) {
+        let renamed: Vec<String> = self
+            .series
+            .keys()
+            .filter(|k| series::current_name(k) != k.as_str())
+            .cloned()
+            .collect();
+        for old in renamed {
+            if let Some(pts) = self.series.remove(&old) {
+                let new = series::current_name(&old).to_string();
+                self.series.entry(new).or_default().extend(pts);
+            }
+        }
+        for pts in self.series.values_mut() {
+            pts.retain(|(t, v)| t.is_finite() && v.is_finite());
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        self.series.retain(|_, p| !p.is_empty());
+    }
+
+    /// Fold another source in (e.g. the collectors' series, then the
+    /// diagnosis' findings): samples of the same series are merged in time order.
+    pub fn merge(&mut self, other: ServerSide) {
+        for (k, pts) in other.series {
+            self.series.entry(k).or_default().extend(pts);
+        }
+        self.findings.extend(other.findings);
+        self.normalize();
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.series.is_empty() && self.findings.is_empty()
+    }
+
+    /// Anything seen on the target (not only brunt's own `generator.*` figures).
+    pub fn has_target_data(&self) -> bool {
+        !self.findings.is_empty()
+            || self
+                .series
+                .keys()
+                .any(|k| series::lookup(k).is_none_or(|s| s.side == series::Side::Target))
+    }
+
+    /// Mean of a series over `[from, to)`; `None` without samples there.
+    pub fn mean_in(&self, name: &str, from: f64, to: f64) -> Option<f64> {
+        let pts = self.series.get(name)?;
+        let (n, sum) = pts
+            .iter()
+            .filter(|(t, _)| *t >= from && *t < to)
+            .fold((0usize, 0.0), |(n, s), (_, v)| (n + 1, s + v));
+        (n > 0).then(|| sum / n as f64)
+    }
+
+    /// Max of a series over `[from, to)`.
+    pub fn max_in(&self, name: &str, from: f64, to: f64) -> Option<f64> {
+        self.series
+            .get(name)?
+            .iter()
+            .filter(|(t, _)| *t >= from && *t < to)
+            .map(|(_, v)| *v)
+            .reduce(f64::max)
+    }
+
+    /// The worst finding seen in a phase (by name, or by time when the
+    /// finding carries no phase); the earliest among equals.
+    pub fn top_finding(&self, phase: &str, from: f64, to: f64) -> Option<&FindingRef> {
+        self.findings
+            .iter()
+            .filter(|f| match &f.phase {
+                Some(p) => p == phase,
+                None => f.at_s >= from && f.at_s < to,
+            })
+            .min_by(|a, b| b.rank().cmp(&a.rank()).then(a.at_s.total_cmp(&b.at_s)))
+    }
+}
+
+/// The diagnosis' view as evidence: findings placed on the run's clock
+/// (`start_unix` is the run start), thread states per dump as
+/// `jvm.threads.<state>`, and heap after each GC (from JFR) as
+/// `jvm.heap_after_gc_bytes`.
+pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerSide {
+    use crate::diagnosis::Severity;
+    let mut out = ServerSide::default();
+    for f in &a.findings {
+        let Some(at) = f.evidence.time_unix else {
+            continue;
+        };
+        let kind = serde_json::to_value(&f.detail)
+            .ok()
+            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
+            .unwrap_or_default();
+        let kind = match kind.as_str() {
+            "lock_contention" | "jfr_contention" => "lock".to_string(),
+            "pool_wait" => "pool".to_string(),
+            "stack_cluster" => "cluster".to_string(),
+            _ => kind,
+        };
+        out.findings.push(FindingRef {
+            at_s: (at - start_unix).max(0.0),
+            phase: f.evidence.phase.clone(),
+            severity: match f.severity {
+                Severity::Critical => "critical",
+                Severity::High => "high",
+                Severity::Medium => "warning",
+                Severity::Low | Severity::Info => "info",
+            }
+            .to_string(),
+            kind,
+            summary: f.summary.clone(),
+            evidence: Some(f.evidence.file.clone()),
+        });
+    }
+    for d in &a.dumps {
+        let Some(at) = d.time_unix else { continue };
+        let t = (at - start_unix).max(0.0);
+        for (state, n) in &d.states {
+            out.series
+                .entry(format!(
+                    "{}{}",
+                    series::JVM_THREADS_PREFIX,
+                    state.to_ascii_lowercase()
+                ))
+                .or_default()
+                .push((t, *n as f64));
+        }
+    }
+    for h in a.heap.iter().filter(|h| h.when == "After GC") {
+        out.series
+            .entry(series::JVM_HEAP_AFTER_GC.name.into())
+            .or_default()
+            .push(((h.unix - start_unix).max(0.0), h.heap_used as f64));
+    }
+    out.normalize();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_interleaves_samples() {
+        let mut a = ServerSide::default();
+        a.series.insert("x".into(), vec![(0.0, 1.0), (2.0, 3.0)]);
+        let mut b = ServerSide::default();
+        b.series.insert("x".into(), vec![(1.0, 2.0)]);
+        b.series.insert("y".into(), vec![(1.0, 9.0)]);
+        a.merge(b);
+        assert_eq!(a.series["x"], vec![(0.0, 1.0), (1.0, 2.0), (2.0, 3.0)]);
+        assert_eq!(a.series["y"], vec![(1.0, 9.0)]);
+    }
+
+    #[test]
+    fn non_finite_samples_are_dropped() {
+        let mut s = ServerSide::default();
+        s.series
+            .insert("a".into(), vec![(1.0, f64::NAN), (f64::INFINITY, 1.0)]);
+        s.series
+            .insert("b".into(), vec![(1.0, 2.0), (0.5, f64::NAN)]);
+        s.normalize();
+        assert!(!s.series.contains_key("a"));
+        assert_eq!(s.series["b"], vec![(1.0, 2.0)]);
+    }
+}

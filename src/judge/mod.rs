@@ -1,0 +1,238 @@
+//! The answers a run exists for, one per load shape, each with the measured
+//! values behind it (stored in full in `summary.json`, shown in brief by the
+//! terminal summary and at the top of `report.html`):
+//!
+//! - **stress**: per step offered/achieved, percentiles, errors and the
+//!   server side seen in that step; the capacity, the first breaking step and
+//!   the cause at that step: high target CPU = *saturation*; low target CPU
+//!   with a rising tail = *contention*; a busy generator = *untrustworthy*;
+//!   no server-side data = *unknown*, said plainly.
+//! - **overload**: PASS/FAIL checks of load shedding (listed in [`overload`]).
+//! - **spike**: how long until the 1-s p99 is back within budget after the
+//!   spike starts and after it ends; errors during the spike.
+//! - **soak**: per-hour trend (Theil–Sen slope, least-squares R²) of every
+//!   server-side series after the warm-up, p99 drift first vs last fifth of
+//!   the run (merged histograms from `latency.hlog`), and a leak verdict
+//!   against the thresholds of the profile's `verdicts.leaks` section.
+//!
+//! "Within budget" for a 1-s window means the profile's `p99` budget (one
+//! scoped to the phase at hand first, then an unscoped one, class none or
+//! `ok`); without one, twice the baseline phase's p99 (at least +5 ms), and
+//! the verdict says which bound it used. A recovery counts once the bound
+//! holds for 3 seconds in a row (or until the data ends), so one lucky
+//! second does not count as recovered.
+//!
+//! | file | owns |
+//! |---|---|
+//! | [`summary`] | `summary.json`'s content and [`build`], budgets judged per scope |
+//! | [`verdict`] | the result types of every shape's verdict |
+//! | [`rules`] | the p99 bound of a 1-s window, good and stable seconds, small helpers |
+//! | [`knee`] | the unscoped budgets step by step: the knee and the first breach |
+//! | [`stress`], [`cause`] | the stress verdict's table and the cause at the first breach |
+//! | [`overload`], [`spike`], [`soak`] | one file per shape |
+//! | [`trend`] | slopes and fits of server-side series |
+//!
+//! Every verdict is computed from in-memory [`Inputs`]; [`Inputs::load`]
+//! fills them from a run directory through [`crate::rundir`].
+
+pub mod cause;
+pub mod knee;
+pub mod overload;
+pub mod rules;
+pub mod soak;
+pub mod spike;
+pub mod stress;
+pub mod summary;
+pub mod trend;
+pub mod verdict;
+
+use std::path::Path;
+
+pub use knee::StressResult;
+pub use rules::{p99_bound, Bound};
+pub use summary::{build, Summary, SUMMARY_SCHEMA};
+pub use trend::trend;
+pub use verdict::*;
+
+use crate::budgets::Budget;
+use crate::evidence::ServerSide;
+use crate::metrics::{LatencyWindows, Measured};
+use crate::profile::verdicts::LeakThresholds;
+use crate::rundir::read::Second;
+use crate::rundir::RunMeta;
+use crate::vocab::ShapeKind;
+
+/// What the verdicts read beyond the per-phase histograms.
+#[derive(Default)]
+pub struct Inputs {
+    /// The run second by second, all phases merged.
+    pub seconds: Vec<Second>,
+    /// Merged latency over time windows (the soak's drift check).
+    pub latency: Option<Box<dyn LatencyWindows>>,
+    pub server: Option<ServerSide>,
+    /// What could not be read (shown as notes, never fatal).
+    pub warnings: Vec<String>,
+}
+
+impl Inputs {
+    /// Read a run directory's series, latency log and evidence. Missing or
+    /// broken pieces become warnings: verdicts then say what they lack.
+    pub fn load(dir: &Path) -> Inputs {
+        let mut inp = Inputs::default();
+        match crate::rundir::read::rows(dir) {
+            Ok(r) => inp.seconds = crate::rundir::read::seconds(&r),
+            Err(e) => inp.warnings.push(e.to_string()),
+        }
+        inp.latency = crate::rundir::read::LogWindows::of(dir)
+            .map(|w| Box::new(w) as Box<dyn LatencyWindows>);
+        match crate::rundir::evidence::load(dir) {
+            Ok(s) => inp.server = s.filter(|s| !s.is_empty()),
+            Err(e) => inp.warnings.push(e.to_string()),
+        }
+        inp
+    }
+}
+
+/// Compute the verdict matching the run's shape.
+pub fn compute(
+    meta: &RunMeta,
+    budgets: &[Budget],
+    leaks: &LeakThresholds,
+    m: &Measured,
+    stress: Option<&StressResult>,
+    inputs: &Inputs,
+) -> Verdicts {
+    let secs = &inputs.seconds;
+    let server = inputs.server.as_ref();
+    let mut v = Verdicts {
+        server_side: server.is_some_and(|s| s.has_target_data()),
+        ..Default::default()
+    };
+    match &meta.shape {
+        ShapeKind::Stress { .. } => {
+            v.stress = stress.map(|st| stress::stress_verdict(meta, budgets, m, st, server));
+        }
+        ShapeKind::Overload { fast_fail } => {
+            v.overload =
+                overload::overload(meta, budgets, m, secs, fast_fail.as_secs_f64() * 1000.0);
+        }
+        ShapeKind::Spike => v.spike = spike::spike(meta, budgets, m, secs),
+        ShapeKind::Soak { warmup } => {
+            let warm = warmup.map(|w| w.as_secs_f64()).unwrap_or(0.0);
+            v.soak = soak::soak(meta, m, warm, leaks, server, inputs.latency.as_deref());
+        }
+        _ => {}
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cause::classify;
+    use super::rules::first_stable_good;
+    use super::trend::{least_squares, theil_sen};
+    use super::*;
+    use crate::evidence::FindingRef;
+    use crate::rundir::read::Second;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn least_squares_and_theil_sen_on_a_line() {
+        let pts: Vec<(f64, f64)> = (0..100).map(|i| (i as f64, 3.0 * i as f64 + 7.0)).collect();
+        let (s, i, r2) = least_squares(&pts).expect("fit");
+        assert!((s - 3.0).abs() < 1e-9 && (i - 7.0).abs() < 1e-9 && (r2 - 1.0).abs() < 1e-9);
+        assert!((theil_sen(&pts).expect("slope") - 3.0).abs() < 1e-9);
+        let flat: Vec<(f64, f64)> = (0..10).map(|i| (i as f64, 5.0)).collect();
+        let (s, _, r2) = least_squares(&flat).expect("fit");
+        assert_eq!((s, r2), (0.0, 0.0));
+    }
+
+    #[test]
+    fn theil_sen_ignores_outliers() {
+        let mut pts: Vec<(f64, f64)> = (0..50).map(|i| (i as f64, i as f64)).collect();
+        pts[10].1 = 1e9;
+        pts[40].1 = -1e9;
+        assert!((theil_sen(&pts).expect("slope") - 1.0).abs() < 0.05);
+    }
+
+    #[test]
+    fn busy_host_with_an_idle_locked_service_is_contention() {
+        let step = |host: f64, process: Option<f64>| StepRow {
+            name: "step-4".into(),
+            label: "100/s".into(),
+            level: Some(100.0),
+            offered_rate: 100.0,
+            achieved_rate: 100.0,
+            p50_ms: 5.0,
+            p95_ms: 100.0,
+            p99_ms: 250.0,
+            max_ms: 300.0,
+            errors: 0,
+            error_rate: 0.0,
+            within_budget: false,
+            target_cpu_pct: Some(host),
+            target_process_cpu_pct: process,
+            generator_cpu_pct: Some(5.0),
+            generator_lag_ms: Some(0.5),
+            threads: BTreeMap::new(),
+            top_finding: Some(FindingRef {
+                at_s: 10.0,
+                phase: Some("step-4".into()),
+                severity: "high".into(),
+                kind: "lock".into(),
+                summary: "9 of 16 threads BLOCKED on com.acme.Inventory".into(),
+                evidence: None,
+            }),
+        };
+        let prev = StepRow {
+            p99_ms: 20.0,
+            within_budget: true,
+            ..step(30.0, Some(2.0))
+        };
+        let st = StressResult {
+            knee: Some("step-3".into()),
+            knee_level: Some(80.0),
+            first_breach: Some("step-4".into()),
+            first_breach_level: Some(100.0),
+            breached: vec![],
+            expect_capacity: None,
+        };
+        // Another process fills the host; the service uses 2% of it.
+        let (c, why) = classify(&step(100.0, Some(2.0)), Some(&prev), &st, true);
+        assert_eq!(c, Cause::Contention, "{why}");
+        assert!(
+            why.contains("only 2%") && why.contains("Inventory"),
+            "{why}"
+        );
+        // The service itself burns the CPU: saturation, lock or not.
+        let (c, _) = classify(&step(100.0, Some(90.0)), Some(&prev), &st, true);
+        assert_eq!(c, Cause::Saturation);
+        // Without the process figure the host CPU decides, as before.
+        let (c, _) = classify(&step(100.0, None), Some(&prev), &st, true);
+        assert_eq!(c, Cause::Saturation);
+    }
+
+    #[test]
+    fn stable_recovery_needs_three_good_seconds() {
+        let sec = |t: u64, p99: f64| Second {
+            t,
+            offered: 10,
+            completed: 10,
+            ok: 10,
+            p99_ms: p99,
+            ..Default::default()
+        };
+        let s = vec![
+            sec(0, 100.0),
+            sec(1, 5.0),
+            sec(2, 100.0),
+            sec(3, 5.0),
+            sec(4, 5.0),
+            sec(5, 5.0),
+        ];
+        assert_eq!(first_stable_good(&s, 0.0, 10.0, 10.0, false), Some(3));
+        // Near the end of the data, fewer good seconds suffice.
+        assert_eq!(first_stable_good(&s[..5], 0.0, 10.0, 10.0, false), Some(3));
+        assert_eq!(first_stable_good(&s[..1], 0.0, 10.0, 10.0, false), None);
+    }
+}

@@ -1,0 +1,124 @@
+//! The soak verdict: per-hour trends of every server-side series after the
+//! warm-up, p99 drift first vs last fifth of the run (merged histograms), and
+//! a leak verdict against the profile's `verdicts.leaks` thresholds.
+
+use super::rules::*;
+use super::trend::{per_hour, trend};
+use super::verdict::{LeakStatus, SoakVerdict, Trend};
+use crate::evidence::ServerSide;
+use crate::metrics::{LatencyWindows, Measured};
+use crate::profile::verdicts::LeakThresholds;
+use crate::rundir::RunMeta;
+
+/// p99 (ms) of all answers whose 1-s window starts in each `[from, to)`, merged.
+fn p99_windows(latency: &dyn LatencyWindows, windows: &[(f64, f64)]) -> Vec<Option<f64>> {
+    match latency.merged(windows) {
+        Ok(hs) => hs
+            .iter()
+            .map(|h| (!h.is_empty()).then(|| ms_q(h, 0.99)))
+            .collect(),
+        Err(_) => vec![None; windows.len()],
+    }
+}
+
+pub(super) fn soak(
+    meta: &RunMeta,
+    m: &Measured,
+    warmup_s: f64,
+    th: &LeakThresholds,
+    server: Option<&ServerSide>,
+    latency: Option<&dyn LatencyWindows>,
+) -> Option<SoakVerdict> {
+    let si = phase_idx(meta, "soak")?;
+    let (s0, s1) = window(meta, si);
+    let from = s0 + warmup_s;
+    let to = s1.min(m.run.duration.as_secs_f64()).max(from);
+    let trends: Vec<Trend> = server
+        .map(|sv| {
+            sv.series
+                .iter()
+                .map(|(k, pts)| trend(k, pts, from, to, th))
+                .collect()
+        })
+        .unwrap_or_default();
+    // p99 drift: first fifth vs last fifth of the post-warm-up window.
+    let part = ((to - from) / 5.0).max(1.0);
+    let (p_first, p_last) = match latency {
+        Some(l) if to - from >= 2.0 => {
+            let v = p99_windows(l, &[(from, from + part), (to - part, to)]);
+            (v[0], v[1])
+        }
+        _ => (None, None),
+    };
+    let drift = match (p_first, p_last) {
+        (Some(a), Some(b)) if a > 0.0 => Some(b / a - 1.0),
+        _ => None,
+    };
+    let drifted = match (drift, p_first, p_last) {
+        (Some(d), Some(a), Some(b)) => d > th.p99_drift.0 && b - a >= 1.0,
+        _ => false,
+    };
+    let leaking: Vec<String> = trends
+        .iter()
+        .filter(|t| t.flagged)
+        .map(|t| {
+            format!(
+                "{} {} (R² {:.2}, limit {})",
+                t.series,
+                per_hour(&t.series, t.slope_per_hour),
+                t.r2,
+                per_hour(&t.series, t.threshold_per_hour.unwrap_or(0.0))
+            )
+        })
+        .collect();
+    let drift_text = match (p_first, p_last, drift) {
+        (Some(a), Some(b), Some(d)) => format!(
+            "p99 {a:.1}ms → {b:.1}ms ({:+.0}%, limit {:.0}%)",
+            d * 100.0,
+            th.p99_drift.0 * 100.0
+        ),
+        _ => "p99 drift not measured (too short a window)".into(),
+    };
+    let status = if !leaking.is_empty() {
+        LeakStatus::Leak
+    } else if drifted {
+        LeakStatus::Degrading
+    } else if trends
+        .iter()
+        .any(|t| t.threshold_per_hour.is_some() && t.note.is_none())
+    {
+        LeakStatus::NoLeak
+    } else {
+        LeakStatus::Unknown
+    };
+    let text = match status {
+        LeakStatus::Leak => format!("LEAK: {}; {drift_text}", leaking.join("; ")),
+        LeakStatus::Degrading => format!("no series leaks, but latency degraded: {drift_text}"),
+        LeakStatus::NoLeak => format!(
+            "no leak: {} series flat within thresholds; {drift_text}",
+            trends
+                .iter()
+                .filter(|t| t.threshold_per_hour.is_some())
+                .count()
+        ),
+        LeakStatus::Unknown => format!(
+            "leaks unknown: {}; {drift_text}",
+            if !server.is_some_and(|s| s.has_target_data()) {
+                "no server-side collectors configured (memory, threads, fds, connections unseen)"
+            } else {
+                "no leak-relevant series with enough samples after the warm-up"
+            }
+        ),
+    };
+    Some(SoakVerdict {
+        status,
+        window_start_s: from,
+        window_end_s: to,
+        trends,
+        p99_first_ms: p_first,
+        p99_last_ms: p_last,
+        p99_drift: drift,
+        p99_drift_limit: th.p99_drift.0,
+        text,
+    })
+}

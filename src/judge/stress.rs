@@ -1,0 +1,119 @@
+//! The stress verdict: the knee (the highest step that met every budget),
+//! the first breaking step, the per-step table with the server side seen in
+//! each step, and the cause at the breach.
+
+use std::collections::BTreeMap;
+
+use super::cause::classify;
+use super::knee::{step_verdicts, StressResult};
+use super::rules::{ms_q, window};
+use super::verdict::{Cause, StepRow, StressVerdict};
+use crate::budgets::Budget;
+use crate::evidence::ServerSide;
+use crate::metrics::{Class, Measured};
+use crate::rundir::RunMeta;
+
+pub(super) fn stress_verdict(
+    meta: &RunMeta,
+    budgets: &[Budget],
+    m: &Measured,
+    st: &StressResult,
+    server: Option<&ServerSide>,
+) -> StressVerdict {
+    let mut steps = Vec::new();
+    for (i, (p, s)) in meta.phases.iter().zip(&m.phases).enumerate() {
+        if s.completed() + s.dropped == 0 {
+            break;
+        }
+        let (from, to) = window(meta, i);
+        let secs = s.duration.as_secs_f64().max(1e-9);
+        let lat = s.latency(None);
+        let mut threads = BTreeMap::new();
+        if let Some(sv) = server {
+            for k in sv.series.keys() {
+                if let Some(state) = k.strip_prefix("jvm.threads.") {
+                    if let Some(v) = sv.mean_in(k, from, to) {
+                        threads.insert(state.to_string(), v);
+                    }
+                }
+            }
+        }
+        steps.push(StepRow {
+            name: p.name.clone(),
+            label: p.label.clone(),
+            level: p.level,
+            offered_rate: s.offered as f64 / secs,
+            achieved_rate: s.count(Class::Ok) as f64 / secs,
+            p50_ms: ms_q(&lat, 0.50),
+            p95_ms: ms_q(&lat, 0.95),
+            p99_ms: ms_q(&lat, 0.99),
+            max_ms: if lat.is_empty() {
+                0.0
+            } else {
+                lat.max() as f64 / 1e6
+            },
+            errors: s.errors() + s.dropped,
+            error_rate: s.error_rate(),
+            within_budget: step_verdicts(budgets, s).iter().all(|v| v.pass),
+            target_cpu_pct: server.and_then(|sv| sv.mean_in("target.cpu_pct", from, to)),
+            target_process_cpu_pct: server
+                .and_then(|sv| sv.mean_in("target.process_cpu_pct", from, to)),
+            generator_cpu_pct: server.and_then(|sv| sv.mean_in("generator.cpu_pct", from, to)),
+            generator_lag_ms: server.and_then(|sv| sv.mean_in("generator.lag_ms", from, to)),
+            threads,
+            top_finding: server.and_then(|sv| sv.top_finding(&p.name, from, to).cloned()),
+        });
+    }
+    let breach = st
+        .first_breach
+        .as_ref()
+        .and_then(|b| steps.iter().position(|r| &r.name == b));
+    let (cause, why) = match breach {
+        None => (Cause::NoBreach, String::new()),
+        Some(bi) => {
+            let prev = bi.checked_sub(1).map(|k| &steps[k]);
+            classify(
+                &steps[bi],
+                prev,
+                st,
+                server.is_some_and(|s| s.has_target_data()),
+            )
+        }
+    };
+    let broke: Vec<String> = st
+        .breached
+        .iter()
+        .map(|v| format!("{} (measured {})", v.budget, v.shown))
+        .collect();
+    let unit = meta.model.unit();
+    let lvl = |l: Option<f64>| {
+        l.map(|v| format!("{v}{unit}"))
+            .unwrap_or_else(|| "?".into())
+    };
+    let text = match (&st.knee, &st.first_breach) {
+        (Some(k), Some(b)) => format!(
+            "capacity {} ({k}, the last step within budget); {b} ({}) broke {}{why}",
+            lvl(st.knee_level),
+            lvl(st.first_breach_level),
+            broke.join(", ")
+        ),
+        (None, Some(b)) => format!(
+            "capacity below the first step: {b} ({}) already broke {}{why}",
+            lvl(st.first_breach_level),
+            broke.join(", ")
+        ),
+        (Some(k), None) => format!(
+            "no step broke the budgets: capacity at least {} ({k}, the last step run)",
+            lvl(st.knee_level)
+        ),
+        (None, None) => "no step completed".into(),
+    };
+    StressVerdict {
+        steps,
+        capacity: st.knee_level,
+        capacity_step: st.knee.clone(),
+        first_breach: st.first_breach.clone(),
+        cause,
+        text,
+    }
+}

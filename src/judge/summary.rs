@@ -1,0 +1,352 @@
+//! `summary.json`'s content: the judged result of a run. [`build`] turns
+//! per-phase histograms, the budgets and the shape's inputs into a
+//! [`Summary`]; writing it is [`crate::rundir::write_json`], rendering it is `report`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::knee::{stress_result, StressResult};
+use super::{Inputs, Verdicts};
+use crate::budgets::{Budget, Verdict};
+use crate::metrics::{pct_us, Class, GeneratorHealth, Measured, Stats, CLASSES};
+use crate::profile::verdicts::LeakThresholds;
+use crate::rundir::{MergedFrom, RunMeta};
+use crate::vocab::{Model, ShapeKind};
+
+/// Bumped when a field changes meaning or disappears.
+pub const SUMMARY_SCHEMA: &str = "brunt.summary/1";
+
+/// Shard starts further apart than this blur the merged per-second series
+/// (a window of one shard overlaps two of another's by a visible share).
+pub const SKEW_WARN_MS: f64 = 100.0;
+
+/// One request of the mix over the whole run (only with several requests).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct RequestSummary {
+    pub name: String,
+    pub requests: u64,
+    pub ok: u64,
+    pub shed: u64,
+    pub errors: u64,
+    /// All answers of this request, from the intended start.
+    pub latency: Percentiles,
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Percentiles {
+    pub fn of(h: &hdrhistogram::Histogram<u64>) -> Self {
+        let ms = |us: u64| us as f64 / 1000.0;
+        Percentiles {
+            count: h.len(),
+            p50: ms(pct_us(h, 0.50)),
+            p90: ms(pct_us(h, 0.90)),
+            p95: ms(pct_us(h, 0.95)),
+            p99: ms(pct_us(h, 0.99)),
+            p999: ms(pct_us(h, 0.999)),
+            max: if h.is_empty() {
+                0.0
+            } else {
+                h.max() as f64 / 1e6
+            },
+            mean: if h.is_empty() { 0.0 } else { h.mean() / 1e6 },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClassSummary {
+    pub count: u64,
+    /// From the intended start (what a user waits in the open model).
+    pub latency: Percentiles,
+    /// From the actual send (what the server took once asked).
+    pub service: Percentiles,
+}
+
+/// Stats of one scope: a phase or the whole run.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScopeSummary {
+    pub name: String,
+    pub label: String,
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub offered: u64,
+    /// Completed requests, any outcome.
+    pub requests: u64,
+    pub dropped: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub shed: u64,
+    /// Shed answers that carried `Retry-After`.
+    pub shed_retry_after: u64,
+    pub error_rate: f64,
+    /// Offered per second.
+    pub offered_rate: f64,
+    /// Completed per second.
+    pub rps: f64,
+    /// Ok per second.
+    pub throughput: f64,
+    pub latency: Percentiles,
+    pub service: Percentiles,
+    pub by_class: BTreeMap<String, ClassSummary>,
+}
+
+impl ScopeSummary {
+    pub fn of(name: &str, label: &str, start_s: f64, s: &Stats) -> Self {
+        let secs = s.duration.as_secs_f64().max(1e-9);
+        let mut by_class = BTreeMap::new();
+        for c in CLASSES {
+            if let Some(h) = s.classes.get(&c) {
+                by_class.insert(
+                    c.name().to_string(),
+                    ClassSummary {
+                        count: h.latency.len(),
+                        latency: Percentiles::of(&h.latency),
+                        service: Percentiles::of(&h.service),
+                    },
+                );
+            }
+        }
+        ScopeSummary {
+            name: name.into(),
+            label: label.into(),
+            start_s,
+            duration_s: s.duration.as_secs_f64(),
+            offered: s.offered,
+            requests: s.completed(),
+            dropped: s.dropped,
+            ok: s.count(Class::Ok),
+            errors: s.errors(),
+            shed: s.count(Class::Shed),
+            shed_retry_after: s.shed_retry_after,
+            error_rate: s.error_rate(),
+            offered_rate: s.offered as f64 / secs,
+            rps: s.completed() as f64 / secs,
+            throughput: s.count(Class::Ok) as f64 / secs,
+            latency: Percentiles::of(&s.latency(None)),
+            service: Percentiles::of(&s.service(None)),
+            by_class,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    pub schema: String,
+    pub meta: RunMeta,
+    /// The load ended before the plan did (Ctrl-C, stop on breach, error).
+    pub interrupted: bool,
+    pub stopped_reason: Option<String>,
+    pub totals: ScopeSummary,
+    pub phases: Vec<ScopeSummary>,
+    /// Per request of the mix (empty for a single-request mix).
+    #[serde(default)]
+    pub requests: Vec<RequestSummary>,
+    pub budgets: Vec<Verdict>,
+    pub stress: Option<StressResult>,
+    pub passed: bool,
+    /// Plain-language warnings (closed-model latency, drops, saturated generator…).
+    pub notes: Vec<String>,
+    /// Whether brunt itself kept up with its schedule.
+    #[serde(default)]
+    pub generator: GeneratorHealth,
+    #[serde(default)]
+    pub collectors: Option<serde_json::Value>,
+    #[serde(default)]
+    pub findings: Option<serde_json::Value>,
+    /// The shape's verdict (knee and cause, overload checks, spike recovery, leaks).
+    #[serde(default)]
+    pub verdicts: Option<Verdicts>,
+}
+
+/// Evaluate budgets and assemble the summary.
+pub fn build(
+    meta: RunMeta,
+    budgets: &[Budget],
+    leaks: &LeakThresholds,
+    m: &Measured,
+    interrupted: bool,
+    stopped_reason: Option<String>,
+    inputs: &Inputs,
+) -> Summary {
+    let phase_idx = |name: &str| meta.phases.iter().position(|p| p.name == name);
+    let is_stress = matches!(meta.shape, ShapeKind::Stress { .. });
+    let mut verdicts = Vec::new();
+    for b in budgets {
+        match &b.phase {
+            Some(p) => {
+                if let Some(i) = phase_idx(p) {
+                    if let Some(s) = m.phases.get(i) {
+                        if s.completed() + s.dropped > 0 || !interrupted {
+                            verdicts.push(b.evaluate(s));
+                        }
+                    }
+                }
+            }
+            // In a stress run the unscoped budgets find the knee step by step.
+            None if is_stress => {}
+            None => verdicts.push(b.evaluate(&m.run)),
+        }
+    }
+    let stress = if let ShapeKind::Stress {
+        expect_capacity, ..
+    } = &meta.shape
+    {
+        Some(stress_result(&meta, budgets, m, *expect_capacity))
+    } else {
+        None
+    };
+    let mut passed = verdicts.iter().all(|v| v.pass);
+    if let Some(s) = &stress {
+        if s.knee.is_none() && !m.phases.is_empty() && m.phases[0].completed() > 0 {
+            passed = false;
+        }
+        if let (Some(want), Some(got)) = (s.expect_capacity, s.knee_level) {
+            if got < want {
+                passed = false;
+            }
+        } else if s.expect_capacity.is_some() && s.knee_level.is_none() {
+            passed = false;
+        }
+    }
+    let mut notes = Vec::new();
+    if meta.model == Model::Closed {
+        notes.push("closed model: each virtual user waits for its answer, so a slow server lowers the offered load and latency hides queueing; use the open model to measure what users would wait".into());
+    }
+    if m.run.dropped > 0 {
+        notes.push(format!(
+            "{} requests were due but dropped because max_in_flight was reached: the target could not keep up (or raise load.max_in_flight)",
+            m.run.dropped
+        ));
+    }
+    if let Some(merged) = &meta.merged {
+        notes.extend(merge_notes(merged));
+    }
+    notes.extend(inputs.warnings.iter().cloned());
+    let shape_verdicts = Some(super::compute(
+        &meta,
+        budgets,
+        leaks,
+        m,
+        stress.as_ref(),
+        inputs,
+    ));
+    let phases = meta
+        .phases
+        .iter()
+        .zip(&m.phases)
+        .map(|(p, s)| ScopeSummary::of(&p.name, &p.label, p.start.as_secs_f64(), s))
+        .collect();
+    let requests = if meta.requests.len() > 1 {
+        meta.requests
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let (h, counts) = m.run.request(i);
+                let get = |c: Class| counts.get(&c).copied().unwrap_or(0);
+                RequestSummary {
+                    name: name.clone(),
+                    requests: h.len(),
+                    ok: get(Class::Ok),
+                    shed: get(Class::Shed),
+                    errors: counts
+                        .iter()
+                        .filter(|(c, _)| c.is_error())
+                        .map(|(_, n)| n)
+                        .sum(),
+                    latency: Percentiles::of(&h),
+                }
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    Summary {
+        schema: SUMMARY_SCHEMA.into(),
+        requests,
+        totals: ScopeSummary::of("run", "", 0.0, &m.run),
+        phases,
+        budgets: verdicts,
+        stress,
+        passed,
+        interrupted,
+        stopped_reason,
+        notes,
+        meta,
+        collectors: None,
+        findings: None,
+        verdicts: shape_verdicts,
+        generator: GeneratorHealth::default(),
+    }
+}
+
+impl Summary {
+    /// Attach the generator's health and say plainly when it fell behind.
+    pub fn set_generator(&mut self, g: GeneratorHealth) {
+        if g.saturated() {
+            self.notes.push(format!(
+                "the generator was saturated in {} second(s) (worst at {} s: a load worker at {:.0}% of a core, scheduler up to {:.0} ms late): latencies there include brunt's own delay — use more workers, a bigger machine or shards",
+                g.late_seconds, g.worst_second, g.max_worker_cpu_pct, g.max_sched_lag_ms
+            ));
+        }
+        self.generator = g;
+    }
+}
+
+/// What the reader of a merged summary must know: where it came from and
+/// whether the shards' clocks make its per-second series trustworthy.
+/// `summary::build` adds these for any merged run directory, so `brunt
+/// report` on it says the same.
+pub fn merge_notes(m: &MergedFrom) -> Vec<String> {
+    let mut notes = vec![format!(
+        "merged from {} shards; their starts spread over {:.0} ms",
+        m.shard_count, m.skew_ms
+    )];
+    if m.skew_ms > SKEW_WARN_MS {
+        let shifted: Vec<String> = m
+            .shards
+            .iter()
+            .filter(|s| s.shift_s > 0)
+            .map(|s| format!("shard {} by {} s", s.shard, s.shift_s))
+            .collect();
+        notes.push(format!(
+            "clock skew: shard starts differ by {:.0} ms (over {SKEW_WARN_MS:.0} ms), so each merged second mixes parts of neighbouring seconds and phase edges blur{}; start every shard with the same --start-at on NTP-synchronised clocks",
+            m.skew_ms,
+            if shifted.is_empty() {
+                String::new()
+            } else {
+                format!(" (windows shifted to line up: {})", shifted.join(", "))
+            }
+        ));
+    }
+    let agreed: Vec<Option<f64>> = m.shards.iter().map(|s| s.start_at).collect();
+    if agreed.iter().any(|a| a.is_none()) || agreed.windows(2).any(|w| w[0] != w[1]) {
+        notes.push(
+            "the shards were not all given the same --start-at: their phases did not step together"
+                .into(),
+        );
+    } else if let Some((shard, late_ms)) = m
+        .shards
+        .iter()
+        .filter_map(|s| s.start_at.map(|a| (s.shard, (s.started_at - a) * 1000.0)))
+        .filter(|(_, ms)| *ms > SKEW_WARN_MS)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+    {
+        notes.push(format!(
+            "shard {shard} started {late_ms:.0} ms after the agreed --start-at (scheduled too late: give the shards more --start-delay)"
+        ));
+    }
+    notes
+}

@@ -1,0 +1,436 @@
+//! One run end to end: compile the profile into a [`spec::RunSpec`], start
+//! the recorder, the collectors and the engine, then judge and write the
+//! run directory. Also `brunt report DIR` ([`rebuild`]), which judges a run
+//! directory again from its files.
+
+pub mod rebuild;
+mod recorder;
+pub mod spec;
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::SystemTime;
+
+use thiserror::Error;
+
+use crate::engine::{self, Engine, EngineConfig, EngineError, Shard};
+use crate::judge::{Inputs, Summary};
+use crate::metrics::hlog::HlogWriter;
+use crate::metrics::series::SeriesWriter;
+use crate::metrics::Measured;
+use crate::profile::{Plan, Profile};
+use crate::rundir::{self, RunMeta, RundirError};
+use crate::vocab::{exit, RunClock, RunObserver};
+use recorder::Recording;
+pub use spec::RunSpec;
+
+#[derive(Debug, Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("cannot create run directory {path}: {source}")]
+    Dir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("writing the run directory: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Hlog(#[from] crate::metrics::hlog::HlogError),
+    #[error(transparent)]
+    Rundir(#[from] RundirError),
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
+    #[error("built-in demo target: {0}")]
+    Demo(String),
+    /// A bug in brunt, not bad input: the recorder thread panicked.
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl RunError {
+    /// Whether the user's input (profile, flags, target URL) is at fault.
+    pub fn is_bad_input(&self) -> bool {
+        matches!(
+            self,
+            RunError::Engine(EngineError::Client(_)) | RunError::Invalid(_) | RunError::Profile(_)
+        )
+    }
+}
+
+/// How progress is shown while the load runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Progress {
+    /// A live bar on a terminal, plain lines otherwise.
+    #[default]
+    Auto,
+    /// A plain line every few seconds (CI logs).
+    Plain,
+    Quiet,
+}
+
+/// Options of one run beyond the profile.
+#[derive(Clone, Default)]
+pub struct RunOptions {
+    /// Overrides `target.url`.
+    pub target: Option<String>,
+    /// The run directory; default `<output.dir or runs>/<timestamp>-<name>`.
+    pub out: Option<PathBuf>,
+    /// Multiplies every phase duration (1.0 when zero).
+    pub time_scale: f64,
+    pub shard: Shard,
+    /// Start the load at this wall-clock time (shards stepping together).
+    pub start_at: Option<SystemTime>,
+    pub progress: Progress,
+    /// Set to stop the load early (Ctrl-C); the run still writes its report.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// Extra observers (collectors are added from the profile).
+    pub observers: Vec<Arc<dyn RunObserver>>,
+    /// Directory that relative paths of the profile (collector definitions)
+    /// are resolved against: the profile's own.
+    pub base_dir: Option<PathBuf>,
+}
+
+/// What a run leaves.
+pub struct RunResult {
+    pub dir: PathBuf,
+    pub summary: Summary,
+}
+
+impl RunResult {
+    /// 0 all budgets met, 99 a budget failed.
+    pub fn exit_code(&self) -> i32 {
+        if self.summary.passed {
+            exit::PASS
+        } else {
+            exit::BUDGET_FAILED
+        }
+    }
+}
+
+fn default_dir(profile: &Profile, shard: Shard) -> PathBuf {
+    let parent = profile
+        .output
+        .dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("runs"));
+    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+    let mut name = format!("{stamp}-{}", sanitize(&profile.name));
+    if shard.count > 1 {
+        name.push_str(&format!("-shard{}of{}", shard.index + 1, shard.count));
+    }
+    parent.join(name)
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Run a profile end to end and write its run directory.
+pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunError> {
+    let path = opts
+        .base_dir
+        .clone()
+        .unwrap_or_default()
+        .join("profile.yaml");
+    let spec = RunSpec::compile(profile.clone(), opts.base_dir.clone(), &path)?;
+    execute_spec(spec, opts)
+}
+
+/// Run a compiled spec end to end and write its run directory.
+pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, RunError> {
+    let scale = if opts.time_scale > 0.0 {
+        opts.time_scale
+    } else {
+        1.0
+    };
+    let plan = spec.profile.plan(scale);
+    if plan.phases.is_empty() {
+        return Err(RunError::Invalid(
+            "the shape compiles to no phase (all durations zero?)".into(),
+        ));
+    }
+    if let Some(t) = &opts.target {
+        spec.profile.target.url = t.clone();
+        if t != "builtin" {
+            spec.profile.target.builtin = None;
+        }
+    }
+    // The built-in target lives as long as the run.
+    let demo = if spec.profile.target.url == "builtin" {
+        let cfg = spec.profile.target.builtin.clone().unwrap_or_default();
+        Some(crate::demo::DemoServer::start(cfg).map_err(|e| RunError::Demo(e.to_string()))?)
+    } else {
+        None
+    };
+    let url = match &demo {
+        Some(d) => d.base_url(),
+        None => spec.profile.target.url.clone(),
+    };
+    let cfg = Arc::new(EngineConfig::new(
+        &spec.profile,
+        &url,
+        plan.clone(),
+        opts.shard,
+    )?);
+    engine::preflight(&cfg)?;
+
+    let dir = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(&spec.profile, opts.shard));
+    let shown_url = if demo.is_some() { "builtin" } else { &url };
+    prepare_dir(&dir, &spec.profile, shown_url)?;
+
+    // Shards agree on a wall-clock start; otherwise start now.
+    if let Some(at) = opts.start_at {
+        if let Ok(wait) = at.duration_since(SystemTime::now()) {
+            std::thread::sleep(wait);
+        }
+    }
+    let clock = RunClock::now();
+    let meta = run_meta(&spec.profile, &url, &plan, &cfg, &clock, scale, &opts);
+    rundir::write_json(&dir.join(rundir::RUN_JSON), &meta)?;
+    let outcome = load(&spec, &plan, &cfg, &dir, clock, &opts)?;
+    drop(demo);
+    let summary = finish(&spec, &dir, meta, &plan, clock, outcome)?;
+    Ok(RunResult { dir, summary })
+}
+
+/// Create the run directory and keep the profile as run in it.
+fn prepare_dir(dir: &Path, profile: &Profile, url: &str) -> Result<(), RunError> {
+    std::fs::create_dir_all(dir.join(rundir::DIAGNOSTICS)).map_err(|source| RunError::Dir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut saved = profile.clone();
+    saved.target.url = url.to_string();
+    let text = serde_saphyr::to_string(&saved).map_err(|e| RunError::Invalid(e.to_string()))?;
+    rundir::write_atomic(&dir.join(rundir::PROFILE), text.as_bytes())?;
+    Ok(())
+}
+
+fn run_meta(
+    profile: &Profile,
+    url: &str,
+    plan: &Plan,
+    cfg: &EngineConfig,
+    clock: &RunClock,
+    scale: f64,
+    opts: &RunOptions,
+) -> RunMeta {
+    RunMeta {
+        name: profile.name.clone(),
+        target: url.to_string(),
+        model: plan.model,
+        shape: plan.kind.clone(),
+        phases: plan.infos(),
+        started_at: clock.start_unix(),
+        time_scale: scale,
+        shard_index: opts.shard.index,
+        shard_count: opts.shard.count,
+        workers: cfg.workers,
+        brunt_version: env!("CARGO_PKG_VERSION").into(),
+        requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
+        start_at: opts
+            .start_at
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs_f64()),
+        merged: None,
+    }
+}
+
+/// What the load phase leaves for judging.
+struct LoadOutcome {
+    recorded: recorder::Recorded,
+    interrupted: bool,
+    collectors: Option<crate::collectors::CollectorsSummary>,
+}
+
+/// Drive the load with the recorder and the collectors alongside, until the
+/// plan ends or the run is stopped.
+fn load(
+    spec: &RunSpec,
+    plan: &Plan,
+    cfg: &Arc<EngineConfig>,
+    dir: &Path,
+    clock: RunClock,
+    opts: &RunOptions,
+) -> Result<LoadOutcome, RunError> {
+    let stop = opts.stop.clone().unwrap_or_default();
+    // Collectors watch the target from their own threads; in a sharded run
+    // only the first shard samples it, so the target is not sampled N times.
+    let collectors = if opts.shard.index == 0 {
+        Some(
+            crate::collectors::start(
+                &spec.profile.collectors,
+                crate::collectors::CollectorContext {
+                    clock,
+                    run_dir: dir.to_path_buf(),
+                    phases: plan.infos(),
+                    p99_threshold: spec.p99_limit(),
+                    base_dir: spec.base_dir.clone(),
+                },
+            )
+            .map_err(|e| RunError::Invalid(format!("collectors: {e}")))?,
+        )
+    } else {
+        None
+    };
+    let mut observers = opts.observers.clone();
+    if let Some(c) = &collectors {
+        observers.push(c.observer());
+    }
+    let (tx, rx) = mpsc::channel();
+    let rec = Recording {
+        dir: dir.to_path_buf(),
+        plan: plan.clone(),
+        clock,
+        workers: cfg.workers,
+        budgets: spec.budgets.clone(),
+        stop: stop.clone(),
+        observers: observers.clone(),
+        progress: resolve_progress(opts.progress),
+    };
+    let hlog = HlogWriter::create(
+        &dir.join(rundir::LATENCY_LOG),
+        clock.start_unix(),
+        &format!("brunt {} {}", env!("CARGO_PKG_VERSION"), spec.profile.name),
+    )?;
+    let series = SeriesWriter::create(&dir.join(rundir::TIME_SERIES))?;
+    let engine = Engine::start(cfg.clone(), clock.start, tx, stop.clone())?;
+    let live = engine.live.clone();
+    let recorder = std::thread::Builder::new()
+        .name("brunt-recorder".into())
+        .spawn(move || rec.run(rx, hlog, series, live))
+        .map_err(RunError::Io)?;
+    engine.join();
+    let recorded = recorder
+        .join()
+        .map_err(|_| RunError::Internal("the recorder thread panicked".into()))??;
+    for o in &observers {
+        o.finished();
+    }
+    Ok(LoadOutcome {
+        recorded,
+        interrupted: stop.load(Ordering::Relaxed),
+        collectors: collectors.map(|c| c.finish()),
+    })
+}
+
+/// Gather the server-side evidence, diagnose, judge, and write the results.
+fn finish(
+    spec: &RunSpec,
+    dir: &Path,
+    meta: RunMeta,
+    plan: &Plan,
+    clock: RunClock,
+    out: LoadOutcome,
+) -> Result<Summary, RunError> {
+    // Server-side evidence for the verdicts: the collectors' samples and the
+    // engine's own generator figures, on the run's clock.
+    let mut evidence = rundir::evidence::from_collector_streams(dir);
+    // Read what the collectors captured (dumps, JFR, pinning traces) into
+    // findings, each tagged with the phase it was seen in.
+    let analysis = diagnose(dir, &spec.pool_patterns, &meta);
+    if let Some(a) = &analysis {
+        evidence.merge(crate::evidence::from_analysis(a, meta.started_at));
+    }
+    if let Err(e) = rundir::evidence::save(dir, &evidence) {
+        eprintln!("warning: {e}");
+    }
+
+    let elapsed = clock.elapsed().min(plan.total());
+    let measured = Measured::new(&meta.phases, out.recorded.phases, elapsed);
+    let reason = out.recorded.stopped_reason.or_else(|| {
+        out.interrupted
+            .then(|| "stopped by the user (Ctrl-C)".to_string())
+    });
+    let inputs = Inputs::load(dir);
+    let mut summary = crate::judge::build(
+        meta,
+        &spec.budgets,
+        &spec.profile.verdicts.leaks,
+        &measured,
+        out.interrupted,
+        reason,
+        &inputs,
+    );
+    summary.set_generator(out.recorded.generator);
+    if let Some(c) = out.collectors {
+        summary.collectors = serde_json::to_value(c).ok();
+    }
+    if let Some(a) = &analysis {
+        summary.findings = serde_json::to_value(&a.findings).ok();
+    }
+    rundir::write_json(&dir.join(rundir::SUMMARY), &summary)?;
+    // The result stands without its HTML view: warn, never fail the run for it.
+    if let Err(e) = crate::report::html::write(dir, &summary) {
+        eprintln!("warning: {e}");
+    }
+    Ok(summary)
+}
+
+/// Findings from the run's `diagnostics/`, written to `findings.json`; `None`
+/// when nothing diagnosable was captured (no JVM collector).
+fn diagnose(
+    dir: &Path,
+    pool_patterns: &[crate::diagnosis::PoolPattern],
+    meta: &RunMeta,
+) -> Option<crate::diagnosis::Analysis> {
+    let has_inputs = std::fs::read_dir(dir.join(rundir::DIAGNOSTICS))
+        .ok()?
+        .flatten()
+        .any(|e| {
+            let n = e.file_name().to_string_lossy().to_string();
+            !(n.ends_with(".jsonl") || n == rundir::EVIDENCE)
+        });
+    if !has_inputs {
+        return None;
+    }
+    let opts = crate::diagnosis::Options {
+        phases: meta
+            .phases
+            .iter()
+            .map(|p| crate::diagnosis::PhaseWindow {
+                name: p.name.clone(),
+                start_unix: meta.started_at + p.start.as_secs_f64(),
+                end_unix: meta.started_at + p.end().as_secs_f64(),
+            })
+            .collect(),
+        pool_patterns: pool_patterns.to_vec(),
+        ..Default::default()
+    };
+    match crate::diagnosis::Analysis::from_run_dir(dir, &opts) {
+        Ok(a) => {
+            if let Err(e) = a.write_findings_json(dir) {
+                eprintln!("warning: {}: {e}", rundir::FINDINGS);
+            }
+            Some(a)
+        }
+        Err(e) => {
+            eprintln!("warning: diagnosis: {e}");
+            None
+        }
+    }
+}
+
+fn resolve_progress(p: Progress) -> Progress {
+    match p {
+        Progress::Auto if std::io::stderr().is_terminal() => Progress::Auto,
+        Progress::Auto => Progress::Plain,
+        other => other,
+    }
+}

@@ -1,0 +1,198 @@
+//! `diagnostics/evidence.json`: the one loader and writer, and the
+//! conversion of the collectors' sample streams (`diagnostics/*.jsonl`) and
+//! the engine's own per-second figures into evidence series.
+
+use std::path::{Path, PathBuf};
+
+use super::{RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES};
+use crate::evidence::ServerSide;
+use crate::vocab::series::{self, Series};
+
+fn path(dir: &Path) -> PathBuf {
+    dir.join(DIAGNOSTICS).join(EVIDENCE)
+}
+
+/// Read `diagnostics/evidence.json`; `Ok(None)` when the run has none.
+pub fn load(dir: &Path) -> Result<Option<ServerSide>, RundirError> {
+    let path = path(dir);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(RundirError::Read {
+                path,
+                message: e.to_string(),
+            })
+        }
+    };
+    let mut s: ServerSide = serde_json::from_str(&text).map_err(|e| RundirError::Read {
+        path,
+        message: format!("not a valid evidence file: {e}"),
+    })?;
+    s.normalize();
+    Ok(Some(s))
+}
+
+/// Write it where [`load`] finds it.
+pub fn save(dir: &Path, ev: &ServerSide) -> Result<(), RundirError> {
+    let path = path(dir);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(|source| RundirError::Write {
+            path: path.clone(),
+            source,
+        })?;
+    }
+    super::write_json(&path, ev)
+}
+
+/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator}.jsonl`,
+/// rows stamped with `t` seconds since the run start) and the run's own
+/// per-second generator figures into the series names above.
+pub fn from_collector_streams(dir: &Path) -> ServerSide {
+    let mut out = ServerSide::default();
+    let diag = dir.join(DIAGNOSTICS);
+    let mut push = |s: Series, t: f64, v: Option<f64>| {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            out.series
+                .entry(s.name.to_string())
+                .or_default()
+                .push((t, v));
+        }
+    };
+    for_rows(&diag.join(HOST_SAMPLES), |t, r| {
+        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
+        push(series::TARGET_HOST_CPU, t, f("cpu_busy_pct"));
+        push(
+            series::TARGET_MEM_USED,
+            t,
+            f("mem_used_kb").map(|k| k * 1024.0),
+        );
+        push(series::TARGET_LOAD1, t, f("load1"));
+        // Connections of the service port when known, else of the whole host.
+        let tcp = r.get("port_tcp").or_else(|| r.get("tcp"));
+        let state = |s: &str| tcp.and_then(|m| m.get(s)).and_then(|v| v.as_f64());
+        push(series::TARGET_TCP_ESTABLISHED, t, state("ESTABLISHED"));
+        push(series::TARGET_TCP_CLOSE_WAIT, t, state("CLOSE_WAIT"));
+        push(series::TARGET_TCP_TIME_WAIT, t, state("TIME_WAIT"));
+        if let Some(p) = r.get("proc") {
+            let g = |k: &str| p.get(k).and_then(|v| v.as_f64());
+            push(series::TARGET_RSS, t, g("rss_kb").map(|k| k * 1024.0));
+            push(series::TARGET_THREADS, t, g("threads"));
+            push(series::TARGET_FDS, t, g("fds"));
+            push(series::TARGET_PROCESS_CPU_OF_CORE, t, g("cpu_pct"));
+            // The process's share of the host (0–100), comparable with
+            // `target.cpu_pct`: tells a CPU-bound service from a busy host.
+            let ncpu = f("ncpu").filter(|n| *n >= 1.0);
+            push(
+                series::TARGET_PROCESS_CPU_OF_HOST,
+                t,
+                g("cpu_pct").zip(ncpu).map(|(c, n)| c / n),
+            );
+        }
+    });
+    for_rows(&diag.join(HEAP_SAMPLES), |t, r| {
+        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
+        push(
+            series::JVM_HEAP_USED,
+            t,
+            f("heap_used_kb").map(|k| k * 1024.0),
+        );
+        push(
+            series::JVM_HEAP_COMMITTED,
+            t,
+            f("heap_committed_kb").map(|k| k * 1024.0),
+        );
+    });
+    for_rows(&diag.join(GENERATOR_SAMPLES), |t, r| {
+        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
+        push(series::GENERATOR_HOST_CPU, t, f("host_cpu_pct"));
+        push(series::GENERATOR_RSS, t, f("rss_bytes"));
+        push(series::GENERATOR_PROBE_LAG, t, f("lag_p99_ms"));
+    });
+    // The engine's own view, per second: scheduler lateness and the busiest
+    // worker's event-loop share (a worker near 100% cannot start requests on time).
+    if let Ok(rows) = super::read::rows(dir) {
+        for s in super::read::seconds(&rows) {
+            let t = s.t as f64 + 0.5;
+            push(
+                series::GENERATOR_SCHED_LAG,
+                t,
+                Some(s.sched_lag_us as f64 / 1000.0),
+            );
+            // The saturation signal: a worker's event loop that never rests.
+            push(series::GENERATOR_WORKER_BUSY, t, Some(s.busy_pct));
+        }
+    }
+    out
+}
+
+/// Call `f(t, row)` for each parseable row of a JSON-lines file; a torn or
+/// foreign line is skipped (a killed run may end mid-line).
+fn for_rows(path: &Path, mut f: impl FnMut(f64, &serde_json::Value)) {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return;
+    };
+    for line in text.lines() {
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+            if let Some(t) = v.get("t").and_then(|t| t.as_f64()) {
+                f(t, &v);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::FindingRef;
+
+    #[test]
+    fn round_trips_and_normalizes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(load(dir.path()).expect("no file is fine").is_none());
+        let mut s = ServerSide::default();
+        s.series.insert(
+            series::TARGET_HOST_CPU.name.into(),
+            vec![(2.0, 30.0), (1.0, 10.0)],
+        );
+        s.findings.push(FindingRef {
+            at_s: 1.5,
+            phase: None,
+            severity: "warning".into(),
+            kind: "pool".into(),
+            summary: "pool wait".into(),
+            evidence: None,
+        });
+        s.findings.push(FindingRef {
+            at_s: 1.8,
+            phase: None,
+            severity: "critical".into(),
+            kind: "lock".into(),
+            summary: "lock".into(),
+            evidence: None,
+        });
+        save(dir.path(), &s).expect("save");
+        let back = load(dir.path()).expect("load").expect("present");
+        assert_eq!(
+            back.series[series::TARGET_HOST_CPU.name],
+            vec![(1.0, 10.0), (2.0, 30.0)]
+        );
+        assert_eq!(
+            back.mean_in(series::TARGET_HOST_CPU.name, 0.0, 5.0),
+            Some(20.0)
+        );
+        assert_eq!(
+            back.top_finding("x", 1.0, 2.0).map(|f| f.kind.as_str()),
+            Some("lock")
+        );
+        assert!(back.top_finding("x", 5.0, 6.0).is_none());
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("diagnostics")).expect("mkdir");
+        std::fs::write(path(dir.path()), "{not json").expect("write");
+        assert!(load(dir.path()).is_err());
+    }
+}

@@ -1,0 +1,195 @@
+//! The run directory: the one owner of its file names and of reading and
+//! writing them. Everything else asks here instead of joining paths itself.
+//!
+//! ```text
+//! RUN/
+//!   profile.yaml      the profile as run (templates, never secrets)
+//!   run.json          [`RunMeta`]: what was planned, written before the load
+//!   events.jsonl      phase starts, breaches, the end ([`EventLog`])
+//!   latency.hlog      HdrHistogram interval log, one line per phase × class × second
+//!   timeseries.csv    one row per phase and second
+//!   summary.json      the judged result (`judge::Summary`), written atomically
+//!   findings.json     the diagnosis' findings
+//!   report.html       the rendered report
+//!   diagnostics/      collectors' samples (*.jsonl), dumps, JFR, and evidence.json
+//! ```
+//!
+//! Readers stream: the latency log is decoded one interval at a time
+//! ([`read::measured`]), the per-second rows are merged in one place
+//! ([`read::seconds`]), and `evidence.json` has one loader ([`evidence::load`]).
+
+pub mod evidence;
+pub mod read;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::metrics::hlog::HlogError;
+use crate::vocab::{Model, PhaseInfo, ShapeKind};
+
+pub const PROFILE: &str = "profile.yaml";
+pub const RUN_JSON: &str = "run.json";
+pub const EVENTS: &str = "events.jsonl";
+pub const LATENCY_LOG: &str = "latency.hlog";
+pub const TIME_SERIES: &str = "timeseries.csv";
+pub const SUMMARY: &str = "summary.json";
+pub const FINDINGS: &str = "findings.json";
+pub const REPORT_HTML: &str = "report.html";
+pub const DIAGNOSTICS: &str = "diagnostics";
+/// Inside [`DIAGNOSTICS`].
+pub const EVIDENCE: &str = "evidence.json";
+/// The collectors' sample streams, inside [`DIAGNOSTICS`].
+pub const HOST_SAMPLES: &str = "host.jsonl";
+pub const HEAP_SAMPLES: &str = "heap.jsonl";
+pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
+
+#[derive(Debug, Error)]
+pub enum RundirError {
+    #[error("{path}: {message}")]
+    Read { path: PathBuf, message: String },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Hlog(#[from] HlogError),
+}
+
+/// What `run.json` records at the start of a run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunMeta {
+    pub name: String,
+    pub target: String,
+    pub model: Model,
+    pub shape: ShapeKind,
+    pub phases: Vec<PhaseInfo>,
+    /// Unix seconds.
+    pub started_at: f64,
+    pub time_scale: f64,
+    pub shard_index: u32,
+    pub shard_count: u32,
+    pub workers: usize,
+    pub brunt_version: String,
+    /// Names of the requests of the mix, in profile order.
+    #[serde(default)]
+    pub requests: Vec<String>,
+    /// The `--start-at` the shards agreed on (Unix seconds); `started_at` is
+    /// when this process actually started, so the two give its lateness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at: Option<f64>,
+    /// Set on a run directory written by `brunt merge`: which shards it adds up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<MergedFrom>,
+}
+
+impl RunMeta {
+    /// Planned length of the load.
+    pub fn planned(&self) -> std::time::Duration {
+        self.phases.last().map(|p| p.end()).unwrap_or_default()
+    }
+    pub fn phase_index(&self, name: &str) -> Option<usize> {
+        self.phases.iter().position(|p| p.name == name)
+    }
+}
+
+/// Recorded in a merged directory's `run.json` (`merged`): the shards it adds up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MergedFrom {
+    pub shard_count: u32,
+    pub shards: Vec<ShardStart>,
+    /// Latest minus earliest actual start, milliseconds.
+    pub skew_ms: f64,
+}
+
+/// When one shard started, as its own `run.json` says.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ShardStart {
+    /// 1-based, as on the command line.
+    pub shard: u32,
+    pub dir: String,
+    /// Actual start, Unix seconds.
+    pub started_at: f64,
+    /// The `--start-at` it was given, if any.
+    pub start_at: Option<f64>,
+    /// Whole seconds its windows were shifted to line up with the earliest shard.
+    pub shift_s: u64,
+}
+
+/// A file of the run directory as text.
+pub fn read_text(dir: &Path, name: &str) -> Result<String, RundirError> {
+    let path = dir.join(name);
+    std::fs::read_to_string(&path).map_err(|e| RundirError::Read {
+        path,
+        message: e.to_string(),
+    })
+}
+
+/// A JSON file of the run directory.
+pub fn read_json<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<T, RundirError> {
+    let text = read_text(dir, name)?;
+    serde_json::from_str(&text).map_err(|e| RundirError::Read {
+        path: dir.join(name),
+        message: e.to_string(),
+    })
+}
+
+pub fn read_meta(dir: &Path) -> Result<RunMeta, RundirError> {
+    read_json(dir, RUN_JSON)
+}
+
+/// Write `value` as pretty JSON through a temporary file and a rename, so a
+/// reader (or a kill) never sees half a file.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RundirError> {
+    let err = |source| RundirError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = serde_json::to_string_pretty(value).map_err(|e| err(std::io::Error::other(e)))?;
+    write_atomic(path, (text + "\n").as_bytes())
+}
+
+/// Write bytes through a temporary file beside `path` and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RundirError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|source| RundirError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// `events.jsonl`: one JSON object per line, appended as things happen.
+pub struct EventLog {
+    file: std::io::BufWriter<std::fs::File>,
+    path: PathBuf,
+}
+
+impl EventLog {
+    pub fn create(dir: &Path) -> Result<EventLog, RundirError> {
+        let path = dir.join(EVENTS);
+        let file = std::fs::File::create(&path).map_err(|source| RundirError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        Ok(EventLog {
+            file: std::io::BufWriter::new(file),
+            path,
+        })
+    }
+    /// Append one event and flush it, so a killed run keeps it.
+    pub fn push(&mut self, event: &serde_json::Value) -> Result<(), RundirError> {
+        writeln!(self.file, "{event}")
+            .and_then(|()| self.file.flush())
+            .map_err(|source| RundirError::Write {
+                path: self.path.clone(),
+                source,
+            })
+    }
+}

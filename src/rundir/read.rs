@@ -1,0 +1,156 @@
+//! Reading what a run measured back from its directory: per-phase stats from
+//! the latency log (streamed, one interval at a time), the per-second rows
+//! merged across phases, and the generator's health. `brunt report`,
+//! `brunt compare`, `brunt merge` and the soak's drift check all read here.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::{RunMeta, RundirError, LATENCY_LOG, TIME_SERIES};
+use crate::metrics::series::{self, Row};
+use crate::metrics::{hlog, new_hist, Class, GeneratorHealth, LatencyWindows, Measured, Stats};
+
+/// `timeseries.csv`, every row.
+pub fn rows(dir: &Path) -> Result<Vec<Row>, RundirError> {
+    let path = dir.join(TIME_SERIES);
+    series::read(&path).map_err(|e| RundirError::Read {
+        path,
+        message: e.to_string(),
+    })
+}
+
+/// Rebuild per-phase stats from a run directory's interval log and time
+/// series; also returns how long the load ran (the last second measured).
+pub fn measured(dir: &Path, meta: &RunMeta) -> Result<(Measured, Duration), RundirError> {
+    let mut phases: Vec<Stats> = (0..meta.phases.len()).map(|_| Stats::default()).collect();
+    let mut last = 0u64;
+    // Streamed: a long soak's log does not fit in memory once decoded.
+    hlog::for_each(&dir.join(LATENCY_LOG), |iv| {
+        last = last.max(iv.start.as_secs() + 1);
+        let Some(tag) = iv.tag.as_deref() else {
+            return;
+        };
+        let Some((phase, class, kind)) = hlog::parse_tag(tag) else {
+            return;
+        };
+        let Some(i) = meta.phase_index(phase) else {
+            return;
+        };
+        phases[i].add_hist(class, &iv.hist, kind);
+    })?;
+    for r in &rows(dir)? {
+        last = last.max(r.second + 1);
+        if let Some(i) = meta.phase_index(&r.phase) {
+            phases[i].offered += r.offered;
+            phases[i].dropped += r.dropped;
+            phases[i].shed_retry_after += r.shed_retry_after;
+        }
+    }
+    let elapsed = Duration::from_secs(last).min(meta.planned());
+    Ok((Measured::new(&meta.phases, phases, elapsed), elapsed))
+}
+
+/// One second of the run, all phases merged.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Second {
+    pub t: u64,
+    pub offered: u64,
+    pub dropped: u64,
+    pub ok: u64,
+    pub shed: u64,
+    /// Non-ok, non-shed answers (dropped not included).
+    pub errors: u64,
+    pub completed: u64,
+    /// Highest p99 of the phases in this second (ms): a boundary second keeps the worse.
+    pub p99_ms: f64,
+    /// The open-model scheduler's lateness (µs) and the busiest worker's
+    /// event-loop share (%), the worst of the second's rows.
+    pub sched_lag_us: u64,
+    pub busy_pct: f64,
+}
+
+/// Merge rows by second (a second at a phase boundary has one row per phase).
+pub fn seconds(rows: &[Row]) -> Vec<Second> {
+    let mut by: BTreeMap<u64, Second> = BTreeMap::new();
+    for r in rows {
+        let s = by.entry(r.second).or_insert_with(|| Second {
+            t: r.second,
+            ..Default::default()
+        });
+        s.offered += r.offered;
+        s.dropped += r.dropped;
+        s.ok += r.count(Class::Ok);
+        s.shed += r.count(Class::Shed);
+        s.completed += r.completed();
+        s.errors += r.completed() - r.count(Class::Ok) - r.count(Class::Shed);
+        s.p99_ms = s.p99_ms.max(r.p99_us as f64 / 1000.0);
+        s.sched_lag_us = s.sched_lag_us.max(r.sched_lag_us);
+        s.busy_pct = s.busy_pct.max(r.busy_pct);
+    }
+    by.into_values().collect()
+}
+
+/// The generator's health second by second, as the live run saw it.
+pub fn generator_health(secs: &[Second]) -> GeneratorHealth {
+    let mut g = GeneratorHealth::default();
+    for s in secs {
+        g.observe(s.t, s.sched_lag_us, s.busy_pct);
+    }
+    g
+}
+
+/// Per phase (by name) and for the whole run (`run`): every class's latency
+/// histogram merged, and the answers counted per class.
+pub fn latency_by_phase(
+    dir: &Path,
+) -> Result<BTreeMap<String, (Histogram<u64>, BTreeMap<Class, u64>)>, RundirError> {
+    let mut acc: BTreeMap<String, (Histogram<u64>, BTreeMap<Class, u64>)> = BTreeMap::new();
+    hlog::for_each(&dir.join(LATENCY_LOG), |iv| {
+        let Some((phase, class, hlog::TagKind::Latency)) =
+            iv.tag.as_deref().and_then(hlog::parse_tag)
+        else {
+            return;
+        };
+        for key in [phase, "run"] {
+            let (h, counts) = acc
+                .entry(key.to_string())
+                .or_insert_with(|| (new_hist(), BTreeMap::new()));
+            let _ = h.add(&iv.hist);
+            *counts.entry(class).or_default() += iv.hist.len();
+        }
+    })?;
+    Ok(acc)
+}
+
+/// A run directory's latency log as [`LatencyWindows`]: each query streams
+/// the log once, using its untagged per-second lines (every answer).
+pub struct LogWindows(pub PathBuf);
+
+impl LogWindows {
+    pub fn of(dir: &Path) -> Option<LogWindows> {
+        let p = dir.join(LATENCY_LOG);
+        p.exists().then_some(LogWindows(p))
+    }
+}
+
+impl LatencyWindows for LogWindows {
+    fn merged(&self, windows: &[(f64, f64)]) -> Result<Vec<Histogram<u64>>, String> {
+        let mut hs: Vec<_> = windows.iter().map(|_| new_hist()).collect();
+        hlog::for_each(&self.0, |iv| {
+            if iv.tag.is_some() {
+                return;
+            }
+            let t = iv.start.as_secs_f64();
+            for (h, (a, b)) in hs.iter_mut().zip(windows) {
+                if t >= *a && t < *b {
+                    let _ = h.add(&iv.hist);
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(hs)
+    }
+}

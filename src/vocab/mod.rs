@@ -1,0 +1,20 @@
+//! The shared vocabulary at the bottom of brunt: what every other module
+//! speaks and none of them owns. It imports nothing of brunt.
+//!
+//! | file | owns |
+//! |---|---|
+//! | [`clock`] | the run clock every series is stamped on |
+//! | [`phase`] | phases with their numeric level, model and shape kinds, the observer trait, 1-s window stats |
+//! | [`units`] | value types of the profile language: levels, percentages, growth per hour |
+//! | [`series`] | names and units of every evidence series |
+//! | [`exit`] | exit codes |
+
+pub mod clock;
+pub mod exit;
+pub mod phase;
+pub mod series;
+pub mod units;
+
+pub use clock::RunClock;
+pub use phase::{Model, PhaseInfo, RunObserver, ShapeKind, WindowStats};
+pub use units::{Level, PerHour, Percent};
