@@ -374,7 +374,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             print!("{text}");
             Ok(0)
         }
-        Cmd::Analyze { paths, json } => Ok(crate::diagnosis::analyze_cli(&paths, json)?),
+        Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
         Cmd::Report { dir } => {
             let s = crate::report::summary::rebuild(&dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
             crate::report::html::write(&dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;

@@ -14,6 +14,7 @@
 //!
 //! `brunt compare A B` puts two run directories side by side ([`compare`]).
 
+pub mod analysis;
 pub mod compare;
 pub mod evidence;
 pub mod html;
