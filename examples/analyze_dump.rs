@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use brunt::diagnosis::{Analysis, Options, Severity};
+use brunt::report::analysis::render_text;
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -40,7 +41,7 @@ fn main() -> anyhow::Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(&analysis)?);
     } else {
-        print!("{}", analysis.render_text());
+        print!("{}", render_text(&analysis));
         let serious = analysis.findings_at_least(Severity::High).count();
         println!("\n{serious} finding(s) of high severity or worse");
     }

@@ -260,7 +260,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             Ok(merged.exit_code())
         }
         Cmd::K8s(args) => k8s(args),
-        Cmd::Analyze { paths, json } => Ok(crate::diagnosis::analyze_cli(&paths, json)?),
+        Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
         Cmd::Report { dir } => report(&dir),
         Cmd::Compare { run_a, run_b, json } => compare(&run_a, &run_b, json),
     }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use brunt::diagnosis::jfr::{parse_jfr_file, parse_jfr_file_phased};
 use brunt::diagnosis::{Analysis, Detail, Finding, Options, PhaseWindow, PoolPattern, Severity};
+use brunt::report::analysis::render_text;
 use java::{JavaTarget, Jdk, TargetOpts};
 use regex::Regex;
 
@@ -240,9 +241,7 @@ fn contention_pool_deadlock(jdk: &Jdk) {
     let json = serde_json::to_string(&a).expect("serialize");
     let back: Analysis = serde_json::from_str(&json).expect("deserialize");
     assert_eq!(back, a);
-    assert!(a
-        .render_text()
-        .contains("BLOCKED on `com.brunt.target.Inventory`"));
+    assert!(render_text(&a).contains("BLOCKED on `com.brunt.target.Inventory`"));
 }
 
 #[test]

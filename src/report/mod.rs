@@ -5,6 +5,7 @@
 //! run directory behind the judge's back: the HTML charts read the files
 //! the summary describes through [`crate::rundir`].
 
+pub mod analysis;
 pub mod compare;
 pub mod html;
 pub mod terminal;

@@ -1,0 +1,185 @@
+//! What a finding is: severity, summary, stable key, evidence and the
+//! kind-specific detail; and the options that tune how findings are made.
+
+use std::collections::BTreeMap;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::diagnosis::model::{DeadlockEdge, ThreadDump};
+use crate::diagnosis::PhaseWindow;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Info,
+    Low,
+    Medium,
+    High,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Low => "low",
+            Severity::Medium => "medium",
+            Severity::High => "high",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// Where a finding was seen: the run correlates `time_unix` with its phases.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub file: String,
+    /// Dump index within the file (several SIGQUIT dumps in one log).
+    pub dump_index: Option<usize>,
+    /// As printed in the source.
+    pub time: Option<String>,
+    pub time_unix: Option<f64>,
+    /// Load phase name, set by [`crate::diagnosis::Analysis::tag_phases`].
+    pub phase: Option<String>,
+    pub threads: Vec<String>,
+}
+
+/// A thread pool's state counts (pool = thread-name prefix).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PoolStates {
+    /// `http-worker-*`, `ForkJoinPool-1-worker-*`, or a single thread's name.
+    pub pool: String,
+    pub total: usize,
+    pub states: BTreeMap<String, usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Detail {
+    ThreadStates {
+        total: usize,
+        states: BTreeMap<String, usize>,
+        pools: Vec<PoolStates>,
+    },
+    LockContention {
+        /// `monitor` (synchronized) or `ownable` (ReentrantLock & co).
+        lock_type: String,
+        address: String,
+        class: String,
+        holder: Option<String>,
+        holder_state: Option<String>,
+        holder_stack: Vec<String>,
+        waiters: Vec<String>,
+        /// Waiters' first application frame → count.
+        entry_frames: Vec<(String, usize)>,
+        /// The pool most waiters belong to and its size.
+        pool: Option<String>,
+        pool_size: Option<usize>,
+    },
+    PoolWait {
+        /// `hikari`, `commons-pool2`, `dbcp2`, `c3p0`, `tomcat-jdbc`, `httpclient4`, `httpclient5`, or a user pattern's name.
+        pool_kind: String,
+        waiters: Vec<String>,
+        /// Calling application frame → count.
+        app_frames: Vec<(String, usize)>,
+    },
+    Pinning {
+        site: String,
+        /// Frame holding the monitor (`<== monitors:N`), when known.
+        monitor_frame: Option<String>,
+        count: u64,
+        total_ms: Option<f64>,
+        stack: Vec<String>,
+        /// `trace` (tracePinnedThreads: sites only) or `jfr` (counts and time).
+        from: String,
+    },
+    Deadlock {
+        cycle: Vec<DeadlockEdge>,
+    },
+    StackCluster {
+        state: String,
+        count: usize,
+        stack: Vec<String>,
+        idle: bool,
+    },
+    JfrContention {
+        event: String,
+        class: Option<String>,
+        site: String,
+        count: u64,
+        total_ms: f64,
+        max_ms: f64,
+        previous_owners: Vec<(String, u64)>,
+        stack: Vec<String>,
+    },
+    HeapAfterGc {
+        samples: usize,
+        first_bytes: u64,
+        last_bytes: u64,
+        max_bytes: u64,
+    },
+    HotMethods {
+        methods: Vec<(String, u64)>,
+    },
+    Persistence {
+        /// The key of the contention followed across dumps.
+        subject: String,
+        seen_in: usize,
+        of_dumps: usize,
+        same_holder: bool,
+        persistent: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub severity: Severity,
+    pub summary: String,
+    /// Stable identity of what was found (same monitor/pool/site across dumps).
+    pub key: String,
+    pub evidence: Evidence,
+    pub detail: Detail,
+}
+
+/// A user-supplied pool recogniser: a regex matched against each frame (`pkg.Class.method(Loc)`).
+#[derive(Debug, Clone)]
+pub struct PoolPattern {
+    pub name: String,
+    pub frame: Regex,
+}
+
+/// Tuning for the findings.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub pool_patterns: Vec<PoolPattern>,
+    /// Smallest identical-stack cluster reported.
+    pub cluster_min: usize,
+    /// Frames compared for identical stacks.
+    pub cluster_depth: usize,
+    /// Load phases: findings are tagged with them and JFR sites split by them.
+    pub phases: Vec<PhaseWindow>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            pool_patterns: vec![],
+            cluster_min: 3,
+            cluster_depth: 12,
+            phases: vec![],
+        }
+    }
+}
+
+/// Evidence from dump `d`, naming `threads`.
+pub(super) fn dump_evidence(d: &ThreadDump, threads: Vec<String>) -> Evidence {
+    Evidence {
+        file: d.source.clone(),
+        dump_index: Some(d.index),
+        time: d.time.clone(),
+        time_unix: d.time_unix,
+        phase: None,
+        threads,
+    }
+}

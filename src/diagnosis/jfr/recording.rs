@@ -1,0 +1,74 @@
+//! What a recording yields: the public result types and the parser's error.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, thiserror::Error)]
+pub enum JfrError {
+    #[error("read {0}")]
+    Io(#[from] std::io::Error),
+    #[error("not a JFR recording (no FLR magic)")]
+    NotJfr,
+    #[error("unsupported JFR format version {0}.{1} (brunt reads 2.x: JDK 11+)")]
+    Version(u16, u16),
+    #[error("corrupt recording: {0}")]
+    Corrupt(String),
+}
+
+pub(super) fn corrupt(msg: impl Into<String>) -> JfrError {
+    JfrError::Corrupt(msg.into())
+}
+
+/// Monitor entry, wait, park or pinning aggregated by class and call site.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JfrSite {
+    /// `jdk.JavaMonitorEnter`, `jdk.ThreadPark`, …
+    pub event: String,
+    /// Monitor class (`monitorClass`) or parked class (`parkedClass`).
+    pub class: Option<String>,
+    /// First application frame (JDK internals such as `Unsafe.park` skipped).
+    pub site: String,
+    /// Top frames of the first stack seen, for the report.
+    pub stack: Vec<String>,
+    pub count: u64,
+    pub total_ms: f64,
+    pub max_ms: f64,
+    /// Previous monitor owners (JavaMonitorEnter) by thread name, most frequent first.
+    pub previous_owners: Vec<(String, u64)>,
+    pub first_unix: f64,
+    pub last_unix: f64,
+    /// Threads parked waiting for work (executor queues): not contention.
+    pub idle: bool,
+    /// Load phase the events fell in, when phases were given (one site per phase).
+    #[serde(default)]
+    pub phase: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HeapSample {
+    pub unix: f64,
+    pub gc_id: i64,
+    /// `Before GC` or `After GC`.
+    pub when: String,
+    pub heap_used: u64,
+}
+
+/// What brunt reads from one recording.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JfrRecording {
+    pub source: String,
+    pub chunks: usize,
+    pub events: u64,
+    pub events_by_type: BTreeMap<String, u64>,
+    pub start_unix: Option<f64>,
+    pub duration_s: f64,
+    /// JavaMonitorEnter / JavaMonitorWait / ThreadPark sites, by total time.
+    pub sites: Vec<JfrSite>,
+    /// VirtualThreadPinned sites, by total time.
+    pub pinned: Vec<JfrSite>,
+    pub heap: Vec<HeapSample>,
+    /// Top frames of jdk.ExecutionSample, most samples first.
+    pub hot_methods: Vec<(String, u64)>,
+    pub warnings: Vec<String>,
+}
