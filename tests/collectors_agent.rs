@@ -8,8 +8,7 @@ mod sshd;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use brunt::collectors::ssh::SshTransport;
-use brunt::collectors::transport::Transport;
+use brunt::collectors::transport::{SshTransport, Transport};
 
 struct Agent(Child);
 

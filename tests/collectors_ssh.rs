@@ -11,8 +11,7 @@ use std::time::Instant;
 use brunt::collectors::config::{HostKeyPolicy, TransportKind};
 use brunt::collectors::definition::render;
 use brunt::collectors::quote::sh_quote;
-use brunt::collectors::ssh::SshTransport;
-use brunt::collectors::transport::{self, Prefixed, Transport};
+use brunt::collectors::transport::{self, Prefixed, SshTransport, Transport};
 use brunt::collectors::CollectorError;
 
 const HOSTILE: &[&str] = &[

@@ -89,58 +89,38 @@ impl ProcHostParser {
     ) -> Result<(Map<String, Value>, Option<u32>), CollectorError> {
         let s = sections(text);
         let mut m = Map::new();
-
-        // CPU
         let stat = s.get("stat").ok_or_else(|| perr("no @@stat section"))?;
-        let cpu_line = stat
-            .iter()
-            .find(|l| l.starts_with("cpu "))
-            .ok_or_else(|| perr("no `cpu` line in /proc/stat"))?;
-        let f: Vec<u64> = cpu_line
-            .split_whitespace()
-            .skip(1)
-            .map(|x| {
-                x.parse::<u64>()
-                    .map_err(|_| perr(format!("bad cpu field `{x}`")))
-            })
-            .collect::<Result<_, _>>()?;
-        if f.len() < 8 {
-            return Err(perr("short `cpu` line"));
-        }
-        let ncpu = stat
-            .iter()
-            .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-            .count()
-            .max(1);
-        // guest/guest_nice are already inside user/nice: total = first 8 fields.
-        let cur = CpuTicks {
-            user: f[0] + f[1],
-            system: f[2] + f[5] + f[6],
-            idle: f[3],
-            iowait: f[4],
-            steal: f[7],
-            total: f[..8].iter().sum(),
+        let cpu = self.stat(stat, &mut m)?;
+        let mem = s
+            .get("meminfo")
+            .ok_or_else(|| perr("no @@meminfo section"))?;
+        meminfo(mem, &mut m)?;
+        let la = s
+            .get("loadavg")
+            .and_then(|v| v.first())
+            .ok_or_else(|| perr("no @@loadavg section"))?;
+        loadavg(la, &mut m)?;
+        self.tcp(&s, &mut m);
+        let seen_pid = match s.get("pid-status") {
+            Some(status) => self.process(status, &s, cpu, &mut m),
+            None => None,
         };
+        Ok((m, seen_pid))
+    }
+
+    /// `/proc/stat`: `ncpu` and the CPU percentages since the previous sample
+    /// (null on the first one).
+    fn stat(
+        &mut self,
+        stat: &[&str],
+        m: &mut Map<String, Value>,
+    ) -> Result<CpuDelta, CollectorError> {
+        let (cur, ncpu) = cpu_ticks(stat)?;
         m.insert("ncpu".into(), json!(ncpu));
         let mut dtotal = 0u64;
         if let Some(p) = self.prev_cpu {
             dtotal = cur.total.saturating_sub(p.total);
-            let d = |a: u64, b: u64| a.saturating_sub(b);
-            m.insert("cpu_user_pct".into(), pct(d(cur.user, p.user), dtotal));
-            m.insert(
-                "cpu_system_pct".into(),
-                pct(d(cur.system, p.system), dtotal),
-            );
-            m.insert(
-                "cpu_iowait_pct".into(),
-                pct(d(cur.iowait, p.iowait), dtotal),
-            );
-            m.insert("cpu_steal_pct".into(), pct(d(cur.steal, p.steal), dtotal));
-            let idle = d(cur.idle, p.idle) + d(cur.iowait, p.iowait);
-            m.insert(
-                "cpu_busy_pct".into(),
-                pct(dtotal.saturating_sub(idle), dtotal),
-            );
+            cpu_pcts(&cur, &p, dtotal, m);
         } else {
             for k in [
                 "cpu_user_pct",
@@ -153,139 +133,226 @@ impl ProcHostParser {
             }
         }
         self.prev_cpu = Some(cur);
+        Ok(CpuDelta { dtotal, ncpu })
+    }
 
-        // Memory (kB)
-        let mem = s
-            .get("meminfo")
-            .ok_or_else(|| perr("no @@meminfo section"))?;
-        let kb = |key: &str| -> Option<u64> {
-            mem.iter()
-                .find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))
-                .and_then(|l| l[key.len() + 1..].split_whitespace().next())
-                .and_then(|v| v.parse().ok())
-        };
-        let total = kb("MemTotal").ok_or_else(|| perr("no MemTotal"))?;
-        let avail = kb("MemAvailable").ok_or_else(|| perr("no MemAvailable"))?;
-        m.insert("mem_total_kb".into(), json!(total));
-        m.insert("mem_available_kb".into(), json!(avail));
-        m.insert("mem_used_kb".into(), json!(total.saturating_sub(avail)));
-
-        // Load average
-        let la = s
-            .get("loadavg")
-            .and_then(|v| v.first())
-            .ok_or_else(|| perr("no @@loadavg section"))?;
-        let l: Vec<f64> = la
-            .split_whitespace()
-            .take(3)
-            .filter_map(|x| x.parse().ok())
-            .collect();
-        if l.len() != 3 {
-            return Err(perr(format!("bad loadavg `{la}`")));
-        }
-        m.insert("load1".into(), json!(l[0]));
-        m.insert("load5".into(), json!(l[1]));
-        m.insert("load15".into(), json!(l[2]));
-
-        // TCP states
-        let mut all: BTreeMap<&str, u64> = BTreeMap::new();
-        let mut port: BTreeMap<&str, u64> = BTreeMap::new();
+    /// `/proc/net/tcp{,6}` (raw) and `@@tcp-counts` (counted on the target):
+    /// connections per state, for the host and for the service port.
+    fn tcp(&self, s: &BTreeMap<&str, Vec<&str>>, m: &mut Map<String, Value>) {
+        let mut all = StateCounts::new();
+        let mut port = StateCounts::new();
         for line in s.get("tcp").map(Vec::as_slice).unwrap_or_default() {
-            let t: Vec<&str> = line.split_whitespace().collect();
-            if t.len() < 4 || t[0] == "sl" {
-                continue;
-            }
-            let Ok(st) = u8::from_str_radix(t[3], 16) else {
-                continue;
-            };
-            let Some(name) = TCP_STATES.get(usize::from(st).wrapping_sub(1)) else {
-                continue;
-            };
-            *all.entry(name).or_default() += 1;
-            // Server side of the service: the LOCAL port is the service port
-            // (a loopback connection appears twice, once per end).
-            let lport = t[1]
-                .rsplit(':')
-                .next()
-                .and_then(|p| u16::from_str_radix(p, 16).ok());
-            if self.port.is_some() && lport == self.port {
-                *port.entry(name).or_default() += 1;
-            }
+            self.tcp_line(line, &mut all, &mut port);
         }
-        // Counts aggregated on the target: `all|port <hex state> <count>`.
         for line in s.get("tcp-counts").map(Vec::as_slice).unwrap_or_default() {
-            let t: Vec<&str> = line.split_whitespace().collect();
-            let (Some(scope), Some(st), Some(n)) = (t.first(), t.get(1), t.get(2)) else {
-                continue;
-            };
-            let (Ok(st), Ok(n)) = (u8::from_str_radix(st, 16), n.parse::<u64>()) else {
-                continue;
-            };
-            let Some(name) = TCP_STATES.get(usize::from(st).wrapping_sub(1)) else {
-                continue;
-            };
-            match *scope {
-                "all" => *all.entry(name).or_default() += n,
-                "port" if self.port.is_some() => *port.entry(name).or_default() += n,
-                _ => {}
-            }
+            self.tcp_count_line(line, &mut all, &mut port);
         }
         m.insert("tcp".into(), json!(all));
         if let Some(p) = self.port {
             m.insert("port".into(), json!(p));
             m.insert("port_tcp".into(), json!(port));
         }
-
-        // Target process
-        let mut seen_pid = None;
-        if let Some(status) = s.get("pid-status") {
-            let field = |key: &str| -> Option<u64> {
-                status
-                    .iter()
-                    .find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))
-                    .and_then(|l| l[key.len() + 1..].split_whitespace().next())
-                    .and_then(|v| v.parse().ok())
-            };
-            let pid = field("Pid").map(|p| p as u32);
-            seen_pid = pid;
-            let mut p = Map::new();
-            p.insert("pid".into(), json!(pid));
-            p.insert("rss_kb".into(), json!(field("VmRSS")));
-            p.insert("hwm_kb".into(), json!(field("VmHWM")));
-            p.insert("threads".into(), json!(field("Threads")));
-            let fds = s
-                .get("pid-fd")
-                .and_then(|v| v.first())
-                .and_then(|x| x.trim().parse::<u64>().ok());
-            p.insert("fds".into(), json!(fds));
-            // /proc/PID/stat: utime/stime are fields 14-15, counted after the
-            // last `)` (the command name may contain spaces and parens).
-            let ticks = s
-                .get("pid-stat")
-                .and_then(|v| v.first())
-                .and_then(|l| l.rfind(')').map(|i| &l[i + 1..]))
-                .and_then(|rest| {
-                    let t: Vec<&str> = rest.split_whitespace().collect();
-                    let u = t.get(11)?.parse::<u64>().ok()?;
-                    let s = t.get(12)?.parse::<u64>().ok()?;
-                    Some(u + s)
-                });
-            let mut cpu = Value::Null;
-            if let (Some(t), Some(pid)) = (ticks, pid) {
-                if let Some((ppid, pt)) = self.prev_proc {
-                    if ppid == pid && dtotal > 0 {
-                        // % of one core: process ticks over (all-cpu ticks / ncpu).
-                        let v = t.saturating_sub(pt) as f64 / (dtotal as f64 / ncpu as f64) * 100.0;
-                        cpu = json!((v * 10.0).round() / 10.0);
-                    }
-                }
-                self.prev_proc = Some((pid, t));
-            }
-            p.insert("cpu_pct".into(), cpu);
-            m.insert("proc".into(), Value::Object(p));
-        }
-        Ok((m, seen_pid))
     }
+
+    /// One `/proc/net/tcp` row: `sl local rem st …`.
+    fn tcp_line(&self, line: &str, all: &mut StateCounts, port: &mut StateCounts) {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        if t.len() < 4 || t[0] == "sl" {
+            return;
+        }
+        let Some(name) = tcp_state(t[3]) else {
+            return;
+        };
+        *all.entry(name).or_default() += 1;
+        // Server side of the service: the LOCAL port is the service port
+        // (a loopback connection appears twice, once per end).
+        let lport = t[1]
+            .rsplit(':')
+            .next()
+            .and_then(|p| u16::from_str_radix(p, 16).ok());
+        if self.port.is_some() && lport == self.port {
+            *port.entry(name).or_default() += 1;
+        }
+    }
+
+    /// One count aggregated on the target: `all|port <hex state> <count>`.
+    fn tcp_count_line(&self, line: &str, all: &mut StateCounts, port: &mut StateCounts) {
+        let t: Vec<&str> = line.split_whitespace().collect();
+        let (Some(scope), Some(st), Some(n)) = (t.first(), t.get(1), t.get(2)) else {
+            return;
+        };
+        let (Some(name), Ok(n)) = (tcp_state(st), n.parse::<u64>()) else {
+            return;
+        };
+        match *scope {
+            "all" => *all.entry(name).or_default() += n,
+            "port" if self.port.is_some() => *port.entry(name).or_default() += n,
+            _ => {}
+        }
+    }
+
+    /// The target's `/proc/PID/{status,stat,fd}` as the `proc` object;
+    /// returns the PID from `status`.
+    fn process(
+        &mut self,
+        status: &[&str],
+        s: &BTreeMap<&str, Vec<&str>>,
+        cpu: CpuDelta,
+        m: &mut Map<String, Value>,
+    ) -> Option<u32> {
+        let pid = kv_u64(status, "Pid").map(|p| p as u32);
+        let mut p = Map::new();
+        p.insert("pid".into(), json!(pid));
+        p.insert("rss_kb".into(), json!(kv_u64(status, "VmRSS")));
+        p.insert("hwm_kb".into(), json!(kv_u64(status, "VmHWM")));
+        p.insert("threads".into(), json!(kv_u64(status, "Threads")));
+        let fds = s
+            .get("pid-fd")
+            .and_then(|v| v.first())
+            .and_then(|x| x.trim().parse::<u64>().ok());
+        p.insert("fds".into(), json!(fds));
+        let ticks = s
+            .get("pid-stat")
+            .and_then(|v| v.first())
+            .and_then(|l| pid_ticks(l));
+        p.insert("cpu_pct".into(), self.process_cpu(pid, ticks, cpu));
+        m.insert("proc".into(), Value::Object(p));
+        pid
+    }
+
+    /// The process's CPU % of one core since the previous sample of the same PID.
+    fn process_cpu(&mut self, pid: Option<u32>, ticks: Option<u64>, cpu: CpuDelta) -> Value {
+        let (Some(t), Some(pid)) = (ticks, pid) else {
+            return Value::Null;
+        };
+        let mut out = Value::Null;
+        if let Some((ppid, pt)) = self.prev_proc {
+            if ppid == pid && cpu.dtotal > 0 {
+                // % of one core: process ticks over (all-cpu ticks / ncpu).
+                let v = t.saturating_sub(pt) as f64 / (cpu.dtotal as f64 / cpu.ncpu as f64) * 100.0;
+                out = json!((v * 10.0).round() / 10.0);
+            }
+        }
+        self.prev_proc = Some((pid, t));
+        out
+    }
+}
+
+/// Connections per TCP state name.
+type StateCounts = BTreeMap<&'static str, u64>;
+
+/// The all-CPU tick delta since the previous sample (0 on the first) and the
+/// CPU count, which scale the process's CPU %.
+#[derive(Debug, Clone, Copy)]
+struct CpuDelta {
+    dtotal: u64,
+    ncpu: usize,
+}
+
+/// The aggregate `cpu ` line of `/proc/stat` and the number of `cpuN` lines.
+fn cpu_ticks(stat: &[&str]) -> Result<(CpuTicks, usize), CollectorError> {
+    let cpu_line = stat
+        .iter()
+        .find(|l| l.starts_with("cpu "))
+        .ok_or_else(|| perr("no `cpu` line in /proc/stat"))?;
+    let f: Vec<u64> = cpu_line
+        .split_whitespace()
+        .skip(1)
+        .map(|x| {
+            x.parse::<u64>()
+                .map_err(|_| perr(format!("bad cpu field `{x}`")))
+        })
+        .collect::<Result<_, _>>()?;
+    if f.len() < 8 {
+        return Err(perr("short `cpu` line"));
+    }
+    let ncpu = stat
+        .iter()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count()
+        .max(1);
+    // guest/guest_nice are already inside user/nice: total = first 8 fields.
+    let ticks = CpuTicks {
+        user: f[0] + f[1],
+        system: f[2] + f[5] + f[6],
+        idle: f[3],
+        iowait: f[4],
+        steal: f[7],
+        total: f[..8].iter().sum(),
+    };
+    Ok((ticks, ncpu))
+}
+
+/// CPU percentages between two `/proc/stat` samples `dtotal` ticks apart.
+fn cpu_pcts(cur: &CpuTicks, p: &CpuTicks, dtotal: u64, m: &mut Map<String, Value>) {
+    let d = |a: u64, b: u64| a.saturating_sub(b);
+    m.insert("cpu_user_pct".into(), pct(d(cur.user, p.user), dtotal));
+    m.insert(
+        "cpu_system_pct".into(),
+        pct(d(cur.system, p.system), dtotal),
+    );
+    m.insert(
+        "cpu_iowait_pct".into(),
+        pct(d(cur.iowait, p.iowait), dtotal),
+    );
+    m.insert("cpu_steal_pct".into(), pct(d(cur.steal, p.steal), dtotal));
+    let idle = d(cur.idle, p.idle) + d(cur.iowait, p.iowait);
+    m.insert(
+        "cpu_busy_pct".into(),
+        pct(dtotal.saturating_sub(idle), dtotal),
+    );
+}
+
+/// `/proc/meminfo` (kB): total, available and used memory.
+fn meminfo(mem: &[&str], m: &mut Map<String, Value>) -> Result<(), CollectorError> {
+    let total = kv_u64(mem, "MemTotal").ok_or_else(|| perr("no MemTotal"))?;
+    let avail = kv_u64(mem, "MemAvailable").ok_or_else(|| perr("no MemAvailable"))?;
+    m.insert("mem_total_kb".into(), json!(total));
+    m.insert("mem_available_kb".into(), json!(avail));
+    m.insert("mem_used_kb".into(), json!(total.saturating_sub(avail)));
+    Ok(())
+}
+
+/// `/proc/loadavg`: the 1, 5 and 15 minute load averages.
+fn loadavg(la: &str, m: &mut Map<String, Value>) -> Result<(), CollectorError> {
+    let l: Vec<f64> = la
+        .split_whitespace()
+        .take(3)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if l.len() != 3 {
+        return Err(perr(format!("bad loadavg `{la}`")));
+    }
+    m.insert("load1".into(), json!(l[0]));
+    m.insert("load5".into(), json!(l[1]));
+    m.insert("load15".into(), json!(l[2]));
+    Ok(())
+}
+
+/// The first number after `Key:` in `Key: value [unit]` lines
+/// (`/proc/meminfo`, `/proc/PID/status`).
+fn kv_u64(lines: &[&str], key: &str) -> Option<u64> {
+    lines
+        .iter()
+        .find(|l| l.starts_with(key) && l[key.len()..].starts_with(':'))
+        .and_then(|l| l[key.len() + 1..].split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// A hex TCP state (`01` … `0C`) by name.
+fn tcp_state(hex: &str) -> Option<&'static str> {
+    let st = u8::from_str_radix(hex, 16).ok()?;
+    TCP_STATES.get(usize::from(st).wrapping_sub(1)).copied()
+}
+
+/// `/proc/PID/stat`: utime + stime, fields 14-15, counted after the last `)`
+/// (the command name may contain spaces and parens).
+fn pid_ticks(line: &str) -> Option<u64> {
+    let rest = &line[line.rfind(')')? + 1..];
+    let t: Vec<&str> = rest.split_whitespace().collect();
+    let u = t.get(11)?.parse::<u64>().ok()?;
+    let s = t.get(12)?.parse::<u64>().ok()?;
+    Some(u + s)
 }
 
 #[cfg(test)]

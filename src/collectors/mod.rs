@@ -6,7 +6,7 @@
 //! | [`config`] | the profile's `collectors:` section |
 //! | [`definition`] | collector definitions as data (`collectors/*.yaml`), placeholders |
 //! | [`quote`] | shell quoting of every value that reaches a remote shell |
-//! | [`transport`], [`ssh`] | `local`, `ssh` (libssh2), `openssh`, command prefix |
+//! | [`transport`] | `local`, `ssh` (libssh2), `openssh`, command prefix: one file each |
 //! | [`host`] | the `proc-host` parser (`/proc` in one command per sample) |
 //! | [`jvm`] | target PID discovery, JVM version, `gc-heap-info` parser |
 //! | [`generator`] | brunt's own CPU/RSS and scheduler lag; the "saturated" verdict |
@@ -30,7 +30,6 @@ pub mod generator;
 pub mod host;
 pub mod jvm;
 pub mod quote;
-pub mod ssh;
 pub mod store;
 pub mod transport;
 
@@ -232,7 +231,7 @@ pub fn validate(
     match cfg.transport.kind {
         config::TransportKind::Local => {}
         config::TransportKind::Ssh => {
-            ssh::SshTransport::new(cfg.transport.clone())?;
+            transport::SshTransport::new(cfg.transport.clone())?;
         }
         config::TransportKind::Openssh => {
             if cfg.transport.host.is_none() {

@@ -197,233 +197,285 @@ fn check(opts: &K8sOptions, job: &str) -> Result<(), ShardError> {
 
 /// The manifest (multi-document YAML) and the commands to run it, as comments.
 pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardError> {
-    let text = std::fs::read_to_string(profile_path).map_err(|e| ShardError::Read {
-        path: profile_path.to_path_buf(),
-        message: e.to_string(),
-    })?;
-    let profile = Profile::from_yaml(&text, profile_path)?;
-    // A ConfigMap holds at most 1 MiB.
-    if text.len() > 1_000_000 {
-        return Err(ShardError::Invalid(format!(
-            "{}: a profile over 1 MB does not fit in a ConfigMap",
-            profile_path.display()
-        )));
+    let plan = Plan::new(profile_path, opts)?;
+    let mut docs = vec![plan.config_map(), plan.job()];
+    if let Some(pvc) = &opts.results_pvc {
+        docs.push(plan.gather_pod(pvc));
     }
-    let job = opts
-        .job_name
-        .clone()
-        .unwrap_or_else(|| default_job_name(&profile.name));
-    check(opts, &job)?;
-    let n = opts.shards;
-    let start_at = opts
-        .now
-        .checked_add(opts.start_delay)
-        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map(|d| d.as_secs())
-        .ok_or_else(|| ShardError::Invalid("--start-delay is out of range".into()))?;
-    let run_secs = profile.plan(1.0).total().as_secs();
-    let emptydir = opts.results_pvc.is_none();
-    let hold = if emptydir { opts.hold.as_secs() } else { 0 };
-    let configmap = format!("{job}-profile");
-    let labels = |component: &str| {
+    let mut out = String::new();
+    for d in &docs {
+        out.push_str("---\n");
+        out.push_str(&serde_saphyr::to_string(d).map_err(|e| ShardError::Invalid(e.to_string()))?);
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out.push_str(&commands(&plan.job, opts, plan.start_at, plan.run_secs));
+    Ok(out)
+}
+
+/// The checked options and what the documents are built from.
+struct Plan<'a> {
+    opts: &'a K8sOptions,
+    /// The profile's text, as the ConfigMap carries it.
+    text: String,
+    job: String,
+    /// Unix seconds of the shared start.
+    start_at: u64,
+    /// The profile's planned duration.
+    run_secs: u64,
+    /// Seconds a finished pod waits for `kubectl cp` (0 with a results claim).
+    hold: u64,
+}
+
+impl<'a> Plan<'a> {
+    /// Read and check the profile and the options.
+    fn new(profile_path: &Path, opts: &'a K8sOptions) -> Result<Self, ShardError> {
+        let text = std::fs::read_to_string(profile_path).map_err(|e| ShardError::Read {
+            path: profile_path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let profile = Profile::from_yaml(&text, profile_path)?;
+        // A ConfigMap holds at most 1 MiB.
+        if text.len() > 1_000_000 {
+            return Err(ShardError::Invalid(format!(
+                "{}: a profile over 1 MB does not fit in a ConfigMap",
+                profile_path.display()
+            )));
+        }
+        let job = opts
+            .job_name
+            .clone()
+            .unwrap_or_else(|| default_job_name(&profile.name));
+        check(opts, &job)?;
+        let start_at = opts
+            .now
+            .checked_add(opts.start_delay)
+            .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map(|d| d.as_secs())
+            .ok_or_else(|| ShardError::Invalid("--start-delay is out of range".into()))?;
+        let run_secs = profile.plan(1.0).total().as_secs();
+        let hold = if opts.results_pvc.is_none() {
+            opts.hold.as_secs()
+        } else {
+            0
+        };
+        Ok(Plan {
+            opts,
+            text,
+            job,
+            start_at,
+            run_secs,
+            hold,
+        })
+    }
+
+    /// No results claim: each pod keeps its run directory in an emptyDir.
+    fn emptydir(&self) -> bool {
+        self.opts.results_pvc.is_none()
+    }
+
+    fn config_map_name(&self) -> String {
+        format!("{}-profile", self.job)
+    }
+
+    fn labels(&self, component: &str) -> Y {
         m([
             ("app.kubernetes.io/name", s("brunt")),
-            ("app.kubernetes.io/instance", s(&job)),
+            ("app.kubernetes.io/instance", s(&self.job)),
             ("app.kubernetes.io/component", s(component)),
         ])
-    };
-    let meta = |name: &str, component: &str| {
+    }
+
+    fn meta(&self, name: &str, component: &str) -> Y {
         m([
             ("name", s(name)),
-            ("namespace", s(&opts.namespace)),
-            ("labels", labels(component)),
+            ("namespace", s(&self.opts.namespace)),
+            ("labels", self.labels(component)),
         ])
-    };
-
-    let cm = m([
-        ("apiVersion", s("v1")),
-        ("kind", s("ConfigMap")),
-        ("metadata", meta(&configmap, "profile")),
-        ("data", Y::M(vec![("profile.yaml".into(), s(&text))])),
-    ]);
-
-    let root = results_root(opts, start_at);
-    let mut script = String::new();
-    let _ = writeln!(script, "i=$((JOB_COMPLETION_INDEX + 1))");
-    let _ = writeln!(
-        script,
-        "brunt run /profile/profile.yaml --shard \"$i/{n}\" --start-at {start_at} --out \"{root}/shard-$i\" --plain"
-    );
-    let _ = writeln!(script, "code=$?");
-    let _ = writeln!(
-        script,
-        "mkdir -p {root}/exit-codes && echo \"$code\" > \"{root}/exit-codes/shard-$i\""
-    );
-    if emptydir {
-        let _ = writeln!(
-            script,
-            "# Ready = finished: hold the run directory until `kubectl cp` fetched it."
-        );
-        let _ = writeln!(script, "touch /results/.done");
-        let _ = writeln!(script, "waited=0");
-        let _ = writeln!(
-            script,
-            "while [ ! -e /results/.collected ] && [ \"$waited\" -lt {hold} ]; do sleep 5; waited=$((waited + 5)); done"
-        );
     }
-    let _ = writeln!(
-        script,
-        "# One shard's budgets mean little (99): brunt merge judges the union."
-    );
-    let _ = writeln!(
-        script,
-        "case \"$code\" in 0|99) exit 0 ;; *) exit \"$code\" ;; esac"
-    );
 
-    let results_volume = match &opts.results_pvc {
-        Some(pvc) => m([
-            ("name", s("results")),
-            ("persistentVolumeClaim", m([("claimName", s(pvc))])),
-        ]),
-        None => m([("name", s("results")), ("emptyDir", m([]))]),
-    };
-    let mut container = vec![
-        ("name".to_string(), s("brunt")),
-        ("image".to_string(), s(&opts.image)),
-        (
-            "command".to_string(),
-            Y::L(vec![s("sh"), s("-c"), s(script)]),
-        ),
-        (
-            "resources".to_string(),
-            // No CPU limit: throttling a generator shows up as fake latency.
-            m([
-                (
-                    "requests",
-                    m([("cpu", s(&opts.cpu)), ("memory", s(&opts.memory))]),
-                ),
-                ("limits", m([("memory", s(&opts.memory))])),
-            ]),
-        ),
-        (
-            "volumeMounts".to_string(),
-            Y::L(vec![
-                m([
-                    ("name", s("profile")),
-                    ("mountPath", s("/profile")),
-                    ("readOnly", Y::B(true)),
-                ]),
-                m([("name", s("results")), ("mountPath", s("/results"))]),
-            ]),
-        ),
-    ];
-    if emptydir {
-        container.push((
-            "readinessProbe".to_string(),
-            m([
-                (
-                    "exec",
-                    m([(
-                        "command",
-                        Y::L(vec![s("test"), s("-e"), s("/results/.done")]),
-                    )]),
-                ),
-                ("periodSeconds", Y::I(5)),
-            ]),
-        ));
-    }
-    let shard_selector = m([(
-        "matchLabels",
+    /// The ConfigMap that carries the profile to every pod.
+    fn config_map(&self) -> Y {
         m([
-            ("app.kubernetes.io/instance", s(&job)),
-            ("app.kubernetes.io/component", s("shard")),
-        ]),
-    )]);
-    let deadline = opts.start_delay.as_secs() + run_secs + hold + 600;
-    let job_doc = m([
-        ("apiVersion", s("batch/v1")),
-        ("kind", s("Job")),
-        ("metadata", meta(&job, "shard")),
-        (
-            "spec",
-            m([
-                ("completionMode", s("Indexed")),
-                ("completions", Y::I(n.into())),
-                ("parallelism", Y::I(n.into())),
-                // A retried shard would start late and skew the merge: fail instead.
-                ("backoffLimit", Y::I(0)),
-                ("activeDeadlineSeconds", Y::I(deadline as i64)),
-                (
-                    "template",
-                    m([
-                        ("metadata", m([("labels", labels("shard"))])),
-                        (
-                            "spec",
-                            m([
-                                ("restartPolicy", s("Never")),
-                                ("securityContext", pod_security()),
-                                (
-                                    "affinity",
-                                    m([(
-                                        "podAntiAffinity",
-                                        m([(
-                                            "requiredDuringSchedulingIgnoredDuringExecution",
-                                            Y::L(vec![m([
-                                                ("labelSelector", shard_selector),
-                                                ("topologyKey", s("kubernetes.io/hostname")),
-                                            ])]),
-                                        )]),
-                                    )]),
-                                ),
-                                ("containers", Y::L(vec![Y::M(container)])),
-                                (
-                                    "volumes",
-                                    Y::L(vec![
-                                        m([
-                                            ("name", s("profile")),
-                                            ("configMap", m([("name", s(&configmap))])),
-                                        ]),
-                                        results_volume,
-                                    ]),
-                                ),
-                            ]),
-                        ),
-                    ]),
-                ),
-            ]),
-        ),
-    ]);
-    let mut docs = vec![cm, job_doc];
-    let gather = format!("{job}-gather");
-    if let Some(pvc) = &opts.results_pvc {
-        docs.push(m([
             ("apiVersion", s("v1")),
-            ("kind", s("Pod")),
-            ("metadata", meta(&gather, "gather")),
+            ("kind", s("ConfigMap")),
+            ("metadata", self.meta(&self.config_map_name(), "profile")),
+            ("data", Y::M(vec![("profile.yaml".into(), s(&self.text))])),
+        ])
+    }
+
+    /// The Indexed Job: one completion per shard, all running at once.
+    fn job(&self) -> Y {
+        let n = self.opts.shards;
+        let deadline = self.opts.start_delay.as_secs() + self.run_secs + self.hold + 600;
+        m([
+            ("apiVersion", s("batch/v1")),
+            ("kind", s("Job")),
+            ("metadata", self.meta(&self.job, "shard")),
+            (
+                "spec",
+                m([
+                    ("completionMode", s("Indexed")),
+                    ("completions", Y::I(n.into())),
+                    ("parallelism", Y::I(n.into())),
+                    // A retried shard would start late and skew the merge: fail instead.
+                    ("backoffLimit", Y::I(0)),
+                    ("activeDeadlineSeconds", Y::I(deadline as i64)),
+                    ("template", self.pod_template()),
+                ]),
+            ),
+        ])
+    }
+
+    /// A shard's pod: one per node, the brunt container, profile and results volumes.
+    fn pod_template(&self) -> Y {
+        m([
+            ("metadata", m([("labels", self.labels("shard"))])),
             (
                 "spec",
                 m([
                     ("restartPolicy", s("Never")),
                     ("securityContext", pod_security()),
+                    ("affinity", self.one_shard_per_node()),
+                    ("containers", Y::L(vec![self.container()])),
+                    ("volumes", self.volumes()),
+                ]),
+            ),
+        ])
+    }
+
+    /// Shards on separate nodes, so they do not share a machine's CPU.
+    fn one_shard_per_node(&self) -> Y {
+        let shard_selector = m([(
+            "matchLabels",
+            m([
+                ("app.kubernetes.io/instance", s(&self.job)),
+                ("app.kubernetes.io/component", s("shard")),
+            ]),
+        )]);
+        m([(
+            "podAntiAffinity",
+            m([(
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                Y::L(vec![m([
+                    ("labelSelector", shard_selector),
+                    ("topologyKey", s("kubernetes.io/hostname")),
+                ])]),
+            )]),
+        )])
+    }
+
+    fn volumes(&self) -> Y {
+        let results = match &self.opts.results_pvc {
+            Some(pvc) => m([
+                ("name", s("results")),
+                ("persistentVolumeClaim", m([("claimName", s(pvc))])),
+            ]),
+            None => m([("name", s("results")), ("emptyDir", m([]))]),
+        };
+        Y::L(vec![
+            m([
+                ("name", s("profile")),
+                ("configMap", m([("name", s(self.config_map_name()))])),
+            ]),
+            results,
+        ])
+    }
+
+    /// The brunt container; with an emptyDir, Ready means "finished, fetch me".
+    fn container(&self) -> Y {
+        let opts = self.opts;
+        let mut container = vec![
+            ("name".to_string(), s("brunt")),
+            ("image".to_string(), s(&opts.image)),
+            (
+                "command".to_string(),
+                Y::L(vec![s("sh"), s("-c"), s(self.script())]),
+            ),
+            (
+                "resources".to_string(),
+                // No CPU limit: throttling a generator shows up as fake latency.
+                m([
                     (
-                        "containers",
-                        Y::L(vec![m([
-                            ("name", s("gather")),
-                            ("image", s(&opts.image)),
-                            ("command", Y::L(vec![s("sleep"), s("infinity")])),
-                            (
-                                "resources",
-                                m([("requests", m([("cpu", s("10m")), ("memory", s("32Mi"))]))]),
-                            ),
-                            (
-                                "volumeMounts",
-                                Y::L(vec![m([
-                                    ("name", s("results")),
-                                    ("mountPath", s("/results")),
-                                ])]),
-                            ),
-                        ])]),
+                        "requests",
+                        m([("cpu", s(&opts.cpu)), ("memory", s(&opts.memory))]),
                     ),
+                    ("limits", m([("memory", s(&opts.memory))])),
+                ]),
+            ),
+            (
+                "volumeMounts".to_string(),
+                Y::L(vec![
+                    m([
+                        ("name", s("profile")),
+                        ("mountPath", s("/profile")),
+                        ("readOnly", Y::B(true)),
+                    ]),
+                    m([("name", s("results")), ("mountPath", s("/results"))]),
+                ]),
+            ),
+        ];
+        if self.emptydir() {
+            container.push(("readinessProbe".to_string(), done_probe()));
+        }
+        Y::M(container)
+    }
+
+    /// The pod's shell script: run shard `index + 1`, record its exit code and,
+    /// with an emptyDir, hold the results until they were fetched.
+    fn script(&self) -> String {
+        let (n, start_at, hold) = (self.opts.shards, self.start_at, self.hold);
+        let root = results_root(self.opts, start_at);
+        let mut script = String::new();
+        let _ = writeln!(script, "i=$((JOB_COMPLETION_INDEX + 1))");
+        let _ = writeln!(
+            script,
+            "brunt run /profile/profile.yaml --shard \"$i/{n}\" --start-at {start_at} --out \"{root}/shard-$i\" --plain"
+        );
+        let _ = writeln!(script, "code=$?");
+        let _ = writeln!(
+            script,
+            "mkdir -p {root}/exit-codes && echo \"$code\" > \"{root}/exit-codes/shard-$i\""
+        );
+        if self.emptydir() {
+            let _ = writeln!(
+                script,
+                "# Ready = finished: hold the run directory until `kubectl cp` fetched it."
+            );
+            let _ = writeln!(script, "touch /results/.done");
+            let _ = writeln!(script, "waited=0");
+            let _ = writeln!(
+                script,
+                "while [ ! -e /results/.collected ] && [ \"$waited\" -lt {hold} ]; do sleep 5; waited=$((waited + 5)); done"
+            );
+        }
+        let _ = writeln!(
+            script,
+            "# One shard's budgets mean little (99): brunt merge judges the union."
+        );
+        let _ = writeln!(
+            script,
+            "case \"$code\" in 0|99) exit 0 ;; *) exit \"$code\" ;; esac"
+        );
+        script
+    }
+
+    /// With a results claim: a pod that mounts it, for `kubectl cp` after the Job.
+    fn gather_pod(&self, pvc: &str) -> Y {
+        m([
+            ("apiVersion", s("v1")),
+            ("kind", s("Pod")),
+            (
+                "metadata",
+                self.meta(&format!("{}-gather", self.job), "gather"),
+            ),
+            (
+                "spec",
+                m([
+                    ("restartPolicy", s("Never")),
+                    ("securityContext", pod_security()),
+                    ("containers", Y::L(vec![self.gather_container()])),
                     (
                         "volumes",
                         Y::L(vec![m([
@@ -433,19 +485,41 @@ pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardE
                     ),
                 ]),
             ),
-        ]));
+        ])
     }
 
-    let mut out = String::new();
-    for d in &docs {
-        out.push_str("---\n");
-        out.push_str(&serde_saphyr::to_string(d).map_err(|e| ShardError::Invalid(e.to_string()))?);
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
+    fn gather_container(&self) -> Y {
+        m([
+            ("name", s("gather")),
+            ("image", s(&self.opts.image)),
+            ("command", Y::L(vec![s("sleep"), s("infinity")])),
+            (
+                "resources",
+                m([("requests", m([("cpu", s("10m")), ("memory", s("32Mi"))]))]),
+            ),
+            (
+                "volumeMounts",
+                Y::L(vec![m([
+                    ("name", s("results")),
+                    ("mountPath", s("/results")),
+                ])]),
+            ),
+        ])
     }
-    out.push_str(&commands(&job, opts, start_at, run_secs));
-    Ok(out)
+}
+
+/// Ready once the script touched `/results/.done`.
+fn done_probe() -> Y {
+    m([
+        (
+            "exec",
+            m([(
+                "command",
+                Y::L(vec![s("test"), s("-e"), s("/results/.done")]),
+            )]),
+        ),
+        ("periodSeconds", Y::I(5)),
+    ])
 }
 
 /// Where the shards write: the pod's own emptyDir, or a directory of this

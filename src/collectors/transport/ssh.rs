@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 
 use ssh2::{CheckResult, HostKeyType, KnownHostFileKind, Session, Sftp};
 
-use super::config::{HostKeyPolicy, TransportConfig};
-use super::error::CollectorError;
-use super::transport::{expand_home, ExecOutput, Transport};
+use super::{expand_home, ExecOutput, Transport};
+use crate::collectors::config::{HostKeyPolicy, TransportConfig};
+use crate::collectors::error::CollectorError;
 
 pub struct SshTransport {
     cfg: TransportConfig,

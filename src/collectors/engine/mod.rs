@@ -1,0 +1,449 @@
+//! A collector thread ("lane"), owning its transport (one SSH session reused
+//! for the whole run), scheduling probes (every N s, at phase starts,
+//! on p99 triggers, capped by `max`), running JFR recordings, following logs,
+//! and keeping the link alive. When the link breaks it reconnects with
+//! back-off and records the gap; a probe that fails is logged and retried on
+//! its next schedule. Nothing here is ever awaited by the load.
+//!
+//! Two lanes per run: `samples` (host, heap, log tails: short commands on a
+//! fixed beat) and `artifacts` (thread dumps, JFR: each jcmd attach takes
+//! 0.3-1 s under load). With one lane, dumps starved the heap series (2
+//! samples in 7 s instead of 7); each lane has its own session.
+//!
+//! This file holds the lane's state, its loop and the scheduling (phases,
+//! triggers, probe order). Helpers, each an `impl Engine` block, from the
+//! bottom up: `link` (reconnects, gaps), `probes` (running one probe on the
+//! target), `jfr` (recordings). Each calls only those before it.
+
+mod jfr;
+mod link;
+mod probes;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::config::TargetConfig;
+use super::definition::{Definition, ProbeDef, ProbeKind};
+use super::error::CollectorError;
+use super::host::ProcHostParser;
+use super::store::{safe, Jsonl, PhaseTracker};
+use super::transport::Transport;
+use super::{ArtifactInfo, ErrorInfo, GapInfo, PidInfo, StreamInfo};
+
+/// Messages from the run (via the observer) to the collector thread.
+#[derive(Debug)]
+pub(crate) enum Event {
+    Phase(usize),
+    Trigger { second: u64, p99_us: u64 },
+    Finish,
+}
+
+/// What the collector thread hands back at the end.
+#[derive(Debug, Default)]
+pub(crate) struct EngineReport {
+    pub streams: Vec<StreamInfo>,
+    pub artifacts: Vec<ArtifactInfo>,
+    pub gaps: Vec<GapInfo>,
+    pub errors: Vec<ErrorInfo>,
+    pub errors_total: u64,
+    pub target_pids: Vec<PidInfo>,
+    pub triggers: u64,
+}
+
+enum Parser {
+    None,
+    Host(ProcHostParser),
+    Heap,
+    Lines,
+}
+
+struct JfrActive {
+    remote: String,
+    t: f64,
+    phase: String,
+}
+
+struct Probe {
+    collector: String,
+    def: ProbeDef,
+    next_due: Option<f64>,
+    forced: Option<&'static str>,
+    count: u32,
+    stream: Option<(String, Jsonl)>,
+    parser: Parser,
+    jfr_want: bool,
+    jfr: Option<JfrActive>,
+    tail_offset: Option<u64>,
+    tail_out: Option<File>,
+    disabled: bool,
+}
+
+impl Probe {
+    /// A probe's run state; `sample` probes open their stream file now.
+    fn new(
+        collector: &str,
+        p: &ProbeDef,
+        diag_dir: &Path,
+        port: Option<u16>,
+    ) -> Result<Self, CollectorError> {
+        let stream = if p.kind == ProbeKind::Sample {
+            let name = safe(p.stream.as_deref().unwrap_or(&p.name));
+            let file = diag_dir.join(format!("{name}.jsonl"));
+            Some((name, Jsonl::open(&file)?))
+        } else {
+            None
+        };
+        let parser = match p.parser.as_deref() {
+            Some("proc-host") => Parser::Host(ProcHostParser::new(port)),
+            Some("gc-heap-info") => Parser::Heap,
+            Some("lines") => Parser::Lines,
+            _ => Parser::None,
+        };
+        Ok(Probe {
+            collector: collector.to_string(),
+            next_due: p.every.map(|_| 0.0),
+            forced: None,
+            count: 0,
+            stream,
+            parser,
+            jfr_want: p.kind == ProbeKind::Jfr && p.phase.as_deref().unwrap_or("run") == "run",
+            jfr: None,
+            tail_offset: None,
+            tail_out: None,
+            disabled: false,
+            def: p.clone(),
+        })
+    }
+}
+
+pub(crate) struct EngineSetup {
+    /// `samples` or `artifacts` (see the module doc).
+    pub lane: &'static str,
+    pub transport: Box<dyn Transport>,
+    pub tracker: Arc<PhaseTracker>,
+    pub diag_dir: PathBuf,
+    pub target: TargetConfig,
+    pub remote_dir: String,
+    pub definitions: Vec<Definition>,
+    pub trigger_cooldown: Duration,
+    pub max_backoff: Duration,
+}
+
+pub(crate) struct Engine {
+    t: Box<dyn Transport>,
+    tracker: Arc<PhaseTracker>,
+    dir: PathBuf,
+    target: TargetConfig,
+    remote_dir: String,
+    run_tag: String,
+    lane: &'static str,
+    probes: Vec<Probe>,
+    pid: Option<u32>,
+    java_major: Option<u32>,
+    down_since: Option<f64>,
+    down_reason: String,
+    missed: u64,
+    next_retry: f64,
+    backoff: f64,
+    max_backoff: f64,
+    permanent: Option<String>,
+    last_trigger: Option<f64>,
+    cooldown: f64,
+    last_keepalive: f64,
+    events: Option<Jsonl>,
+    rep: EngineReport,
+    seq: u32,
+    /// Last error per probe, to log a repeating failure once.
+    last_error: HashMap<String, String>,
+    /// The run's messages, polled between probes.
+    rx: Option<Receiver<Event>>,
+    /// The load has ended: stop JFR, download, return.
+    finishing: bool,
+    /// A phase started mid-batch: restart the probe order (JFR first).
+    rescan: bool,
+}
+
+const MAX_ERRORS_KEPT: usize = 200;
+const FIRST_BACKOFF: f64 = 0.5;
+
+impl Engine {
+    pub fn new(s: EngineSetup) -> Result<Self, CollectorError> {
+        let events = Jsonl::open(&s.diag_dir.join("collectors.jsonl"))?;
+        let mut probes = Vec::new();
+        for d in &s.definitions {
+            for p in d.probes.iter().filter(|p| p.enabled) {
+                probes.push(Probe::new(&d.name, p, &s.diag_dir, s.target.port)?);
+            }
+        }
+        let run_tag = format!(
+            "{}-{}-{}",
+            std::process::id(),
+            s.tracker.clock().start_unix() as u64,
+            s.lane
+        );
+        Ok(Engine {
+            t: s.transport,
+            tracker: s.tracker,
+            dir: s.diag_dir,
+            target: s.target,
+            remote_dir: s.remote_dir.trim_end_matches('/').to_string(),
+            run_tag,
+            lane: s.lane,
+            probes,
+            pid: None,
+            java_major: None,
+            down_since: None,
+            down_reason: String::new(),
+            missed: 0,
+            next_retry: 0.0,
+            backoff: FIRST_BACKOFF,
+            max_backoff: s.max_backoff.as_secs_f64().max(FIRST_BACKOFF),
+            permanent: None,
+            last_trigger: None,
+            cooldown: s.trigger_cooldown.as_secs_f64(),
+            last_keepalive: 0.0,
+            events: Some(events),
+            rep: EngineReport::default(),
+            seq: 0,
+            last_error: HashMap::new(),
+            rx: None,
+            finishing: false,
+            rescan: false,
+        })
+    }
+
+    fn now(&self) -> f64 {
+        self.tracker.t()
+    }
+
+    fn event(&mut self, kind: &str, fields: Value) {
+        let t = self.now();
+        let phase = self.tracker.name();
+        if let (Some(ev), Value::Object(mut m)) = (self.events.as_mut(), fields) {
+            m.insert("event".into(), json!(kind));
+            if ev.row(t, &phase, m).is_err() {
+                self.events = None;
+            }
+        }
+    }
+
+    fn error(&mut self, probe: &str, e: &CollectorError) {
+        let t = self.now();
+        self.rep.errors_total += 1;
+        // A probe failing the same way every second says it once (counted in errors_total).
+        let msg = e.to_string();
+        if self.last_error.get(probe) == Some(&msg) {
+            return;
+        }
+        self.last_error.insert(probe.to_string(), msg);
+        eprintln!("brunt: collector {probe}: {e}");
+        if self.rep.errors.len() < MAX_ERRORS_KEPT {
+            self.rep.errors.push(ErrorInfo {
+                t,
+                probe: probe.to_string(),
+                message: e.to_string(),
+            });
+        }
+        self.event("error", json!({"probe": probe, "message": e.to_string()}));
+    }
+
+    /// Run until the load finishes (or the observer goes away).
+    pub fn run(mut self, mut rx: Receiver<Event>) -> EngineReport {
+        // Tails start at the file's end as of the first contact: do it now,
+        // before the load gets going.
+        if self.ensure_link() {
+            for i in 0..self.probes.len() {
+                if self.probes[i].def.kind == ProbeKind::Tail {
+                    self.run_probe(i, "start");
+                }
+            }
+        }
+        loop {
+            let now = self.now();
+            let next = self
+                .probes
+                .iter()
+                .filter_map(|p| p.next_due)
+                .fold(now + 0.5, f64::min);
+            let wait = Duration::from_secs_f64((next - now).clamp(0.005, 0.5));
+            match rx.recv_timeout(wait) {
+                Ok(ev) => self.handle(ev),
+                Err(RecvTimeoutError::Disconnected) => self.finishing = true,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            self.rx = Some(rx);
+            self.run_due();
+            self.keepalive_if_idle();
+            let Some(r) = self.rx.take() else { break };
+            if self.finishing {
+                break;
+            }
+            rx = r;
+        }
+        self.shutdown();
+        self.rep
+    }
+
+    fn handle(&mut self, ev: Event) {
+        match ev {
+            Event::Phase(i) => self.on_phase(i),
+            Event::Trigger { second, p99_us } => self.on_trigger(second, p99_us),
+            Event::Finish => self.finishing = true,
+        }
+    }
+
+    /// Take in everything the run sent, without waiting. Called between
+    /// probes: a remote command can take a second (jcmd attaches), and a
+    /// phase start or the end of the load must not queue behind a batch.
+    fn poll_events(&mut self) {
+        let Some(rx) = self.rx.take() else { return };
+        loop {
+            match rx.try_recv() {
+                Ok(ev) => self.handle(ev),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    self.finishing = true;
+                    break;
+                }
+            }
+        }
+        self.rx = Some(rx);
+    }
+
+    fn on_phase(&mut self, index: usize) {
+        self.tracker.set_current(index);
+        self.rescan = true;
+        let name = self
+            .tracker
+            .phases()
+            .get(index)
+            .map(|p| p.name.clone())
+            .unwrap_or_default();
+        for i in 0..self.probes.len() {
+            let p = &mut self.probes[i];
+            if p.def.kind == ProbeKind::Jfr {
+                let target = p.def.phase.clone().unwrap_or_else(|| "run".into());
+                if target != "run" {
+                    if target == name {
+                        p.jfr_want = true;
+                    } else if p.jfr.is_some() {
+                        p.jfr_want = false;
+                        self.jfr_stop(i);
+                    }
+                }
+            } else if p.def.at_phase_start {
+                p.forced = Some("phase-start");
+            }
+        }
+    }
+
+    fn on_trigger(&mut self, second: u64, p99_us: u64) {
+        if !self.probes.iter().any(|p| p.def.on_trigger) {
+            return;
+        }
+        let now = self.now();
+        if self.last_trigger.is_some_and(|l| now - l < self.cooldown) {
+            return;
+        }
+        self.last_trigger = Some(now);
+        self.rep.triggers += 1;
+        self.event("trigger", json!({"second": second, "p99_us": p99_us}));
+        for p in &mut self.probes {
+            // A pending phase-start run keeps its reason: one dump serves both.
+            if p.def.on_trigger && p.def.kind != ProbeKind::Jfr && p.forced.is_none() {
+                p.forced = Some("trigger");
+            }
+        }
+    }
+
+    fn run_due(&mut self) {
+        while self.run_batch() {}
+    }
+
+    /// One pass over the due probes; true = a phase started meanwhile, pass again.
+    fn run_batch(&mut self) -> bool {
+        // JFR first: a recording should start with its phase, not after the dumps.
+        let order: Vec<usize> = (0..self.probes.len())
+            .filter(|&i| self.probes[i].def.kind == ProbeKind::Jfr)
+            .chain((0..self.probes.len()).filter(|&i| self.probes[i].def.kind != ProbeKind::Jfr))
+            .collect();
+        for i in order {
+            self.poll_events();
+            if self.finishing {
+                return false;
+            }
+            if std::mem::take(&mut self.rescan) {
+                // A phase just started: begin again with its JFR recording.
+                return true;
+            }
+            let now = self.now();
+            let p = &mut self.probes[i];
+            if p.disabled {
+                continue;
+            }
+            if p.def.kind == ProbeKind::Jfr {
+                if p.jfr_want && p.jfr.is_none() {
+                    self.jfr_start(i);
+                }
+                continue;
+            }
+            let scheduled = p.next_due.is_some_and(|d| d <= now);
+            let reason = match (p.forced.take(), scheduled) {
+                (Some(r), _) => r,
+                (None, true) => "schedule",
+                (None, false) => continue,
+            };
+            if scheduled {
+                if let (Some(every), Some(due)) = (p.def.every, p.next_due) {
+                    let e = every.as_secs_f64();
+                    // Keep to the grid; after a long stall, skip ahead instead of bursting.
+                    let mut n = due + e;
+                    if n <= now {
+                        n = now + e;
+                    }
+                    p.next_due = Some(n);
+                }
+            }
+            if p.def.max.is_some_and(|m| p.count >= m) {
+                continue;
+            }
+            self.run_probe(i, reason);
+        }
+        false
+    }
+
+    fn shutdown(&mut self) {
+        for i in 0..self.probes.len() {
+            if self.probes[i].jfr.is_some() {
+                self.jfr_stop(i);
+            }
+        }
+        let now = self.now();
+        if let Some(from) = self.down_since.take() {
+            self.rep.gaps.push(GapInfo {
+                lane: self.lane.to_string(),
+                from_t: from,
+                to_t: now,
+                reason: format!("{} (still down at the end)", self.down_reason),
+                missed: self.missed,
+            });
+        }
+        for p in &self.probes {
+            if let Some((name, s)) = &p.stream {
+                if !self.rep.streams.iter().any(|x| &x.name == name) {
+                    self.rep.streams.push(StreamInfo {
+                        name: name.clone(),
+                        file: format!("diagnostics/{name}.jsonl"),
+                        rows: s.rows,
+                    });
+                }
+            }
+        }
+    }
+}
