@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use brunt::collectors::config::CollectorsConfig;
 use brunt::collectors::{start, CollectorContext};
+use brunt::profile::collectors::CollectorsConfig;
 use brunt::vocab::{PhaseInfo, RunClock};
 
 /// What a user would put in `collectors/net-sockets.yaml`.

@@ -18,7 +18,7 @@
 //! | [`evidence`] | server-side evidence as the judge reads it (series and findings on the run clock) | diagnosis, vocab |
 //! | [`engine`] | sending the load: open-model scheduler, closed-model virtual users, the HTTP client hot path | profile, metrics, vocab |
 //! | [`collectors`] | server-side sampling over a transport (local, SSH): host `/proc`, JVM dumps, JFR, heap | profile, vocab |
-//! | [`profile`] | the YAML profile: every section's types, parsing with file/line/column errors, compiling a shape into phases | budgets, diagnosis, demo, vocab |
+//! | [`profile`] | the YAML profile: every section's types, parsing with file/line/column errors, compiling a shape into phases | budgets, demo, vocab |
 //! | [`budgets`] | the budget language (`p99 < 500ms`) and its PASS/FAIL evaluation | metrics, vocab |
 //! | [`metrics`] | recording outcomes: HdrHistograms per phase × outcome, 1-s windows, interval log, time series | vocab |
 //! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings | nothing |

@@ -23,10 +23,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::config::{
+use brunt::collectors::{start, CollectorContext, CollectorsSummary};
+use brunt::profile::collectors::{
     CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig,
 };
-use brunt::collectors::{start, CollectorContext, CollectorsSummary};
 use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Two JVMs under load at once would swamp a 2-core machine and blur timings.

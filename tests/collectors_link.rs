@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::config::{
+use brunt::collectors::{start, CollectorContext};
+use brunt::profile::collectors::{
     CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportKind,
 };
-use brunt::collectors::{start, CollectorContext};
 use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Both tests kill and restart an sshd with tight timing checks: one at a time.

@@ -8,10 +8,10 @@ use std::io::Write;
 use std::thread;
 use std::time::Duration;
 
-use brunt::collectors::config::{
+use brunt::collectors::{start, CollectorContext, CollectorError};
+use brunt::profile::collectors::{
     CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig,
 };
-use brunt::collectors::{start, CollectorContext, CollectorError};
 use brunt::vocab::{PhaseInfo, RunClock};
 
 fn ctx(dir: &std::path::Path, phases: Vec<PhaseInfo>) -> CollectorContext {
@@ -190,7 +190,7 @@ fn bad_collector_config_is_refused_at_start() {
                     probes: BTreeMap::new(),
                 }],
                 transport: TransportConfig {
-                    kind: brunt::collectors::config::TransportKind::Ssh,
+                    kind: brunt::profile::collectors::TransportKind::Ssh,
                     ..Default::default()
                 },
                 ..Default::default()
@@ -231,7 +231,7 @@ fn bad_collector_config_is_refused_at_start() {
 fn saturated_generator_is_flagged() {
     let dir = tempfile::tempdir().expect("tempdir");
     let cfg = CollectorsConfig {
-        generator: brunt::collectors::config::GeneratorConfig {
+        generator: brunt::profile::collectors::GeneratorConfig {
             cpu_saturation_pct: 25.0,
             ..Default::default()
         },

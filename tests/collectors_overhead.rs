@@ -18,8 +18,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::config::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
 use brunt::collectors::{start, CollectorContext};
+use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
 use brunt::vocab::RunClock;
 
 fn clk_tck() -> f64 {

@@ -8,11 +8,11 @@ mod sshd;
 
 use std::time::Instant;
 
-use brunt::collectors::config::{HostKeyPolicy, TransportKind};
 use brunt::collectors::definition::render;
 use brunt::collectors::quote::sh_quote;
 use brunt::collectors::transport::{self, Prefixed, SshTransport, Transport};
 use brunt::collectors::CollectorError;
+use brunt::profile::collectors::{HostKeyPolicy, TransportKind};
 
 const HOSTILE: &[&str] = &[
     "",
@@ -215,7 +215,7 @@ fn hostile_values_are_quoted_over_ssh_and_through_a_prefix() {
     }
     // Hostile pgrep patterns and jcmd paths (profile values) run nothing either.
     for v in HOSTILE {
-        let target = brunt::collectors::config::TargetConfig {
+        let target = brunt::profile::collectors::TargetConfig {
             pgrep: Some(v.replace("CANARY", &canary)),
             ..Default::default()
         };

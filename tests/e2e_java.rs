@@ -23,8 +23,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::config::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
 use brunt::judge::{Cause, LeakStatus};
+use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
 use java::Jdk;
 
 /// The Java target with a marker argument (ignored by the target, visible to

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::config::{CollectEntry, ProbeOverride};
 use super::error::CollectorError;
 use super::quote::sh_quote;
+use crate::profile::collectors::{CollectEntry, ProbeOverride};
 
 /// Built-in definitions: name → YAML text (the files in `collectors/`).
 pub const BUILTIN: &[(&str, &str)] = &[

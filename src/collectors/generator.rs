@@ -14,9 +14,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
-use super::config::GeneratorConfig;
 use super::error::CollectorError;
 use super::store::{Jsonl, PhaseTracker};
+use crate::profile::collectors::GeneratorConfig;
 
 const PROBE_SLEEP: Duration = Duration::from_millis(5);
 

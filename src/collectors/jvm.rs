@@ -7,10 +7,10 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde_json::{json, Map, Value};
 
-use super::config::TargetConfig;
 use super::error::CollectorError;
 use super::quote::sh_quote;
 use super::transport::Transport;
+use crate::profile::collectors::TargetConfig;
 
 /// Processes that match a `pgrep -f` pattern only because the pattern is on
 /// their command line (the shell running our command, ssh, sudo).

@@ -3,7 +3,6 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | [`config`] | the profile's `collectors:` section |
 //! | [`definition`] | collector definitions as data (`collectors/*.yaml`), placeholders |
 //! | [`quote`] | shell quoting of every value that reaches a remote shell |
 //! | [`transport`] | `local`, `ssh` (libssh2), `openssh`, command prefix: one file each |
@@ -17,12 +16,12 @@
 //! [`crate::vocab::RunObserver`] callbacks, which just send a message to the
 //! collector thread. Blocking SSH calls happen on that thread only.
 //!
-//! Use: [`validate`] when the profile is read, [`start`] before the load, hand
+//! Its settings are the profile's `collectors:` section ([`crate::profile::collectors`]).
+//!
+//! Use: [`validate`] when the run spec is compiled, [`start`] before the load, hand
 //! [`CollectorSet::observer`] to the run,
 //! [`CollectorSet::finish`] after it for the [`CollectorsSummary`].
 
-/// The profile's `collectors:` section (owned by `profile`).
-pub use crate::profile::collectors as config;
 pub mod definition;
 mod engine;
 pub mod error;
@@ -42,7 +41,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-pub use config::CollectorsConfig;
+use crate::profile::collectors::{self as config, CollectorsConfig};
 pub use error::CollectorError;
 pub use generator::GeneratorSummary;
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use brunt::collectors::config::{HostKeyPolicy, TransportConfig, TransportKind};
+use brunt::profile::collectors::{HostKeyPolicy, TransportConfig, TransportKind};
 
 pub struct Sshd {
     pub dir: tempfile::TempDir,

@@ -28,13 +28,13 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::config::TargetConfig;
 use super::definition::{Definition, ProbeDef, ProbeKind};
 use super::error::CollectorError;
 use super::host::ProcHostParser;
 use super::store::{safe, Jsonl, PhaseTracker};
 use super::transport::Transport;
 use super::{ArtifactInfo, ErrorInfo, GapInfo, PidInfo, StreamInfo};
+use crate::profile::collectors::TargetConfig;
 
 /// Messages from the run (via the observer) to the collector thread.
 #[derive(Debug)]

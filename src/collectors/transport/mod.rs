@@ -21,9 +21,9 @@ pub use openssh::OpensshTransport;
 pub use prefixed::Prefixed;
 pub use ssh::SshTransport;
 
-use super::config::{TransportConfig, TransportKind};
 use super::error::CollectorError;
 use super::quote::sh_quote;
+use crate::profile::collectors::{TransportConfig, TransportKind};
 
 /// What a remote command produced.
 #[derive(Debug, Clone, Default)]

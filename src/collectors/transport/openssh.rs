@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::process::run_with_timeout;
 use super::{expand_home, ExecOutput, Transport};
-use crate::collectors::config::{HostKeyPolicy, TransportConfig};
 use crate::collectors::error::CollectorError;
 use crate::collectors::quote::sh_quote;
+use crate::profile::collectors::{HostKeyPolicy, TransportConfig};
 
 /// The system `ssh` binary with a ControlMaster, so `~/.ssh/config`,
 /// ProxyJump and bastions work as they do for the user.

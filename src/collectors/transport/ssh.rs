@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use ssh2::{CheckResult, HostKeyType, KnownHostFileKind, Session, Sftp};
 
 use super::{expand_home, ExecOutput, Transport};
-use crate::collectors::config::{HostKeyPolicy, TransportConfig};
 use crate::collectors::error::CollectorError;
+use crate::profile::collectors::{HostKeyPolicy, TransportConfig};
 
 pub struct SshTransport {
     cfg: TransportConfig,
