@@ -75,7 +75,7 @@ impl FindingRef {
 impl ServerSide {
     /// Drop non-finite samples and sort by time: collectors append as they
     /// go, possibly out of order after a reconnect.
-    /// Series written under a name of brunt 0.1 take today's name.
+    /// Series written under an earlier name take today's name.
     pub fn normalize(&mut self) {
         let renamed: Vec<String> = self
             .series

@@ -56,7 +56,7 @@ impl Generator {
         let stop = Arc::new(AtomicBool::new(false));
         let saturated_now = Arc::new(AtomicBool::new(false));
         let lags: Arc<Mutex<Vec<f64>>> = Arc::new(Mutex::new(Vec::with_capacity(256)));
-        let mut out = Jsonl::open(&dir.join("generator.jsonl"))?;
+        let mut out = Jsonl::open(&dir.join(crate::vocab::files::GENERATOR_SAMPLES))?;
 
         let probe = {
             let stop = stop.clone();

@@ -251,7 +251,7 @@ pub fn start(
     ctx: CollectorContext,
 ) -> Result<CollectorSet, CollectorError> {
     let definitions = validate(cfg, ctx.base_dir.as_deref())?;
-    let diag = ctx.run_dir.join("diagnostics");
+    let diag = ctx.run_dir.join(crate::vocab::files::DIAGNOSTICS);
     std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
     let tracker = PhaseTracker::new(ctx.clock, ctx.phases.clone());
 

@@ -12,6 +12,7 @@ use crate::budgets::Budget;
 use crate::evidence::ServerSide;
 use crate::metrics::{Class, Measured};
 use crate::rundir::RunMeta;
+use crate::vocab::series;
 
 pub(super) fn stress_verdict(
     meta: &RunMeta,
@@ -31,7 +32,7 @@ pub(super) fn stress_verdict(
         let mut threads = BTreeMap::new();
         if let Some(sv) = server {
             for k in sv.series.keys() {
-                if let Some(state) = k.strip_prefix("jvm.threads.") {
+                if let Some(state) = k.strip_prefix(series::JVM_THREADS_PREFIX) {
                     if let Some(v) = sv.mean_in(k, from, to) {
                         threads.insert(state.to_string(), v);
                     }
@@ -55,11 +56,11 @@ pub(super) fn stress_verdict(
             errors: s.errors() + s.dropped,
             error_rate: s.error_rate(),
             within_budget: step_verdicts(budgets, s).iter().all(|v| v.pass),
-            target_cpu_pct: server.and_then(|sv| sv.mean_in("target.cpu_pct", from, to)),
+            target_cpu_pct: server.and_then(|sv| sv.mean_in(series::TARGET_HOST_CPU.name, from, to)),
             target_process_cpu_pct: server
-                .and_then(|sv| sv.mean_in("target.process_cpu_pct", from, to)),
-            generator_cpu_pct: server.and_then(|sv| sv.mean_in("generator.cpu_pct", from, to)),
-            generator_lag_ms: server.and_then(|sv| sv.mean_in("generator.lag_ms", from, to)),
+                .and_then(|sv| sv.mean_in(series::TARGET_PROCESS_CPU_OF_HOST.name, from, to)),
+            generator_cpu_pct: server.and_then(|sv| sv.mean_in(series::GENERATOR_WORKER_BUSY.name, from, to)),
+            generator_lag_ms: server.and_then(|sv| sv.mean_in(series::GENERATOR_SCHED_LAG.name, from, to)),
             threads,
             top_finding: server.and_then(|sv| sv.top_finding(&p.name, from, to).cloned()),
         });

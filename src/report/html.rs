@@ -869,7 +869,7 @@ fn chart_of(name: &str) -> &'static str {
         (Side::Generator, _) => "generator-cpu",
         (Side::Target, Unit::PctOfHost | Unit::PctBusy) => "server-cpu",
         (Side::Target, Unit::PctOfCore) => "server-cpu-core",
-        (Side::Target, Unit::Bytes) if name.starts_with("jvm.heap") => "server-heap",
+        (Side::Target, Unit::Bytes) if name.starts_with("jvm.heap_") => "server-heap",
         (Side::Target, Unit::Bytes) => "server-memory",
         (Side::Target, Unit::Count)
             if name == names::TARGET_TCP_ESTABLISHED.name

@@ -144,7 +144,7 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
         .base_dir
         .clone()
         .unwrap_or_default()
-        .join("profile.yaml");
+        .join(rundir::PROFILE);
     let spec = RunSpec::compile(profile.clone(), opts.base_dir.clone(), &path)?;
     execute_spec(spec, opts)
 }

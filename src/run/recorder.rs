@@ -14,7 +14,7 @@ use crate::engine;
 use crate::judge::knee::step_verdicts;
 use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::{Row, SeriesWriter};
-use crate::metrics::{pct_us, Aggregator, Class, GeneratorHealth, RecorderMsg, Stats};
+use crate::metrics::{pct_us, Aggregator, Class, GeneratorHealth, RecorderMsg, Stats, Window};
 use crate::profile::Plan;
 use crate::rundir::EventLog;
 use crate::vocab::{RunClock, RunObserver, ShapeKind, WindowStats};
@@ -37,30 +37,94 @@ pub(super) struct Recorded {
     pub generator: GeneratorHealth,
 }
 
+/// What the recorder thread accumulates while the load runs.
+struct State {
+    agg: Aggregator,
+    /// Per-phase totals, in plan order.
+    phases: Vec<Stats>,
+    names: Vec<String>,
+    hlog: HlogWriter,
+    series: SeriesWriter,
+    events: EventLog,
+    generator: GeneratorHealth,
+    announced: Option<usize>,
+    /// Stress steps judged so far (stop on breach).
+    judged: usize,
+    stopped_reason: Option<String>,
+}
+
+impl State {
+    /// Fold one window into the totals and write it to the interval log and
+    /// the time series; what observers and the progress line see of it.
+    fn write(&mut self, w: &Window, live: &engine::Live) -> Result<WindowStats, RunError> {
+        for (p, s) in &w.phases {
+            if let Some(total) = self.phases.get_mut(*p) {
+                total.merge(s);
+            }
+        }
+        let named: Vec<(&str, &Stats)> = w
+            .phases
+            .iter()
+            .filter_map(|(p, s)| self.names.get(*p).map(|n| (n.as_str(), s)))
+            .collect();
+        self.hlog.window(w.second, &named)?;
+        // In flight is a per-second figure: on the second's first row.
+        let mut rows_in_flight = w.in_flight;
+        let busy = w.busy_pct.unwrap_or(0.0);
+        for (name, s) in &named {
+            self.series.row(&Row::from_stats(
+                w.second,
+                name,
+                s,
+                rows_in_flight,
+                w.sched_lag_us,
+                busy,
+            ))?;
+            rows_in_flight = 0;
+        }
+        self.series.flush()?;
+        self.generator.observe(w.second, w.sched_lag_us, busy);
+        let total = w.total();
+        let lat = total.latency(None);
+        Ok(WindowStats {
+            second: w.second,
+            phase: w.phases.last().map(|(p, _)| *p).unwrap_or(0),
+            offered: total.offered,
+            completed: total.completed(),
+            ok: total.count(Class::Ok),
+            shed: total.count(Class::Shed),
+            errors: total.errors() + total.dropped,
+            in_flight: live.in_flight(),
+            p50_us: pct_us(&lat, 0.5),
+            p99_us: pct_us(&lat, 0.99),
+            max_us: if lat.is_empty() { 0 } else { lat.max() / 1000 },
+        })
+    }
+}
+
 impl Recording {
     pub(super) fn run(
         self,
         rx: Receiver<RecorderMsg>,
-        mut hlog: HlogWriter,
-        mut series: SeriesWriter,
+        hlog: HlogWriter,
+        series: SeriesWriter,
         live: Arc<engine::Live>,
     ) -> Result<Recorded, RunError> {
-        let mut agg = Aggregator::new(self.workers);
-        let mut phases: Vec<Stats> = (0..self.plan.phases.len())
-            .map(|_| Stats::default())
-            .collect();
-        let mut announced: Option<usize> = None;
-        let mut judged = 0usize; // stress steps judged so far
-        let mut stopped_reason = None;
-        let mut generator = GeneratorHealth::default();
-        let mut events = EventLog::create(&self.dir)?;
+        let mut st = State {
+            agg: Aggregator::new(self.workers),
+            phases: (0..self.plan.phases.len())
+                .map(|_| Stats::default())
+                .collect(),
+            names: self.plan.phases.iter().map(|p| p.info.name.clone()).collect(),
+            hlog,
+            series,
+            events: EventLog::create(&self.dir)?,
+            generator: GeneratorHealth::default(),
+            announced: None,
+            judged: 0,
+            stopped_reason: None,
+        };
         let bar = self.make_bar();
-        let names: Vec<String> = self
-            .plan
-            .phases
-            .iter()
-            .map(|p| p.info.name.clone())
-            .collect();
         let stop_on_breach = matches!(
             self.plan.kind,
             ShapeKind::Stress {
@@ -69,118 +133,96 @@ impl Recording {
             }
         );
         loop {
-            // Announce the phase that is running now.
-            let now_t = self.clock.elapsed();
-            let cur = self.plan.phase_at(now_t);
-            if announced != Some(cur) && now_t < self.plan.total() + Duration::from_secs(1) {
-                for i in announced.map(|a| a + 1).unwrap_or(0)..=cur {
-                    let info = &self.plan.phases[i].info;
-                    for o in &self.observers {
-                        o.phase_started(info, &self.clock);
-                    }
-                    let _ = events.push(&serde_json::json!({"event": "phase_start", "phase": info.name, "label": info.label, "t": info.start.as_secs_f64()}));
-                }
-                announced = Some(cur);
-            }
+            self.announce(&mut st);
             match rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(msg) => agg.accept(msg),
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {}
+                Ok(msg) => st.agg.accept(msg),
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {}
             }
             while let Ok(msg) = rx.try_recv() {
-                agg.accept(msg);
+                st.agg.accept(msg);
             }
-            let now_window = self.clock.elapsed().as_secs();
-            for w in agg.ready(now_window) {
-                let mut named: Vec<(&str, &Stats)> = Vec::new();
-                for (p, s) in &w.phases {
-                    if let Some(total) = phases.get_mut(*p) {
-                        total.merge(s);
-                    }
-                }
-                for (p, s) in &w.phases {
-                    if let Some(n) = names.get(*p) {
-                        named.push((n.as_str(), s));
-                    }
-                }
-                hlog.window(w.second, &named)?;
-                let mut rows_in_flight = w.in_flight;
-                for (name, s) in &named {
-                    series.row(&Row::from_stats(
-                        w.second,
-                        name,
-                        s,
-                        rows_in_flight,
-                        w.sched_lag_us,
-                        w.busy_pct.unwrap_or(0.0),
-                    ))?;
-                    rows_in_flight = 0;
-                }
-                series.flush()?;
-                generator.observe(w.second, w.sched_lag_us, w.busy_pct.unwrap_or(0.0));
-                let total = w.total();
-                let lat = total.latency(None);
-                let stats = WindowStats {
-                    second: w.second,
-                    phase: w.phases.last().map(|(p, _)| *p).unwrap_or(0),
-                    offered: total.offered,
-                    completed: total.completed(),
-                    ok: total.count(Class::Ok),
-                    shed: total.count(Class::Shed),
-                    errors: total.errors() + total.dropped,
-                    in_flight: live.in_flight(),
-                    p50_us: pct_us(&lat, 0.5),
-                    p99_us: pct_us(&lat, 0.99),
-                    max_us: if lat.is_empty() { 0 } else { lat.max() / 1000 },
-                };
+            // Once every worker is done, every window left is complete.
+            let done = st.agg.all_done();
+            let now_window = if done {
+                u64::MAX
+            } else {
+                self.clock.elapsed().as_secs()
+            };
+            for w in st.agg.ready(now_window) {
+                let stats = st.write(&w, &live)?;
                 for o in &self.observers {
                     o.window(&stats);
                 }
-                self.show(&bar, &stats, &names);
-                // Judge stress steps whose every window is in.
-                if stop_on_breach && stopped_reason.is_none() {
-                    while judged < self.plan.phases.len() {
-                        let p = &self.plan.phases[judged];
-                        if (w.second + 1) as f64 <= p.end().as_secs_f64() {
-                            break;
-                        }
-                        let mut s = phases[judged].clone();
-                        s.duration = p.info.duration;
-                        let failed: Vec<String> = step_verdicts(&self.budgets, &s)
-                            .into_iter()
-                            .filter(|v| !v.pass)
-                            .map(|v| format!("{} (measured {})", v.budget, v.shown))
-                            .collect();
-                        judged += 1;
-                        if !failed.is_empty() && s.completed() > 0 {
-                            let why = format!(
-                                "{} ({}) broke {}; stopped at the first breach",
-                                p.info.name,
-                                p.info.label,
-                                failed.join(", ")
-                            );
-                            let _ = events.push(&serde_json::json!({"event": "breach", "phase": p.info.name, "why": why}));
-                            stopped_reason = Some(why);
-                            self.stop.store(true, Ordering::Relaxed);
-                            break;
-                        }
-                    }
+                self.show(&bar, &stats, &st.names);
+                if stop_on_breach && st.stopped_reason.is_none() {
+                    self.judge_steps(&mut st, w.second);
                 }
             }
-            if agg.all_done() && agg.ready(u64::MAX).is_empty() {
+            if done {
                 break;
             }
         }
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        let _ = events
+        let _ = st
+            .events
             .push(&serde_json::json!({"event": "end", "t": self.clock.elapsed().as_secs_f64()}));
         Ok(Recorded {
-            phases,
-            stopped_reason,
-            generator,
+            phases: st.phases,
+            stopped_reason: st.stopped_reason,
+            generator: st.generator,
         })
+    }
+
+    /// Announce the phases started since the last call.
+    fn announce(&self, st: &mut State) {
+        let now_t = self.clock.elapsed();
+        let cur = self.plan.phase_at(now_t);
+        if st.announced == Some(cur) || now_t >= self.plan.total() + Duration::from_secs(1) {
+            return;
+        }
+        for i in st.announced.map(|a| a + 1).unwrap_or(0)..=cur {
+            let info = &self.plan.phases[i].info;
+            for o in &self.observers {
+                o.phase_started(info, &self.clock);
+            }
+            let _ = st.events.push(&serde_json::json!({"event": "phase_start", "phase": info.name, "label": info.label, "t": info.start.as_secs_f64()}));
+        }
+        st.announced = Some(cur);
+    }
+
+    /// Judge the stress steps whose every window is in (up to `second`);
+    /// at the first that breaks a budget, record why and stop the load.
+    fn judge_steps(&self, st: &mut State, second: u64) {
+        while st.judged < self.plan.phases.len() {
+            let p = &self.plan.phases[st.judged];
+            if (second + 1) as f64 <= p.end().as_secs_f64() {
+                return;
+            }
+            let mut s = st.phases[st.judged].clone();
+            s.duration = p.info.duration;
+            let failed: Vec<String> = step_verdicts(&self.budgets, &s)
+                .into_iter()
+                .filter(|v| !v.pass)
+                .map(|v| format!("{} (measured {})", v.budget, v.shown))
+                .collect();
+            st.judged += 1;
+            if !failed.is_empty() && s.completed() > 0 {
+                let why = format!(
+                    "{} ({}) broke {}; stopped at the first breach",
+                    p.info.name,
+                    p.info.label,
+                    failed.join(", ")
+                );
+                let _ = st.events.push(
+                    &serde_json::json!({"event": "breach", "phase": p.info.name, "why": why}),
+                );
+                st.stopped_reason = Some(why);
+                self.stop.store(true, Ordering::Relaxed);
+                return;
+            }
+        }
     }
 
     fn make_bar(&self) -> Option<indicatif::ProgressBar> {

@@ -30,21 +30,7 @@ use thiserror::Error;
 use crate::metrics::hlog::HlogError;
 use crate::vocab::{Model, PhaseInfo, ShapeKind};
 
-pub const PROFILE: &str = "profile.yaml";
-pub const RUN_JSON: &str = "run.json";
-pub const EVENTS: &str = "events.jsonl";
-pub const LATENCY_LOG: &str = "latency.hlog";
-pub const TIME_SERIES: &str = "timeseries.csv";
-pub const SUMMARY: &str = "summary.json";
-pub const FINDINGS: &str = "findings.json";
-pub const REPORT_HTML: &str = "report.html";
-pub const DIAGNOSTICS: &str = "diagnostics";
-/// Inside [`DIAGNOSTICS`].
-pub const EVIDENCE: &str = "evidence.json";
-/// The collectors' sample streams, inside [`DIAGNOSTICS`].
-pub const HOST_SAMPLES: &str = "host.jsonl";
-pub const HEAP_SAMPLES: &str = "heap.jsonl";
-pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
+pub use crate::vocab::files::*;
 
 #[derive(Debug, Error)]
 pub enum RundirError {

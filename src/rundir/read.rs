@@ -102,12 +102,13 @@ pub fn generator_health(secs: &[Second]) -> GeneratorHealth {
     g
 }
 
+/// Every class's latency merged, and the answers counted per class.
+pub type ClassLatency = (Histogram<u64>, BTreeMap<Class, u64>);
+
 /// Per phase (by name) and for the whole run (`run`): every class's latency
 /// histogram merged, and the answers counted per class.
-pub fn latency_by_phase(
-    dir: &Path,
-) -> Result<BTreeMap<String, (Histogram<u64>, BTreeMap<Class, u64>)>, RundirError> {
-    let mut acc: BTreeMap<String, (Histogram<u64>, BTreeMap<Class, u64>)> = BTreeMap::new();
+pub fn latency_by_phase(dir: &Path) -> Result<BTreeMap<String, ClassLatency>, RundirError> {
+    let mut acc: BTreeMap<String, ClassLatency> = BTreeMap::new();
     hlog::for_each(&dir.join(LATENCY_LOG), |iv| {
         let Some((phase, class, hlog::TagKind::Latency)) =
             iv.tag.as_deref().and_then(hlog::parse_tag)

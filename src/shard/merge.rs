@@ -63,27 +63,27 @@ fn load(dir: &Path) -> Result<ShardDir, ShardError> {
             message: "not a run directory".into(),
         });
     }
-    let meta_path = dir.join("run.json");
+    let meta_path = dir.join(rundir::RUN_JSON);
     let meta: RunMeta =
         serde_json::from_str(&read_text(&meta_path)?).map_err(|e| ShardError::Read {
             path: meta_path.clone(),
             message: e.to_string(),
         })?;
-    let profile_path = dir.join("profile.yaml");
+    let profile_path = dir.join(rundir::PROFILE);
     let profile_text = read_text(&profile_path)?;
     let profile = Profile::from_yaml(&profile_text, &profile_path)?;
-    let hlog_path = dir.join("latency.hlog");
+    let hlog_path = dir.join(rundir::LATENCY_LOG);
     let intervals = hlog::read(&hlog_path).map_err(|e| ShardError::Read {
         path: hlog_path.clone(),
         message: e.to_string(),
     })?;
-    let series_path = dir.join("timeseries.csv");
+    let series_path = dir.join(rundir::TIME_SERIES);
     let rows = series::read(&series_path).map_err(|e| ShardError::Read {
         path: series_path.clone(),
         message: e.to_string(),
     })?;
     // A killed shard has no summary; it only carries collectors and findings.
-    let summary = std::fs::read_to_string(dir.join("summary.json"))
+    let summary = std::fs::read_to_string(dir.join(rundir::SUMMARY))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok());
     Ok(ShardDir {
@@ -187,7 +187,7 @@ impl Windows {
     fn add_shard(&mut self, s: &ShardDir, shift: u64) -> Result<(), ShardError> {
         let idx = |name: &str| s.meta.phases.iter().position(|p| p.name == name);
         let bad = |message: String| ShardError::Read {
-            path: s.dir.join("latency.hlog"),
+            path: s.dir.join(rundir::LATENCY_LOG),
             message,
         };
         for iv in &s.intervals {
@@ -203,7 +203,7 @@ impl Windows {
         }
         for r in &s.rows {
             let p = idx(&r.phase).ok_or_else(|| ShardError::Read {
-                path: s.dir.join("timeseries.csv"),
+                path: s.dir.join(rundir::TIME_SERIES),
                 message: format!("phase `{}` is not in run.json", r.phase),
             })?;
             let second = r.second + shift;
@@ -280,7 +280,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     };
 
     let first = &shards[0];
-    std::fs::create_dir_all(out.join("diagnostics")).map_err(write_err(out))?;
+    std::fs::create_dir_all(out.join(rundir::DIAGNOSTICS)).map_err(write_err(out))?;
     let mut meta = first.meta.clone();
     meta.started_at = base;
     meta.shard_index = 0;
@@ -288,7 +288,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     meta.workers = shards.iter().map(|s| s.meta.workers).sum();
     meta.start_at = shards.iter().find_map(|s| s.meta.start_at);
     meta.merged = Some(merged_from.clone());
-    let run_json = out.join("run.json");
+    let run_json = out.join(rundir::RUN_JSON);
     std::fs::write(
         &run_json,
         serde_json::to_string_pretty(&meta).map_err(|e| ShardError::Write {
@@ -297,16 +297,16 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         })?,
     )
     .map_err(write_err(&run_json))?;
-    let profile_path = out.join("profile.yaml");
+    let profile_path = out.join(rundir::PROFILE);
     std::fs::write(&profile_path, &first.profile_text).map_err(write_err(&profile_path))?;
 
     write_windows(out, &meta, &windows)?;
     write_events(out, &shards, &merged_from)?;
     for s in &shards {
-        let from = s.dir.join("diagnostics");
+        let from = s.dir.join(rundir::DIAGNOSTICS);
         if from.is_dir() {
             let to = out
-                .join("diagnostics")
+                .join(rundir::DIAGNOSTICS)
                 .join(format!("shard-{}", s.meta.shard_index + 1));
             copy_tree(&from, &to)?;
         }
@@ -363,7 +363,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
 
 /// `latency.hlog` and `timeseries.csv` of the merged windows, as the recorder writes them.
 fn write_windows(out: &Path, meta: &RunMeta, w: &Windows) -> Result<(), ShardError> {
-    let hlog_path = out.join("latency.hlog");
+    let hlog_path = out.join(rundir::LATENCY_LOG);
     let hlog_err = |e: hlog::HlogError| ShardError::Write {
         path: hlog_path.clone(),
         source: std::io::Error::other(e),
@@ -379,7 +379,7 @@ fn write_windows(out: &Path, meta: &RunMeta, w: &Windows) -> Result<(), ShardErr
         ),
     )
     .map_err(hlog_err)?;
-    let series_path = out.join("timeseries.csv");
+    let series_path = out.join(rundir::TIME_SERIES);
     let mut series = SeriesWriter::create(&series_path).map_err(write_err(&series_path))?;
     for (second, phases) in &w.stats {
         let named: Vec<(&str, &Stats)> = phases
@@ -402,10 +402,10 @@ fn write_windows(out: &Path, meta: &RunMeta, w: &Windows) -> Result<(), ShardErr
 
 /// Every shard's events, each tagged with its shard, then the merge itself.
 fn write_events(out: &Path, shards: &[ShardDir], m: &MergedFrom) -> Result<(), ShardError> {
-    let path = out.join("events.jsonl");
+    let path = out.join(rundir::EVENTS);
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(write_err(&path))?);
     for s in shards {
-        let Ok(file) = std::fs::File::open(s.dir.join("events.jsonl")) else {
+        let Ok(file) = std::fs::File::open(s.dir.join(rundir::EVENTS)) else {
             continue;
         };
         for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {

@@ -8,9 +8,11 @@
 //! | [`units`] | value types of the profile language: levels, percentages, growth per hour |
 //! | [`series`] | names and units of every evidence series |
 //! | [`exit`] | exit codes |
+//! | [`files`] | the names of a run directory's files |
 
 pub mod clock;
 pub mod exit;
+pub mod files;
 pub mod phase;
 pub mod series;
 pub mod units;

@@ -76,7 +76,7 @@ pub struct PhaseInfo {
     pub duration: Duration,
     /// The level the phase ends at (requests/s or VUs, see the run's model):
     /// the number behind `label`, so nothing parses labels back.
-    /// `None` only in run directories written before brunt 0.2.
+    /// `None` only in run directories written before levels were recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<f64>,
 }

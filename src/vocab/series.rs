@@ -183,7 +183,7 @@ pub fn lookup(name: &str) -> Option<Series> {
     })
 }
 
-/// Names used by brunt 0.1 run directories, and what they are called now:
+/// Names used by earlier run directories, and what they are called now:
 /// an old `evidence.json` still reads.
 pub const RENAMED: &[(&str, &str)] = &[
     ("target.cpu_pct", TARGET_HOST_CPU.name),
