@@ -12,6 +12,7 @@ use crate::budgets::Budget;
 use crate::evidence::ServerSide;
 use crate::metrics::{Class, Measured, Stats};
 use crate::rundir::RunMeta;
+use crate::vocab::series as names;
 use crate::vocab::PhaseInfo;
 
 pub(super) fn stress_verdict(
@@ -86,10 +87,10 @@ fn step_row(
         errors: s.errors() + s.dropped,
         error_rate: s.error_rate(),
         within_budget: step_verdicts(budgets, s).iter().all(|v| v.pass),
-        target_cpu_pct: mean("target.cpu_pct"),
-        target_process_cpu_pct: mean("target.process_cpu_pct"),
-        generator_cpu_pct: mean("generator.cpu_pct"),
-        generator_lag_ms: mean("generator.lag_ms"),
+        target_cpu_pct: mean(names::TARGET_HOST_CPU.name),
+        target_process_cpu_pct: mean(names::TARGET_PROCESS_CPU_OF_HOST.name),
+        generator_cpu_pct: mean(names::GENERATOR_WORKER_BUSY.name),
+        generator_lag_ms: mean(names::GENERATOR_SCHED_LAG.name),
         threads: server.map(|sv| threads(sv, from, to)).unwrap_or_default(),
         top_finding: server.and_then(|sv| sv.top_finding(&p.name, from, to).cloned()),
     }
@@ -99,7 +100,7 @@ fn step_row(
 fn threads(sv: &ServerSide, from: f64, to: f64) -> BTreeMap<String, f64> {
     let mut threads = BTreeMap::new();
     for k in sv.series.keys() {
-        if let Some(state) = k.strip_prefix("jvm.threads.") {
+        if let Some(state) = k.strip_prefix(names::JVM_THREADS_PREFIX) {
             if let Some(v) = sv.mean_in(k, from, to) {
                 threads.insert(state.to_string(), v);
             }
