@@ -264,12 +264,8 @@ impl Budget {
     /// vacuously but says so.
     pub fn evaluate(&self, s: &Stats) -> Verdict {
         let value = self.measure(s);
-        let empty = match self.metric {
-            Metric::Quantile(_) | Metric::ServiceQuantile(_) | Metric::Max | Metric::Mean => {
-                s.latency(self.class).is_empty()
-            }
-            _ => false,
-        };
+        let latency = self.measures_time();
+        let empty = latency && s.latency(self.class).is_empty();
         Verdict {
             budget: self.text.clone(),
             scope: self.phase.clone().unwrap_or_else(|| "run".into()),
@@ -278,7 +274,18 @@ impl Budget {
             limit: self.show(self.limit),
             pass: empty || self.op.holds(value, self.limit),
             note: empty.then(|| "no answers in scope".to_string()),
+            latency,
         }
+    }
+
+    /// Budgets on a time (quantiles, service quantiles, max, mean), in ms.
+    /// Wider than [`Budget::is_latency`], which names only those a 1-s
+    /// window can check.
+    pub fn measures_time(&self) -> bool {
+        matches!(
+            self.metric,
+            Metric::Quantile(_) | Metric::ServiceQuantile(_) | Metric::Max | Metric::Mean
+        )
     }
 
     fn show(&self, v: f64) -> String {
@@ -358,6 +365,9 @@ pub struct Verdict {
     pub pass: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The budget is on a latency (see [`Budget::measures_time`]).
+    #[serde(default)]
+    pub latency: bool,
 }
 
 impl fmt::Display for Verdict {
@@ -403,5 +413,22 @@ mod tests {
         assert!(Budget::parse("latency < 5ms").is_err());
         assert!(Budget::parse("p99 < fast").is_err());
         assert!(Budget::parse("ok.error_rate < 1%").is_err());
+    }
+
+    #[test]
+    fn verdicts_know_their_budget_is_on_a_latency() {
+        let s = Stats::default();
+        for (text, latency) in [
+            ("p99 < 500ms", true),
+            ("svc.p99 < 20ms", true),
+            ("max < 1s", true),
+            ("mean < 5ms", true),
+            ("error_rate < 0.1%", false),
+            ("throughput >= 3000/s", false),
+        ] {
+            let v = Budget::parse(text).unwrap().evaluate(&s);
+            assert_eq!(v.latency, latency, "{text}");
+            assert_eq!(v.latency, v.shown.ends_with("ms"), "{text}");
+        }
     }
 }

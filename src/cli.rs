@@ -255,6 +255,10 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         } => demo_target(&listen, stall_every.as_deref(), &stall_for),
         Cmd::Merge { dirs, out } => {
             let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
+            // Like a single run's directory: the page stands beside the summary.
+            if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary) {
+                eprintln!("warning: {e}");
+            }
             print!("{}", crate::report::terminal::render(&merged.summary));
             println!("run directory: {}", merged.dir.display());
             Ok(merged.exit_code())

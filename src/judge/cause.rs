@@ -10,9 +10,6 @@ use crate::metrics::GeneratorHealth;
 const CPU_SATURATED: f64 = 80.0;
 /// Target CPU below this with a rising tail is contention.
 const CPU_IDLE: f64 = 60.0;
-/// Generator CPU at or above this (or lag above [`GEN_LAG_MS`]) makes latencies untrustworthy.
-const GEN_CPU_SATURATED: f64 = GeneratorHealth::BUSY_PCT;
-const GEN_LAG_MS: f64 = GeneratorHealth::LATE_MS;
 
 pub(super) fn classify(
     step: &StepRow,
@@ -20,33 +17,64 @@ pub(super) fn classify(
     st: &StressResult,
     have_server: bool,
 ) -> (Cause, String) {
-    let finding = step
-        .top_finding
-        .as_ref()
-        .map(|f| format!("; top finding ({} {}): {}", f.severity, f.kind, f.summary))
-        .unwrap_or_default();
-    let threads = if step.threads.is_empty() {
-        String::new()
-    } else {
-        let parts: Vec<String> = step
-            .threads
-            .iter()
-            .map(|(k, v)| format!("{v:.0} {k}"))
-            .collect();
-        format!("; threads: {}", parts.join(", "))
-    };
     if !have_server {
         return (
             Cause::Unknown,
             ". Cause unknown: no server-side data (configure collectors to see the target's CPU, threads and locks)".into(),
         );
     }
-    let gen_busy = step
-        .generator_cpu_pct
-        .is_some_and(|c| c >= GEN_CPU_SATURATED)
-        || step.generator_lag_ms.is_some_and(|l| l >= GEN_LAG_MS);
-    if gen_busy {
-        return (
+    if let Some(c) = generator_saturated(step) {
+        return c;
+    }
+    let latency_broke = st.breached.iter().any(|v| v.latency);
+    let rising = latency_broke || prev.is_some_and(|p| step.p99_ms > 1.5 * p.p99_ms.max(0.001));
+    let lock_like = step.top_finding.as_ref().is_some_and(|f| {
+        matches!(
+            f.kind.as_str(),
+            "lock" | "pool" | "pinning" | "deadlock" | "contention"
+        )
+    });
+    let seen = Seen::of(step);
+    busy_host_idle_service(step, lock_like && rising, &seen)
+        .unwrap_or_else(|| by_target_cpu(step, rising, lock_like, &seen))
+}
+
+/// What the server side showed in the step, as text to append: the threads
+/// by state and the top finding (each empty when absent).
+struct Seen {
+    threads: String,
+    finding: String,
+}
+
+impl Seen {
+    fn of(step: &StepRow) -> Seen {
+        let finding = step
+            .top_finding
+            .as_ref()
+            .map(|f| format!("; top finding ({} {}): {}", f.severity, f.kind, f.summary))
+            .unwrap_or_default();
+        let threads = if step.threads.is_empty() {
+            String::new()
+        } else {
+            let parts: Vec<String> = step
+                .threads
+                .iter()
+                .map(|(k, v)| format!("{v:.0} {k}"))
+                .collect();
+            format!("; threads: {}", parts.join(", "))
+        };
+        Seen { threads, finding }
+    }
+}
+
+/// A saturated generator makes the latencies untrustworthy.
+fn generator_saturated(step: &StepRow) -> Option<(Cause, String)> {
+    let busy = GeneratorHealth::saturated_at(
+        step.generator_lag_ms.unwrap_or(0.0),
+        step.generator_cpu_pct.unwrap_or(0.0),
+    );
+    busy.then(|| {
+        (
             Cause::GeneratorSaturated,
             format!(
                 ". The generator was saturated (CPU {}, lag {}): these latencies are not trustworthy — add generator capacity or shards",
@@ -55,28 +83,27 @@ pub(super) fn classify(
                     .map(|l| format!("{l:.1}ms"))
                     .unwrap_or_else(|| "-".into())
             ),
-        );
-    }
-    // Latency budgets show their value in ms.
-    let latency_broke = st.breached.iter().any(|v| v.shown.ends_with("ms"));
-    let rising = latency_broke || prev.is_some_and(|p| step.p99_ms > 1.5 * p.p99_ms.max(0.001));
-    let lock_like = step.top_finding.as_ref().is_some_and(|f| {
-        matches!(
-            f.kind.as_str(),
-            "lock" | "pool" | "pinning" | "deadlock" | "contention"
         )
-    });
-    // A host busy with other processes (a noisy neighbour, or the generator
-    // on the same box) while the service itself barely uses CPU and its
-    // threads wait on a lock: the waiting is the cause, not the CPU.
-    if let (Some(c), Some(p)) = (step.target_cpu_pct, step.target_process_cpu_pct) {
-        if c >= CPU_IDLE && p < CPU_IDLE && lock_like && rising {
-            return (
-                Cause::Contention,
-                format!(": target host CPU {c:.0}%, but the target process used only {p:.0}% of it (the rest is other processes) — not CPU bound while the tail rose: contention (waiting on locks, pools or I/O){threads}{finding}"),
-            );
-        }
-    }
+    })
+}
+
+/// A host busy with other processes (a noisy neighbour, or the generator
+/// on the same box) while the service itself barely uses CPU and its
+/// threads wait on a lock: the waiting is the cause, not the CPU.
+fn busy_host_idle_service(step: &StepRow, waiting: bool, seen: &Seen) -> Option<(Cause, String)> {
+    let (c, p) = (step.target_cpu_pct?, step.target_process_cpu_pct?);
+    let Seen { threads, finding } = seen;
+    (c >= CPU_IDLE && p < CPU_IDLE && waiting).then(|| {
+        (
+            Cause::Contention,
+            format!(": target host CPU {c:.0}%, but the target process used only {p:.0}% of it (the rest is other processes) — not CPU bound while the tail rose: contention (waiting on locks, pools or I/O){threads}{finding}"),
+        )
+    })
+}
+
+/// The target's CPU decides: saturated, idle while the tail rose, or neither.
+fn by_target_cpu(step: &StepRow, rising: bool, lock_like: bool, seen: &Seen) -> (Cause, String) {
+    let Seen { threads, finding } = seen;
     match step.target_cpu_pct {
         Some(c) if c >= CPU_SATURATED => (
             Cause::Saturation,

@@ -10,9 +10,10 @@ use super::rules::{ms_q, window};
 use super::verdict::{Cause, StepRow, StressVerdict};
 use crate::budgets::Budget;
 use crate::evidence::ServerSide;
-use crate::metrics::{Class, Measured};
+use crate::metrics::{Class, Measured, Stats};
 use crate::rundir::RunMeta;
-use crate::vocab::series;
+use crate::vocab::series as names;
+use crate::vocab::PhaseInfo;
 
 pub(super) fn stress_verdict(
     meta: &RunMeta,
@@ -21,50 +22,14 @@ pub(super) fn stress_verdict(
     st: &StressResult,
     server: Option<&ServerSide>,
 ) -> StressVerdict {
-    let mut steps = Vec::new();
-    for (i, (p, s)) in meta.phases.iter().zip(&m.phases).enumerate() {
-        if s.completed() + s.dropped == 0 {
-            break;
-        }
-        let (from, to) = window(meta, i);
-        let secs = s.duration.as_secs_f64().max(1e-9);
-        let lat = s.latency(None);
-        let mut threads = BTreeMap::new();
-        if let Some(sv) = server {
-            for k in sv.series.keys() {
-                if let Some(state) = k.strip_prefix(series::JVM_THREADS_PREFIX) {
-                    if let Some(v) = sv.mean_in(k, from, to) {
-                        threads.insert(state.to_string(), v);
-                    }
-                }
-            }
-        }
-        steps.push(StepRow {
-            name: p.name.clone(),
-            label: p.label.clone(),
-            level: p.level,
-            offered_rate: s.offered as f64 / secs,
-            achieved_rate: s.count(Class::Ok) as f64 / secs,
-            p50_ms: ms_q(&lat, 0.50),
-            p95_ms: ms_q(&lat, 0.95),
-            p99_ms: ms_q(&lat, 0.99),
-            max_ms: if lat.is_empty() {
-                0.0
-            } else {
-                lat.max() as f64 / 1e6
-            },
-            errors: s.errors() + s.dropped,
-            error_rate: s.error_rate(),
-            within_budget: step_verdicts(budgets, s).iter().all(|v| v.pass),
-            target_cpu_pct: server.and_then(|sv| sv.mean_in(series::TARGET_HOST_CPU.name, from, to)),
-            target_process_cpu_pct: server
-                .and_then(|sv| sv.mean_in(series::TARGET_PROCESS_CPU_OF_HOST.name, from, to)),
-            generator_cpu_pct: server.and_then(|sv| sv.mean_in(series::GENERATOR_WORKER_BUSY.name, from, to)),
-            generator_lag_ms: server.and_then(|sv| sv.mean_in(series::GENERATOR_SCHED_LAG.name, from, to)),
-            threads,
-            top_finding: server.and_then(|sv| sv.top_finding(&p.name, from, to).cloned()),
-        });
-    }
+    let steps: Vec<StepRow> = meta
+        .phases
+        .iter()
+        .zip(&m.phases)
+        .take_while(|(_, s)| s.completed() + s.dropped > 0)
+        .enumerate()
+        .map(|(i, (p, s))| step_row(meta, budgets, i, p, s, server))
+        .collect();
     let breach = st
         .first_breach
         .as_ref()
@@ -81,6 +46,71 @@ pub(super) fn stress_verdict(
             )
         }
     };
+    let text = headline(meta, st, &why);
+    StressVerdict {
+        steps,
+        capacity: st.knee_level,
+        capacity_step: st.knee.clone(),
+        first_breach: st.first_breach.clone(),
+        cause,
+        text,
+    }
+}
+
+/// One stress step as the knee table shows it, with the server side seen in it.
+fn step_row(
+    meta: &RunMeta,
+    budgets: &[Budget],
+    i: usize,
+    p: &PhaseInfo,
+    s: &Stats,
+    server: Option<&ServerSide>,
+) -> StepRow {
+    let (from, to) = window(meta, i);
+    let secs = s.duration.as_secs_f64().max(1e-9);
+    let lat = s.latency(None);
+    let mean = |k: &str| server.and_then(|sv| sv.mean_in(k, from, to));
+    StepRow {
+        name: p.name.clone(),
+        label: p.label.clone(),
+        level: p.level,
+        offered_rate: s.offered as f64 / secs,
+        achieved_rate: s.count(Class::Ok) as f64 / secs,
+        p50_ms: ms_q(&lat, 0.50),
+        p95_ms: ms_q(&lat, 0.95),
+        p99_ms: ms_q(&lat, 0.99),
+        max_ms: if lat.is_empty() {
+            0.0
+        } else {
+            lat.max() as f64 / 1e6
+        },
+        errors: s.errors() + s.dropped,
+        error_rate: s.error_rate(),
+        within_budget: step_verdicts(budgets, s).iter().all(|v| v.pass),
+        target_cpu_pct: mean(names::TARGET_HOST_CPU.name),
+        target_process_cpu_pct: mean(names::TARGET_PROCESS_CPU_OF_HOST.name),
+        generator_cpu_pct: mean(names::GENERATOR_WORKER_BUSY.name),
+        generator_lag_ms: mean(names::GENERATOR_SCHED_LAG.name),
+        threads: server.map(|sv| threads(sv, from, to)).unwrap_or_default(),
+        top_finding: server.and_then(|sv| sv.top_finding(&p.name, from, to).cloned()),
+    }
+}
+
+/// Mean `jvm.threads.<state>` over `[from, to)`, by state.
+fn threads(sv: &ServerSide, from: f64, to: f64) -> BTreeMap<String, f64> {
+    let mut threads = BTreeMap::new();
+    for k in sv.series.keys() {
+        if let Some(state) = k.strip_prefix(names::JVM_THREADS_PREFIX) {
+            if let Some(v) = sv.mean_in(k, from, to) {
+                threads.insert(state.to_string(), v);
+            }
+        }
+    }
+    threads
+}
+
+/// The verdict's text: the capacity, the step that broke and `why`.
+fn headline(meta: &RunMeta, st: &StressResult, why: &str) -> String {
     let broke: Vec<String> = st
         .breached
         .iter()
@@ -91,7 +121,7 @@ pub(super) fn stress_verdict(
         l.map(|v| format!("{v}{unit}"))
             .unwrap_or_else(|| "?".into())
     };
-    let text = match (&st.knee, &st.first_breach) {
+    match (&st.knee, &st.first_breach) {
         (Some(k), Some(b)) => format!(
             "capacity {} ({k}, the last step within budget); {b} ({}) broke {}{why}",
             lvl(st.knee_level),
@@ -108,13 +138,5 @@ pub(super) fn stress_verdict(
             lvl(st.knee_level)
         ),
         (None, None) => "no step completed".into(),
-    };
-    StressVerdict {
-        steps,
-        capacity: st.knee_level,
-        capacity_step: st.knee.clone(),
-        first_breach: st.first_breach.clone(),
-        cause,
-        text,
     }
 }

@@ -56,9 +56,14 @@ impl GeneratorHealth {
         }
         self.max_sched_lag_ms = self.max_sched_lag_ms.max(ms);
         self.max_worker_cpu_pct = self.max_worker_cpu_pct.max(busy_pct);
-        if ms > Self::LATE_MS || busy_pct >= Self::BUSY_PCT {
+        if Self::saturated_at(ms, busy_pct) {
             self.late_seconds += 1;
         }
+    }
+    /// The one rule for a saturated generator: the scheduler later than
+    /// [`Self::LATE_MS`] or a worker at least [`Self::BUSY_PCT`] busy.
+    pub fn saturated_at(lag_ms: f64, busy_pct: f64) -> bool {
+        lag_ms > Self::LATE_MS || busy_pct >= Self::BUSY_PCT
     }
     pub fn saturated(&self) -> bool {
         self.late_seconds > 0
@@ -89,5 +94,28 @@ impl LatencyWindows for InMemoryWindows {
             }
         }
         Ok(hs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::GeneratorHealth;
+
+    #[test]
+    fn saturated_is_one_rule() {
+        assert!(!GeneratorHealth::saturated_at(0.0, 0.0));
+        assert!(!GeneratorHealth::saturated_at(
+            GeneratorHealth::LATE_MS,
+            89.9
+        ));
+        assert!(GeneratorHealth::saturated_at(20.1, 0.0));
+        assert!(GeneratorHealth::saturated_at(
+            0.0,
+            GeneratorHealth::BUSY_PCT
+        ));
+        let mut h = GeneratorHealth::default();
+        h.observe(1, 20_000, 10.0);
+        h.observe(2, 25_000, 10.0);
+        assert_eq!(h.late_seconds, 1);
     }
 }

@@ -23,7 +23,9 @@ use super::ReportError;
 use crate::evidence::ServerSide;
 use crate::judge::summary::ScopeSummary;
 use crate::judge::trend::per_hour;
-use crate::judge::{Status, Summary, Verdicts};
+use crate::judge::{
+    OverloadVerdict, SoakVerdict, SpikeVerdict, Status, StressVerdict, Summary, Verdicts,
+};
 use crate::metrics::series::Row;
 use crate::metrics::{hlog, new_hist, CLASSES};
 use crate::rundir;
@@ -445,7 +447,24 @@ fn pass_cell(p: bool) -> String {
 pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
     let rows = rundir::read::rows(dir).unwrap_or_default();
     let server = rundir::evidence::load(dir).ok().flatten();
-    let mut secs = per_second(&rows);
+    let (secs, total) = timeline(&rows, s);
+    let bands = phase_bands(s);
+    let mut o = String::new();
+    header(&mut o, s);
+    verdict_section(&mut o, s);
+    time_charts(&mut o, &secs, total, &bands)?;
+    distribution_chart(&mut o, dir, s)?;
+    phase_table(&mut o, s);
+    budget_table(&mut o, s);
+    server_section(&mut o, s, server.as_ref(), &bands, total)?;
+    notes(&mut o, s);
+    footer(&mut o);
+    Ok(o)
+}
+
+/// The per-second rows to draw and the time axis' end (seconds).
+fn timeline(rows: &[Row], s: &Summary) -> (BTreeMap<u64, SecondRow>, f64) {
+    let mut secs = per_second(rows);
     let total = s
         .meta
         .phases
@@ -464,8 +483,12 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
     } else {
         total
     };
-    let bands: Vec<Band> = s
-        .meta
+    (secs, total)
+}
+
+/// One band per phase of the plan.
+fn phase_bands(s: &Summary) -> Vec<Band> {
+    s.meta
         .phases
         .iter()
         .map(|p| Band {
@@ -473,8 +496,11 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
             to: (p.start + p.duration).as_secs_f64(),
             name: p.name.clone(),
         })
-        .collect();
-    let mut o = String::new();
+        .collect()
+}
+
+/// The document's head and the run's title line.
+fn header(o: &mut String, s: &Summary) {
     let _ = write!(
         o,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>brunt · {}</title><style>{CSS}</style></head><body>\n",
@@ -500,67 +526,91 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
             String::new()
         }
     );
-    verdict_section(&mut o, s);
+}
 
-    // Time charts.
+/// "Over time": latency percentiles, offered vs achieved rate, outcomes per second.
+fn time_charts(
+    o: &mut String,
+    secs: &BTreeMap<u64, SecondRow>,
+    total: f64,
+    bands: &[Band],
+) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Over time</h2>");
     let line = |name: &str, f: &dyn Fn(&SecondRow) -> f64| Line {
         name: name.into(),
         pts: secs.iter().map(|(t, r)| (*t as f64 + 0.5, f(r))).collect(),
     };
-    o.push_str(&log(&Chart {
-        id: "chart-latency",
-        title: "Latency per second (from each request's intended start)".into(),
-        x_desc: "seconds since start",
-        y_desc: "latency (log)".into(),
-        x: (0.0, total),
-        lines: vec![
+    o.push_str(&log(&time_chart(
+        "chart-latency",
+        "Latency per second (from each request's intended start)",
+        "latency (log)",
+        vec![
             line("p50", &|r| r.p50),
             line("p90", &|r| r.p90),
             line("p99", &|r| r.p99),
             line("max", &|r| r.max),
         ],
-        bands: &bands,
-        x_fmt: None,
-        x_labels: 12,
-        y_labels: 8,
-        y_fmt: &fmt_ms,
-    })?);
-    o.push_str(&linear(&Chart {
-        id: "chart-rate",
-        title: "Offered vs achieved rate".into(),
-        x_desc: "seconds since start",
-        y_desc: "requests/s".into(),
-        x: (0.0, total),
-        lines: vec![
+        &fmt_ms,
+        total,
+        bands,
+    ))?);
+    o.push_str(&linear(&time_chart(
+        "chart-rate",
+        "Offered vs achieved rate",
+        "requests/s",
+        vec![
             line("offered/s", &|r| r.offered),
             line("answered/s", &|r| r.completed),
             line("ok/s", &|r| r.ok),
         ],
-        bands: &bands,
-        x_fmt: None,
-        x_labels: 12,
-        y_labels: 8,
-        y_fmt: &fmt_num,
-    })?);
-    o.push_str(&linear(&Chart {
-        id: "chart-outcomes",
-        title: "Outcomes per second".into(),
-        x_desc: "seconds since start",
-        y_desc: "answers/s".into(),
-        x: (0.0, total),
-        lines: vec![
+        &fmt_num,
+        total,
+        bands,
+    ))?);
+    o.push_str(&linear(&time_chart(
+        "chart-outcomes",
+        "Outcomes per second",
+        "answers/s",
+        vec![
             line("ok", &|r| r.ok),
             line("shed (503/429)", &|r| r.shed),
             line("errors", &|r| r.errors),
             line("dropped", &|r| r.dropped),
         ],
-        bands: &bands,
+        &fmt_num,
+        total,
+        bands,
+    ))?);
+    Ok(())
+}
+
+/// A chart over the run's seconds, with the phase bands behind it.
+fn time_chart<'a>(
+    id: &'a str,
+    title: &str,
+    y_desc: &str,
+    lines: Vec<Line>,
+    y_fmt: &'a dyn Fn(&f64) -> String,
+    total: f64,
+    bands: &'a [Band],
+) -> Chart<'a> {
+    Chart {
+        id,
+        title: title.into(),
+        x_desc: "seconds since start",
+        y_desc: y_desc.into(),
+        x: (0.0, total),
+        lines,
+        bands,
         x_fmt: None,
         x_labels: 12,
         y_labels: 8,
-        y_fmt: &fmt_num,
-    })?);
+        y_fmt,
+    }
+}
+
+/// The latency distribution per phase, from the merged histograms.
+fn distribution_chart(o: &mut String, dir: &Path, s: &Summary) -> Result<(), ReportError> {
     let dists = distributions(dir, s).unwrap_or_default();
     let dlines: Vec<Line> = dists.iter().map(|(n, h)| percentile_line(n, h)).collect();
     let x_max = dlines
@@ -580,22 +630,25 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
         y_labels: 8,
         y_fmt: &fmt_ms,
     })?);
+    Ok(())
+}
 
-    phase_table(&mut o, s);
-    budget_table(&mut o, s);
-    server_section(&mut o, s, server.as_ref(), &bands, total)?;
-    if !s.notes.is_empty() {
-        let _ = writeln!(o, "<h2>Notes</h2><ul>");
-        for n in &s.notes {
-            let _ = writeln!(o, "<li class=\"note\">{}</li>", esc(n));
-        }
-        let _ = writeln!(o, "</ul>");
+fn notes(o: &mut String, s: &Summary) {
+    if s.notes.is_empty() {
+        return;
     }
+    let _ = writeln!(o, "<h2>Notes</h2><ul>");
+    for n in &s.notes {
+        let _ = writeln!(o, "<li class=\"note\">{}</li>", esc(n));
+    }
+    let _ = writeln!(o, "</ul>");
+}
+
+fn footer(o: &mut String) {
     let _ = writeln!(
         o,
         "<p class=\"meta\">Latency counts from each request's intended start (open model); percentiles of a phase come from merged HdrHistograms, never averaged. Raw data: <code>latency.hlog</code>, <code>timeseries.csv</code>, <code>summary.json</code>.</p></body></html>"
     );
-    Ok(o)
 }
 
 fn shape_name(s: &Summary) -> &'static str {
@@ -632,103 +685,123 @@ fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
 
 fn verdict_details(o: &mut String, v: &Verdicts) {
     if let Some(st) = &v.stress {
-        let _ = writeln!(o, "<h3>Stress steps</h3><table><tr><th class=\"l\">step</th><th>level</th><th>offered/s</th><th>achieved/s</th><th>p50</th><th>p95</th><th>p99</th><th>max</th><th>errors</th><th class=\"l\">budgets</th><th>target CPU</th><th>generator CPU</th><th class=\"l\">threads</th><th class=\"l\">top finding</th></tr>");
-        for r in &st.steps {
-            let threads: Vec<String> = r
-                .threads
-                .iter()
-                .map(|(k, v)| format!("{v:.0} {k}"))
-                .collect();
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ({:.2}%)</td>{}<td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                esc(&r.name),
-                esc(&r.label),
-                r.offered_rate,
-                r.achieved_rate,
-                fmt_ms(&r.p50_ms),
-                fmt_ms(&r.p95_ms),
-                fmt_ms(&r.p99_ms),
-                fmt_ms(&r.max_ms),
-                r.errors,
-                r.error_rate * 100.0,
-                pass_cell(r.within_budget),
-                opt(r.target_cpu_pct, |c| format!("{c:.0}%")),
-                opt(r.generator_cpu_pct, |c| format!("{c:.0}%")),
-                esc(&threads.join(", ")),
-                r.top_finding
-                    .as_ref()
-                    .map(|f| esc(&format!("[{} {}] {}", f.severity, f.kind, f.summary)))
-                    .unwrap_or_default()
-            );
-        }
-        let _ = writeln!(o, "</table>");
+        stress_steps(o, st);
     }
     if let Some(ov) = &v.overload {
-        let _ = writeln!(o, "<h3>Overload checks</h3><table><tr><th class=\"l\">check</th><th class=\"l\">result</th><th class=\"l\">measured</th><th class=\"l\">expected</th></tr>");
-        for c in &ov.checks {
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"l\">{}</td>{}<td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-                esc(&c.name),
-                status_cell(c.status),
-                esc(&c.measured),
-                esc(&c.expected)
-            );
-        }
-        let _ = writeln!(o, "</table>");
+        overload_checks(o, ov);
     }
     if let Some(sp) = &v.spike {
-        let _ = writeln!(
-            o,
-            "<h3>Spike</h3><table><tr><th class=\"l\">1-s p99 bound</th><th>back after the spike started</th><th>back after it ended</th><th>errors during the spike</th></tr><tr><td class=\"l\">{:.1}ms ({})</td><td>{}</td><td>{}</td><td>{} ({:.2}%)</td></tr></table>",
-            sp.bound_ms,
-            esc(&sp.bound_source),
-            if sp.left_budget {
-                sp.back_after_start_s
-                    .map(|t| format!("{t:.0}s"))
-                    .unwrap_or_else(|| "not before it ended".into())
-            } else {
-                "never left".into()
-            },
-            sp.back_after_end_s
-                .map(|t| format!("{t:.0}s"))
-                .unwrap_or_else(|| "never, within the data".into()),
-            sp.spike_errors,
-            sp.spike_error_rate * 100.0
-        );
+        spike_table(o, sp);
     }
     if let Some(so) = &v.soak {
+        soak_trends(o, so);
+    }
+}
+
+/// The stress steps: one row per step run.
+fn stress_steps(o: &mut String, st: &StressVerdict) {
+    let _ = writeln!(o, "<h3>Stress steps</h3><table><tr><th class=\"l\">step</th><th>level</th><th>offered/s</th><th>achieved/s</th><th>p50</th><th>p95</th><th>p99</th><th>max</th><th>errors</th><th class=\"l\">budgets</th><th>target CPU</th><th>generator CPU</th><th class=\"l\">threads</th><th class=\"l\">top finding</th></tr>");
+    for r in &st.steps {
+        let threads: Vec<String> = r
+            .threads
+            .iter()
+            .map(|(k, v)| format!("{v:.0} {k}"))
+            .collect();
         let _ = writeln!(
             o,
-            "<h3>Soak trends</h3><p class=\"meta\">samples from {:.0}s to {:.0}s (after the warm-up); slope = Theil–Sen per hour, fit = least-squares R²</p><table><tr><th class=\"l\">series</th><th>points</th><th>slope</th><th>R²</th><th>limit</th><th class=\"l\">verdict</th></tr>",
-            so.window_start_s, so.window_end_s
-        );
-        for t in &so.trends {
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td>{}</tr>",
-                esc(&t.series),
-                t.points,
-                per_hour(&t.series, t.slope_per_hour),
-                t.r2,
-                opt(t.threshold_per_hour, |v| per_hour(&t.series, v)),
-                match (&t.note, t.threshold_per_hour) {
-                    (Some(n), _) => format!("<td class=\"l na\">{}</td>", esc(n)),
-                    (None, None) => "<td class=\"l na\">no threshold</td>".into(),
-                    (None, Some(_)) => pass_cell(!t.flagged),
-                }
-            );
-        }
-        let _ = writeln!(
-            o,
-            "<tr><td class=\"l\">p99 (first vs last fifth)</td><td></td><td>{} → {}</td><td></td><td>{:.0}%</td><td class=\"l\">{}</td></tr></table>",
-            opt(so.p99_first_ms, |v| fmt_ms(&v)),
-            opt(so.p99_last_ms, |v| fmt_ms(&v)),
-            so.p99_drift_limit * 100.0,
-            opt(so.p99_drift, |d| format!("{:+.0}%", d * 100.0))
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} ({:.2}%)</td>{}<td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            esc(&r.name),
+            esc(&r.label),
+            r.offered_rate,
+            r.achieved_rate,
+            fmt_ms(&r.p50_ms),
+            fmt_ms(&r.p95_ms),
+            fmt_ms(&r.p99_ms),
+            fmt_ms(&r.max_ms),
+            r.errors,
+            r.error_rate * 100.0,
+            pass_cell(r.within_budget),
+            opt(r.target_cpu_pct, |c| format!("{c:.0}%")),
+            opt(r.generator_cpu_pct, |c| format!("{c:.0}%")),
+            esc(&threads.join(", ")),
+            r.top_finding
+                .as_ref()
+                .map(|f| esc(&format!("[{} {}] {}", f.severity, f.kind, f.summary)))
+                .unwrap_or_default()
         );
     }
+    let _ = writeln!(o, "</table>");
+}
+
+/// The overload checks, one row each.
+fn overload_checks(o: &mut String, ov: &OverloadVerdict) {
+    let _ = writeln!(o, "<h3>Overload checks</h3><table><tr><th class=\"l\">check</th><th class=\"l\">result</th><th class=\"l\">measured</th><th class=\"l\">expected</th></tr>");
+    for c in &ov.checks {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"l\">{}</td>{}<td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            esc(&c.name),
+            status_cell(c.status),
+            esc(&c.measured),
+            esc(&c.expected)
+        );
+    }
+    let _ = writeln!(o, "</table>");
+}
+
+/// The spike: the bound, when p99 came back, the errors.
+fn spike_table(o: &mut String, sp: &SpikeVerdict) {
+    let _ = writeln!(
+        o,
+        "<h3>Spike</h3><table><tr><th class=\"l\">1-s p99 bound</th><th>back after the spike started</th><th>back after it ended</th><th>errors during the spike</th></tr><tr><td class=\"l\">{:.1}ms ({})</td><td>{}</td><td>{}</td><td>{} ({:.2}%)</td></tr></table>",
+        sp.bound_ms,
+        esc(&sp.bound_source),
+        if sp.left_budget {
+            sp.back_after_start_s
+                .map(|t| format!("{t:.0}s"))
+                .unwrap_or_else(|| "not before it ended".into())
+        } else {
+            "never left".into()
+        },
+        sp.back_after_end_s
+            .map(|t| format!("{t:.0}s"))
+            .unwrap_or_else(|| "never, within the data".into()),
+        sp.spike_errors,
+        sp.spike_error_rate * 100.0
+    );
+}
+
+/// The soak trends, one row per series, and the p99 drift.
+fn soak_trends(o: &mut String, so: &SoakVerdict) {
+    let _ = writeln!(
+        o,
+        "<h3>Soak trends</h3><p class=\"meta\">samples from {:.0}s to {:.0}s (after the warm-up); slope = Theil–Sen per hour, fit = least-squares R²</p><table><tr><th class=\"l\">series</th><th>points</th><th>slope</th><th>R²</th><th>limit</th><th class=\"l\">verdict</th></tr>",
+        so.window_start_s, so.window_end_s
+    );
+    for t in &so.trends {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{}</td>{}</tr>",
+            esc(&t.series),
+            t.points,
+            per_hour(&t.series, t.slope_per_hour),
+            t.r2,
+            opt(t.threshold_per_hour, |v| per_hour(&t.series, v)),
+            match (&t.note, t.threshold_per_hour) {
+                (Some(n), _) => format!("<td class=\"l na\">{}</td>", esc(n)),
+                (None, None) => "<td class=\"l na\">no threshold</td>".into(),
+                (None, Some(_)) => pass_cell(!t.flagged),
+            }
+        );
+    }
+    let _ = writeln!(
+        o,
+        "<tr><td class=\"l\">p99 (first vs last fifth)</td><td></td><td>{} → {}</td><td></td><td>{:.0}%</td><td class=\"l\">{}</td></tr></table>",
+        opt(so.p99_first_ms, |v| fmt_ms(&v)),
+        opt(so.p99_last_ms, |v| fmt_ms(&v)),
+        so.p99_drift_limit * 100.0,
+        opt(so.p99_drift, |d| format!("{:+.0}%", d * 100.0))
+    );
 }
 
 fn phase_table(o: &mut String, s: &Summary) {

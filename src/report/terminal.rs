@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::judge::summary::ScopeSummary;
 use crate::judge::trend::per_hour;
-use crate::judge::{Summary, Verdicts};
+use crate::judge::{StressResult, Summary, Verdicts};
 
 /// A latency in ms, in the unit that reads best.
 pub(crate) fn fmt_ms(v: f64) -> String {
@@ -39,6 +39,24 @@ fn errors_by_kind(s: &ScopeSummary) -> String {
 /// Render the summary for a terminal or a log.
 pub fn render(s: &Summary) -> String {
     let mut o = String::new();
+    header(&mut o, s);
+    phase_table(&mut o, s);
+    request_table(&mut o, s);
+    service_time(&mut o, s);
+    knee(&mut o, s);
+    if let Some(v) = &s.verdicts {
+        verdicts(&mut o, v);
+    }
+    budgets(&mut o, s);
+    for n in &s.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    let _ = writeln!(o, "\nresult: {}", if s.passed { "PASS" } else { "FAIL" });
+    o
+}
+
+/// The run's name, target and model; why it stopped early, if it did.
+fn header(o: &mut String, s: &Summary) {
     let m = &s.meta;
     let _ = writeln!(
         o,
@@ -61,58 +79,72 @@ pub fn render(s: &Summary) -> String {
                 .unwrap_or("the load ended early")
         );
     }
+}
+
+/// One row per phase that saw traffic, then the whole run.
+fn phase_table(o: &mut String, s: &Summary) {
     let _ = writeln!(
         o,
         "\n{:<12} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  errors",
         "phase", "target", "requests", "rate/s", "p50", "p95", "p99", "p99.9", "max"
     );
-    let row = |o: &mut String, p: &ScopeSummary| {
-        let _ = writeln!(
-            o,
-            "{:<12} {:>12} {:>9} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
-            p.name,
-            p.label,
-            p.requests,
-            p.rps,
-            fmt_ms(p.latency.p50),
-            fmt_ms(p.latency.p95),
-            fmt_ms(p.latency.p99),
-            fmt_ms(p.latency.p999),
-            fmt_ms(p.latency.max),
-            errors_by_kind(p)
-        );
-    };
     for p in &s.phases {
         if p.requests + p.dropped > 0 {
-            row(&mut o, p);
+            phase_row(o, p);
         }
     }
-    row(&mut o, &s.totals);
-    if !s.requests.is_empty() {
+    phase_row(o, &s.totals);
+}
+
+fn phase_row(o: &mut String, p: &ScopeSummary) {
+    let _ = writeln!(
+        o,
+        "{:<12} {:>12} {:>9} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
+        p.name,
+        p.label,
+        p.requests,
+        p.rps,
+        fmt_ms(p.latency.p50),
+        fmt_ms(p.latency.p95),
+        fmt_ms(p.latency.p99),
+        fmt_ms(p.latency.p999),
+        fmt_ms(p.latency.max),
+        errors_by_kind(p)
+    );
+}
+
+/// One row per named request, when the profile names them.
+fn request_table(o: &mut String, s: &Summary) {
+    if s.requests.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  errors",
+        "request", "requests", "p50", "p95", "p99", "max"
+    );
+    for r in &s.requests {
         let _ = writeln!(
             o,
-            "\n{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  errors",
-            "request", "requests", "p50", "p95", "p99", "max"
+            "{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  {}{}",
+            r.name,
+            r.requests,
+            fmt_ms(r.latency.p50),
+            fmt_ms(r.latency.p95),
+            fmt_ms(r.latency.p99),
+            fmt_ms(r.latency.max),
+            r.errors,
+            if r.shed > 0 {
+                format!(" (+{} shed)", r.shed)
+            } else {
+                String::new()
+            }
         );
-        for r in &s.requests {
-            let _ = writeln!(
-                o,
-                "{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  {}{}",
-                r.name,
-                r.requests,
-                fmt_ms(r.latency.p50),
-                fmt_ms(r.latency.p95),
-                fmt_ms(r.latency.p99),
-                fmt_ms(r.latency.max),
-                r.errors,
-                if r.shed > 0 {
-                    format!(" (+{} shed)", r.shed)
-                } else {
-                    String::new()
-                }
-            );
-        }
     }
+}
+
+/// Where latency counts from, and the service time beside it.
+fn service_time(o: &mut String, s: &Summary) {
     let t = &s.totals;
     if t.requests > 0 {
         let _ = writeln!(
@@ -121,79 +153,82 @@ pub fn render(s: &Summary) -> String {
             fmt_ms(t.service.p99)
         );
     }
-    // The verdict below repeats the knee with its cause.
+}
+
+/// The knee of a stress run and the expected capacity. The shape's verdict
+/// repeats the knee with its cause: then only the expectation is printed here.
+fn knee(o: &mut String, s: &Summary) {
+    let Some(st) = &s.stress else { return };
     let knee_in_verdict = s.verdicts.as_ref().is_some_and(|v| v.stress.is_some());
     let unit = s.meta.model.unit();
-    if let Some(st) = &s.stress {
-        if !knee_in_verdict {
-            let _ = writeln!(o);
-        }
-        match (&st.knee, &st.first_breach) {
-            _ if knee_in_verdict => {}
-            (Some(k), Some(b)) => {
-                let why: Vec<String> = st
-                    .breached
-                    .iter()
-                    .map(|v| format!("{} (measured {})", v.budget, v.shown))
-                    .collect();
-                let _ = writeln!(
-                    o,
-                    "knee: {k} ({}) is the last step within budget; {b} ({}) broke {}",
-                    level(st.knee_level, unit),
-                    level(st.first_breach_level, unit),
-                    why.join(", ")
-                );
+    if !knee_in_verdict {
+        let _ = writeln!(o);
+        knee_line(o, st, unit);
+    }
+    if let Some(want) = st.expect_capacity {
+        let _ = writeln!(
+            o,
+            "expected capacity {want}{unit}: {}",
+            if st.knee_level.is_some_and(|k| k >= want) {
+                "PASS"
+            } else {
+                "FAIL"
             }
-            (Some(k), None) => {
-                let _ = writeln!(
-                    o,
-                    "knee: not reached — every step up to {k} ({}) met the budgets",
-                    level(st.knee_level, unit)
-                );
-            }
-            (None, Some(b)) => {
-                let _ = writeln!(
-                    o,
-                    "knee: below the first step — {b} already broke the budgets"
-                );
-            }
-            (None, None) => {
-                let _ = writeln!(o, "knee: no step completed");
-            }
-        }
-        if let Some(want) = st.expect_capacity {
+        );
+    }
+}
+
+fn knee_line(o: &mut String, st: &StressResult, unit: &str) {
+    match (&st.knee, &st.first_breach) {
+        (Some(k), Some(b)) => {
+            let why: Vec<String> = st
+                .breached
+                .iter()
+                .map(|v| format!("{} (measured {})", v.budget, v.shown))
+                .collect();
             let _ = writeln!(
                 o,
-                "expected capacity {want}{unit}: {}",
-                if st.knee_level.is_some_and(|k| k >= want) {
-                    "PASS"
-                } else {
-                    "FAIL"
-                }
+                "knee: {k} ({}) is the last step within budget; {b} ({}) broke {}",
+                level(st.knee_level, unit),
+                level(st.first_breach_level, unit),
+                why.join(", ")
             );
         }
-    }
-    if let Some(v) = &s.verdicts {
-        verdicts(&mut o, v);
-    }
-    if !s.budgets.is_empty() {
-        let _ = writeln!(o, "\nbudgets:");
-        for v in &s.budgets {
+        (Some(k), None) => {
             let _ = writeln!(
                 o,
-                "  {v}{}",
-                v.note
-                    .as_ref()
-                    .map(|n| format!(" ({n})"))
-                    .unwrap_or_default()
+                "knee: not reached — every step up to {k} ({}) met the budgets",
+                level(st.knee_level, unit)
             );
         }
+        (None, Some(b)) => {
+            let _ = writeln!(
+                o,
+                "knee: below the first step — {b} already broke the budgets"
+            );
+        }
+        (None, None) => {
+            let _ = writeln!(o, "knee: no step completed");
+        }
     }
-    for n in &s.notes {
-        let _ = writeln!(o, "note: {n}");
+}
+
+/// Every budget, PASS or FAIL, with its note.
+fn budgets(o: &mut String, s: &Summary) {
+    if s.budgets.is_empty() {
+        return;
     }
-    let _ = writeln!(o, "\nresult: {}", if s.passed { "PASS" } else { "FAIL" });
-    o
+    let _ = writeln!(o, "\nbudgets:");
+    for v in &s.budgets {
+        let _ = writeln!(
+            o,
+            "  {v}{}",
+            v.note
+                .as_ref()
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default()
+        );
+    }
 }
 
 /// The shape's verdict in brief; `summary.json` and `report.html` carry it in full.

@@ -115,7 +115,12 @@ impl Recording {
             phases: (0..self.plan.phases.len())
                 .map(|_| Stats::default())
                 .collect(),
-            names: self.plan.phases.iter().map(|p| p.info.name.clone()).collect(),
+            names: self
+                .plan
+                .phases
+                .iter()
+                .map(|p| p.info.name.clone())
+                .collect(),
             hlog,
             series,
             events: EventLog::create(&self.dir)?,
