@@ -348,10 +348,19 @@ fn locate_in_section(text: &str, sect: &str, needle: &str) -> Option<(usize, usi
     if needle.is_empty() {
         return None;
     }
+    // Not inside a longer expression: `p99 < 5s` is not `recovery.p99 < 5s`.
+    let starts_here = |c: &str, i: usize| {
+        !c[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|b| b.is_alphanumeric() || b == '.' || b == '_')
+    };
     section(text, sect).into_iter().find_map(|(n, l)| {
-        code(l)
-            .find(needle)
-            .map(|i| (n, l[..i].chars().count() + 1))
+        let c = code(l);
+        c.match_indices(needle)
+            .map(|(i, _)| i)
+            .find(|&i| starts_here(c, i))
+            .map(|i| (n, c[..i].chars().count() + 1))
     })
 }
 
