@@ -247,3 +247,66 @@ budgets: [ "p99 < 5s", "error_rate < 1%" ]
     assert_eq!(json["passed"], false);
     assert_eq!(json["interrupted"], true);
 }
+
+#[test]
+fn a_failed_overload_check_fails_the_run_unless_the_verdicts_are_advisory() {
+    let _g = load::serial();
+    // /noshed queues rather than answer 503: 4 in flight × 20 ms = 200/s, so
+    // at 600/s with a 300 ms client timeout the excess times out, unshed.
+    let srv = load::demo(DemoConfig {
+        shed_cap: 4,
+        shed_work: Duration::from_millis(20),
+        ..Default::default()
+    });
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = load::profile(
+        r#"
+name: noshed
+target: { url: "{url}", timeout: 300ms }
+requests: [ { path: /noshed } ]
+load: { connections: 512, max_in_flight: 5000 }
+shape:
+  overload: { baseline: 50/s, baseline_duration: 1s, rate: 600/s, duration: 2s, recovery_duration: 2s, fast_fail: 100ms }
+"#,
+        &srv.base_url(),
+    );
+    let r = load::run(&p, d.path());
+    drop(srv);
+    let s = &r.summary;
+    assert!(!s.interrupted);
+    assert!(s.budgets.is_empty(), "no budgets: only the verdict gates");
+    let fast = s
+        .gates
+        .iter()
+        .find(|g| g.name == "overload: shed answers are fast")
+        .unwrap_or_else(|| panic!("no gate for the fast-503 check: {:#?}", s.gates));
+    assert_eq!(
+        (fast.kind.as_str(), fast.status),
+        ("overload", Status::Fail)
+    );
+    assert!(!fast.advisory);
+    assert!(!s.passed);
+    assert_eq!(r.exit_code(), exit::BUDGET_FAILED);
+    let term = brunt::report::terminal::render(s);
+    assert!(
+        term.contains("result: FAIL — overload: shed answers are fast"),
+        "{term}"
+    );
+
+    // The same run judged with `verdicts.advisory: true`: shown, not failing.
+    let saved = d.path().join("profile.yaml");
+    let text = std::fs::read_to_string(&saved).expect("profile.yaml");
+    assert!(text.contains("advisory: false"), "{text}");
+    std::fs::write(&saved, text.replace("advisory: false", "advisory: true")).expect("write");
+    let again = brunt::run::rebuild::rebuild(d.path()).expect("rebuild");
+    let fast = again
+        .gates
+        .iter()
+        .find(|g| g.name == "overload: shed answers are fast")
+        .expect("the gate is still shown");
+    assert_eq!(fast.status, Status::Fail);
+    assert!(fast.advisory);
+    assert!(again.passed, "{:#?}", again.gates);
+    assert_eq!(again.exit_code(), exit::PASS);
+    assert!(brunt::report::terminal::render(&again).contains("(advisory)"));
+}
