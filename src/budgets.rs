@@ -312,8 +312,21 @@ impl Budget {
             limit: self.show(self.limit),
             pass: status == Status::Pass,
             status,
-            note: (status == Status::NoData).then(|| "no answers in scope".to_string()),
+            note: (status == Status::NoData).then(|| self.nothing_to_measure()),
             latency,
+        }
+    }
+
+    /// Why a scope had nothing to measure: `no timeout answers in the run`.
+    fn nothing_to_measure(&self) -> String {
+        let scope = match &self.phase {
+            Some(p) => format!("phase {p}"),
+            None => "the run".into(),
+        };
+        match (self.metric, self.class) {
+            (Metric::DropRate, _) => format!("nothing offered in {scope}"),
+            (_, Some(c)) => format!("no {} answers in {scope}", c.name()),
+            (_, None) => format!("no answers in {scope}"),
         }
     }
 
@@ -491,7 +504,7 @@ impl Verdict {
             Status::NoData => self
                 .note
                 .clone()
-                .unwrap_or_else(|| "no answers in scope".into()),
+                .unwrap_or_else(|| "nothing to measure".into()),
             _ => self.shown.clone(),
         }
     }
@@ -502,7 +515,7 @@ impl fmt::Display for Verdict {
         match self.status {
             Status::NoData => write!(
                 f,
-                "{} {:<28} [{}] nothing to measure",
+                "{} {:<28} [{}] nothing measured",
                 self.status, self.budget, self.scope
             ),
             _ => write!(

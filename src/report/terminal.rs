@@ -4,6 +4,7 @@
 
 use std::fmt::Write as _;
 
+use crate::budgets::Status;
 use crate::judge::summary::ScopeSummary;
 use crate::judge::trend::per_hour;
 use crate::judge::{StressResult, Summary, Verdicts};
@@ -85,7 +86,13 @@ pub(crate) fn met_not_pass(text: &str) -> String {
 /// The result in words: never PASS for an interrupted run, and a FAIL names
 /// the gates behind it.
 pub fn result(s: &Summary) -> String {
-    let failed: Vec<&str> = s.failed_gates().map(|g| g.text.as_str()).collect();
+    let failed: Vec<String> = s
+        .failed_gates()
+        .map(|g| match g.status {
+            Status::NoData => format!("NO DATA {}", g.text),
+            _ => g.text.clone(),
+        })
+        .collect();
     if s.interrupted {
         format!(
             "INTERRUPTED — budgets as measured up to the stop{}",
