@@ -8,6 +8,11 @@
 //!   `shed_rate`, `drop_rate` (fractions), `throughput` (ok answers/s),
 //!   `rps` (all answers/s), `requests` (count);
 //! - op: `<` `<=` `>` `>=`; value: `500ms`, `1.5s`, `0.1%`, `3000/s`, `42`.
+//!   Units are strict: a latency needs its unit (`500ms`, not `500`) and a
+//!   rate a `%` (`1%`, not `1` or `0.01`), since a bare number is ambiguous.
+//!
+//! A budget whose scope has no answers (a class that never occurred, a phase
+//! that sent nothing) is `NO DATA`, which is not a pass.
 //!
 //! In YAML a budget is a string, or `{expr: "p99 < 300ms", phase: spike}`.
 
@@ -166,6 +171,9 @@ impl Budget {
         }
         let limit = match metric {
             Metric::Quantile(_) | Metric::ServiceQuantile(_) | Metric::Max | Metric::Mean => {
+                if rhs.parse::<f64>().is_ok() {
+                    return Err(err(format!("`{rhs}`: expected a unit: {rhs}ms")));
+                }
                 humantime::parse_duration(rhs)
                     .map(|d| d.as_secs_f64() * 1000.0)
                     .map_err(|_| {
@@ -179,6 +187,16 @@ impl Budget {
                     })?
             }
             Metric::ErrorRate | Metric::ShedRate | Metric::DropRate => {
+                if !rhs.ends_with('%') {
+                    let n = rhs.trim();
+                    return Err(err(if n.parse::<f64>().is_ok() {
+                        format!(
+                            "`{n}`: expected a percentage: write {n}% (a bare number is ambiguous)"
+                        )
+                    } else {
+                        format!("`{n}`: expected a percentage such as `1%` or `0.1%`")
+                    }));
+                }
                 rhs.parse::<Percent>().map(|p| p.0).map_err(err)?
             }
             Metric::Throughput | Metric::Rps => rhs.parse::<Level>().map(|l| l.0).map_err(err)?,
@@ -260,21 +278,55 @@ impl Budget {
         }
     }
 
-    /// Evaluate on a scope. A latency budget on a scope with no answers passes
-    /// vacuously but says so.
+    /// Whether `s` holds anything this budget can be measured on: a latency
+    /// needs answers of its class, a rate a non-zero denominator. Counts and
+    /// throughputs are always measured (zero is a measurement).
+    pub fn has_data(&self, s: &Stats) -> bool {
+        match self.metric {
+            Metric::Quantile(_) | Metric::Max | Metric::Mean => !s.latency(self.class).is_empty(),
+            Metric::ServiceQuantile(_) => !s.service(self.class).is_empty(),
+            Metric::ErrorRate => s.completed() + s.dropped > 0,
+            Metric::ShedRate => s.completed() + s.dropped > 0,
+            Metric::DropRate => s.offered > 0,
+            Metric::Throughput | Metric::Rps | Metric::Requests => true,
+        }
+    }
+
+    /// Evaluate on a scope. A budget on a scope with no answers is
+    /// [`Status::NoData`]: not a pass, and it says so.
     pub fn evaluate(&self, s: &Stats) -> Verdict {
         let value = self.measure(s);
         let latency = self.measures_time();
-        let empty = latency && s.latency(self.class).is_empty();
+        let status = if !self.has_data(s) {
+            Status::NoData
+        } else if self.op.holds(value, self.limit) {
+            Status::Pass
+        } else {
+            Status::Fail
+        };
         Verdict {
             budget: self.text.clone(),
             scope: self.phase.clone().unwrap_or_else(|| "run".into()),
             value,
             shown: self.show(value),
             limit: self.show(self.limit),
-            pass: empty || self.op.holds(value, self.limit),
-            note: empty.then(|| "no answers in scope".to_string()),
+            pass: status == Status::Pass,
+            status,
+            note: (status == Status::NoData).then(|| self.nothing_to_measure()),
             latency,
+        }
+    }
+
+    /// Why a scope had nothing to measure: `no timeout answers in the run`.
+    fn nothing_to_measure(&self) -> String {
+        let scope = match &self.phase {
+            Some(p) => format!("phase {p}"),
+            None => "the run".into(),
+        };
+        match (self.metric, self.class) {
+            (Metric::DropRate, _) => format!("nothing offered in {scope}"),
+            (_, Some(c)) => format!("no {} answers in {scope}", c.name()),
+            (_, None) => format!("no answers in {scope}"),
         }
     }
 
@@ -353,8 +405,37 @@ fn parse_metric(m: &str) -> Option<Metric> {
     })
 }
 
+/// What a budget or a gate came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Status {
+    #[serde(rename = "PASS")]
+    Pass,
+    #[serde(rename = "FAIL")]
+    Fail,
+    /// Nothing in scope to measure: not a pass.
+    #[serde(rename = "NO DATA")]
+    NoData,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::NoData => "NO DATA",
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// A budget's result on one scope.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(from = "VerdictWire")]
 pub struct Verdict {
     pub budget: String,
     /// `run` or a phase name.
@@ -362,7 +443,9 @@ pub struct Verdict {
     pub value: f64,
     pub shown: String,
     pub limit: String,
+    /// `status == Pass` (kept for readers of `brunt.summary/1` before `status`).
     pub pass: bool,
+    pub status: Status,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
     /// The budget is on a latency (see [`Budget::measures_time`]).
@@ -370,16 +453,77 @@ pub struct Verdict {
     pub latency: bool,
 }
 
+/// [`Verdict`] as read: summaries written before `status` existed get it from `pass`.
+#[derive(Deserialize)]
+struct VerdictWire {
+    budget: String,
+    scope: String,
+    value: f64,
+    shown: String,
+    limit: String,
+    pass: bool,
+    #[serde(default)]
+    status: Option<Status>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    latency: bool,
+}
+
+impl From<VerdictWire> for Verdict {
+    fn from(w: VerdictWire) -> Self {
+        let status = w
+            .status
+            .unwrap_or(if w.pass { Status::Pass } else { Status::Fail });
+        Verdict {
+            budget: w.budget,
+            scope: w.scope,
+            value: w.value,
+            shown: w.shown,
+            limit: w.limit,
+            pass: status == Status::Pass,
+            status,
+            note: w.note,
+            latency: w.latency,
+        }
+    }
+}
+
+impl Verdict {
+    /// The right-hand side of the budget: `< 500ms` of `p99 < 500ms`.
+    pub fn expected(&self) -> String {
+        match self.budget.find(['<', '>']) {
+            Some(i) => self.budget[i..].trim().to_string(),
+            None => self.budget.clone(),
+        }
+    }
+
+    /// What was measured, or why nothing was.
+    pub fn measured(&self) -> String {
+        match self.status {
+            Status::NoData => self
+                .note
+                .clone()
+                .unwrap_or_else(|| "nothing to measure".into()),
+            _ => self.shown.clone(),
+        }
+    }
+}
+
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} {:<28} [{}] measured {}",
-            if self.pass { "PASS" } else { "FAIL" },
-            self.budget,
-            self.scope,
-            self.shown
-        )
+        match self.status {
+            Status::NoData => write!(
+                f,
+                "{} {:<28} [{}] nothing measured",
+                self.status, self.budget, self.scope
+            ),
+            _ => write!(
+                f,
+                "{} {:<28} [{}] measured {}",
+                self.status, self.budget, self.scope, self.shown
+            ),
+        }
     }
 }
 
@@ -413,6 +557,48 @@ mod tests {
         assert!(Budget::parse("latency < 5ms").is_err());
         assert!(Budget::parse("p99 < fast").is_err());
         assert!(Budget::parse("ok.error_rate < 1%").is_err());
+    }
+
+    #[test]
+    fn units_are_strict() {
+        let e = Budget::parse("error_rate < 1").unwrap_err().0;
+        assert!(e.contains("write 1% (a bare number is ambiguous)"), "{e}");
+        assert!(Budget::parse("shed_rate < 0.01").is_err());
+        assert!(Budget::parse("drop_rate <= 0").is_err());
+        let e = Budget::parse("p99 < 500").unwrap_err().0;
+        assert!(e.contains("expected a unit: 500ms"), "{e}");
+        assert!(Budget::parse("svc.p99 < 2.5").is_err());
+        assert!(Budget::parse("error_rate < 1%").is_ok());
+        assert!(Budget::parse("max < 1.5s").is_ok());
+    }
+
+    #[test]
+    fn an_empty_scope_is_no_data_not_a_pass() {
+        let s = Stats::default();
+        for text in [
+            "p99 < 500ms",
+            "shed.p99 < 50ms",
+            "error_rate < 1%",
+            "svc.p99 < 5ms",
+        ] {
+            let v = Budget::parse(text).unwrap().evaluate(&s);
+            assert_eq!(v.status, Status::NoData, "{text}");
+            assert!(!v.pass, "{text}");
+            assert!(v.to_string().starts_with("NO DATA"), "{v}");
+        }
+        // A count of zero is measured, and fails `>=`.
+        let v = Budget::parse("requests >= 1").unwrap().evaluate(&s);
+        assert_eq!(v.status, Status::Fail);
+    }
+
+    #[test]
+    fn old_verdicts_read_their_status_from_pass() {
+        let v: Verdict = serde_json::from_str(
+            r#"{"budget":"p99 < 5ms","scope":"run","value":9.0,"shown":"9.0ms","limit":"5.0ms","pass":false}"#,
+        )
+        .unwrap();
+        assert_eq!(v.status, Status::Fail);
+        assert_eq!(v.expected(), "< 5ms");
     }
 
     #[test]

@@ -8,11 +8,13 @@ use crate::metrics::{Measured, Stats};
 use crate::rundir::RunMeta;
 use crate::vocab::PhaseInfo;
 
-/// Per-step evaluation of the unscoped budgets.
+/// Per-step evaluation of the unscoped budgets. A budget with nothing to
+/// measure in a step (`shed.p99` where nothing was shed) says nothing about
+/// that step and is left out: only a measured breach makes a knee.
 pub fn step_verdicts(budgets: &[Budget], s: &Stats) -> Vec<Verdict> {
     budgets
         .iter()
-        .filter(|b| b.phase.is_none())
+        .filter(|b| b.phase.is_none() && b.has_data(s))
         .map(|b| {
             let mut v = b.evaluate(s);
             v.scope = String::new();

@@ -25,6 +25,7 @@
 //! | file | owns |
 //! |---|---|
 //! | [`summary`] | `summary.json`'s content and [`build`], budgets judged per scope |
+//! | [`gates`] | every gate of the result (budgets, knee vs `expect_capacity`, shape checks) |
 //! | [`verdict`] | the result types of every shape's verdict |
 //! | [`rules`] | the p99 bound of a 1-s window, good and stable seconds, small helpers |
 //! | [`knee`] | the unscoped budgets step by step: the knee and the first breach |
@@ -36,6 +37,7 @@
 //! fills them from a run directory through [`crate::rundir`].
 
 pub mod cause;
+pub mod gates;
 pub mod knee;
 pub mod overload;
 pub mod rules;
@@ -48,6 +50,7 @@ pub mod verdict;
 
 use std::path::Path;
 
+pub use gates::Gate;
 pub use knee::StressResult;
 pub use rules::{p99_bound, Bound};
 pub use summary::{build, Summary, SUMMARY_SCHEMA};

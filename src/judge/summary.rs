@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::gates::{gates, Gate};
 use super::knee::{stress_result, StressResult};
 use super::{Inputs, Verdicts};
 use crate::budgets::{Budget, Verdict};
 use crate::metrics::{pct_us, Class, GeneratorHealth, Measured, Stats, CLASSES};
-use crate::profile::verdicts::LeakThresholds;
+use crate::profile::verdicts::VerdictsConfig;
 use crate::rundir::{MergedFrom, RunMeta};
-use crate::vocab::{Model, ShapeKind};
+use crate::vocab::{exit, Model, ShapeKind};
 
 /// Bumped when a field changes meaning or disappears.
 pub const SUMMARY_SCHEMA: &str = "brunt.summary/1";
@@ -156,7 +157,12 @@ pub struct Summary {
     pub requests: Vec<RequestSummary>,
     pub budgets: Vec<Verdict>,
     pub stress: Option<StressResult>,
+    /// Every gate all passed and the run was not interrupted.
     pub passed: bool,
+    /// Everything the result depends on: budgets, the knee against
+    /// `expect_capacity`, the shape's checks (see [`super::gates`]).
+    #[serde(default)]
+    pub gates: Vec<Gate>,
     /// Plain-language warnings (closed-model latency, drops, saturated generator…).
     pub notes: Vec<String>,
     /// Whether brunt itself kept up with its schedule.
@@ -175,7 +181,7 @@ pub struct Summary {
 pub fn build(
     meta: RunMeta,
     budgets: &[Budget],
-    leaks: &LeakThresholds,
+    settings: &VerdictsConfig,
     m: &Measured,
     interrupted: bool,
     stopped_reason: Option<String>,
@@ -208,19 +214,6 @@ pub fn build(
     } else {
         None
     };
-    let mut passed = verdicts.iter().all(|v| v.pass);
-    if let Some(s) = &stress {
-        if s.knee.is_none() && !m.phases.is_empty() && m.phases[0].completed() > 0 {
-            passed = false;
-        }
-        if let (Some(want), Some(got)) = (s.expect_capacity, s.knee_level) {
-            if got < want {
-                passed = false;
-            }
-        } else if s.expect_capacity.is_some() && s.knee_level.is_none() {
-            passed = false;
-        }
-    }
     let mut notes = Vec::new();
     if meta.model == Model::Closed {
         notes.push("closed model: each virtual user waits for its answer, so a slow server lowers the offered load and latency hides queueing; use the open model to measure what users would wait".into());
@@ -238,11 +231,20 @@ pub fn build(
     let shape_verdicts = Some(super::compute(
         &meta,
         budgets,
-        leaks,
+        &settings.leaks,
         m,
         stress.as_ref(),
         inputs,
     ));
+    let gates = gates(
+        meta.model,
+        &verdicts,
+        stress.as_ref(),
+        shape_verdicts.as_ref(),
+        settings.advisory,
+    );
+    // An interrupted run answered only part of its question: never a pass.
+    let passed = !interrupted && gates.iter().all(Gate::holds);
     let phases = meta
         .phases
         .iter()
@@ -281,6 +283,7 @@ pub fn build(
         budgets: verdicts,
         stress,
         passed,
+        gates,
         interrupted,
         stopped_reason,
         notes,
@@ -293,6 +296,24 @@ pub fn build(
 }
 
 impl Summary {
+    /// The CLI's exit code for this result: [`exit::INTERRUPTED`] for a run
+    /// that ended before its plan did, whatever was measured up to the stop;
+    /// [`exit::BUDGET_FAILED`] when a gate failed or had no data.
+    pub fn exit_code(&self) -> i32 {
+        if self.interrupted {
+            exit::INTERRUPTED
+        } else if self.passed {
+            exit::PASS
+        } else {
+            exit::BUDGET_FAILED
+        }
+    }
+
+    /// The gates that keep the run from passing.
+    pub fn failed_gates(&self) -> impl Iterator<Item = &Gate> {
+        self.gates.iter().filter(|g| !g.holds())
+    }
+
     /// Attach the generator's health and say plainly when it fell behind.
     pub fn set_generator(&mut self, g: GeneratorHealth) {
         if g.saturated() {

@@ -286,6 +286,97 @@ fn key_path(text: &str, line: usize) -> Option<String> {
     Some(path.join("."))
 }
 
+/// The lines of a top-level section (`shape:` … up to the next top-level key),
+/// 1-based line numbers with their text.
+fn section<'a>(text: &'a str, name: &str) -> Vec<(usize, &'a str)> {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for (i, l) in text.lines().enumerate() {
+        let top = !l.starts_with([' ', '\t', '#', '-']) && !l.trim().is_empty();
+        if top {
+            inside = l
+                .strip_prefix(name)
+                .is_some_and(|r| r.trim_start().starts_with(':'));
+        }
+        if inside {
+            out.push((i + 1, l));
+        }
+    }
+    out
+}
+
+/// A line without its comment (a `#` at the start or after a blank).
+fn code(l: &str) -> &str {
+    let b = l.as_bytes();
+    for i in 0..b.len() {
+        if b[i] == b'#' && (i == 0 || b[i - 1] == b' ' || b[i - 1] == b'\t') {
+            return &l[..i];
+        }
+    }
+    l
+}
+
+/// Line and column (1-based, in characters) of the value of the `nth`
+/// occurrence of any of `keys` within a top-level section, block or flow style.
+fn locate_key(text: &str, sect: &str, keys: &[&str], nth: usize) -> Option<(usize, usize)> {
+    let mut found = Vec::new();
+    for (n, l) in section(text, sect) {
+        let c = code(l);
+        for (i, _) in c.char_indices() {
+            let before = c[..i].chars().next_back();
+            if !before.is_none_or(|b| matches!(b, ' ' | '\t' | '{' | ',' | '-')) {
+                continue;
+            }
+            let rest = &c[i..];
+            if keys
+                .iter()
+                .any(|k| rest.strip_prefix(k).is_some_and(|r| r.starts_with(':')))
+            {
+                let colon = rest.find(':').unwrap_or(0);
+                let after = &rest[colon + 1..];
+                let value_at = i + colon + 1 + (after.len() - after.trim_start().len());
+                found.push((n, c[..value_at].chars().count() + 1));
+            }
+        }
+    }
+    found.get(nth).copied()
+}
+
+/// Line and column of the first occurrence of `needle` in a top-level section.
+fn locate_in_section(text: &str, sect: &str, needle: &str) -> Option<(usize, usize)> {
+    let needle = needle.trim();
+    if needle.is_empty() {
+        return None;
+    }
+    // Not inside a longer expression: `p99 < 5s` is not `recovery.p99 < 5s`.
+    let starts_here = |c: &str, i: usize| {
+        !c[..i]
+            .chars()
+            .next_back()
+            .is_some_and(|b| b.is_alphanumeric() || b == '.' || b == '_')
+    };
+    section(text, sect).into_iter().find_map(|(n, l)| {
+        let c = code(l);
+        c.match_indices(needle)
+            .map(|(i, _)| i)
+            .find(|&i| starts_here(c, i))
+            .map(|i| (n, c[..i].chars().count() + 1))
+    })
+}
+
+/// The offending line with a caret under the column, as the parser shows its own.
+fn snippet(text: &str, line: usize, column: usize) -> String {
+    let Some(l) = text.lines().nth(line.saturating_sub(1)) else {
+        return String::new();
+    };
+    let num = line.to_string();
+    format!(
+        " {num} | {l}\n {} | {}^",
+        " ".repeat(num.len()),
+        " ".repeat(column.saturating_sub(1))
+    )
+}
+
 /// Limits that stop hostile YAML (deep nesting, alias bombs) quickly.
 fn parse_options() -> serde_saphyr::Options {
     serde_saphyr::Options::default()
@@ -361,12 +452,53 @@ impl Profile {
                 }
             })?;
         profile
-            .validate()
-            .map_err(|message| ProfileError::Invalid {
-                path: path.to_path_buf(),
-                message,
+            .validate_at(text)
+            .map_err(|(message, at)| match at {
+                Some((line, column)) => ProfileError::Syntax {
+                    path: path.to_path_buf(),
+                    line: line as u64,
+                    column: column as u64,
+                    snippet: snippet(text, line, column),
+                    message,
+                },
+                None => ProfileError::Invalid {
+                    path: path.to_path_buf(),
+                    message,
+                },
             })?;
         Ok(profile)
+    }
+
+    /// [`Profile::validate`], then the checks whose error points at a place
+    /// in the text: budgets and levels that send nothing, with line and column.
+    fn validate_at(&self, text: &str) -> Result<(), (String, Option<(usize, usize)>)> {
+        self.validate().map_err(|m| (m, None))?;
+        if let Some(z) = self.shape.silent_level(self.load.model) {
+            let at = locate_key(text, "shape", z.keys, z.nth);
+            return Err((z.message, at));
+        }
+        let plan = self.shape.compile(self.load.model, 1.0);
+        for b in &self.budgets {
+            let at = || locate_in_section(text, "budgets", b.expr());
+            let parsed = b
+                .parse()
+                .map_err(|e| (format!("budget `{}`: {e}", b.expr()), at()))?;
+            if let Some(p) = &parsed.phase {
+                if !plan.phases.iter().any(|ph| &ph.info.name == p) {
+                    let names: Vec<&str> =
+                        plan.phases.iter().map(|ph| ph.info.name.as_str()).collect();
+                    return Err((
+                        format!(
+                            "budget `{}`: no phase named `{p}`; this shape's phases are {}",
+                            b.expr(),
+                            names.join(", ")
+                        ),
+                        at(),
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks serde cannot express: cross-field rules and value ranges.
@@ -429,23 +561,6 @@ impl Profile {
             return Err("load.think_time applies to the closed model only".into());
         }
         self.shape.validate(self.load.model)?;
-        let plan = self.shape.compile(self.load.model, 1.0);
-        for b in &self.budgets {
-            let parsed = b
-                .parse()
-                .map_err(|e| format!("budget `{}`: {e}", b.expr()))?;
-            if let Some(p) = &parsed.phase {
-                if !plan.phases.iter().any(|ph| &ph.info.name == p) {
-                    let names: Vec<&str> =
-                        plan.phases.iter().map(|ph| ph.info.name.as_str()).collect();
-                    return Err(format!(
-                        "budget `{}`: no phase named `{p}`; this shape's phases are {}",
-                        b.expr(),
-                        names.join(", ")
-                    ));
-                }
-            }
-        }
         Ok(())
     }
 

@@ -195,7 +195,88 @@ impl Builder {
     }
 }
 
+/// A level of `shape:` at which a phase would send nothing.
+pub(super) struct Silent {
+    pub message: String,
+    /// The keys (with their aliases) one of which holds the level…
+    pub keys: &'static [&'static str],
+    /// …at this occurrence within `shape:` (the stage's index for stages).
+    pub nth: usize,
+}
+
 impl Shape {
+    /// The first phase that would send nothing: every level in it is 0.
+    pub(super) fn silent_level(&self, model: Model) -> Option<Silent> {
+        let unit = model.unit();
+        let zero = |l: &Level| l.0 <= 0.0;
+        let say = |what: &str, keys, nth, hint: &str| {
+            Some(Silent {
+                message: format!("shape: {what} is 0{unit}: that phase would send nothing; {hint}"),
+                keys,
+                nth,
+            })
+        };
+        const RATE: &[&str] = &["rate", "vus"];
+        match self {
+            Shape::Constant { rate, .. } if zero(rate) => {
+                say("constant.rate", RATE, 0, "give a level above 0, e.g. 100/s")
+            }
+            Shape::Soak { rate, .. } if zero(rate) => {
+                say("soak.rate", RATE, 0, "give a level above 0, e.g. 100/s")
+            }
+            Shape::Stress { start, .. } if zero(start) => say(
+                "stress.start",
+                &["start", "start_vus"],
+                0,
+                "start at the first level worth measuring, e.g. the step",
+            ),
+            Shape::Spike { baseline, .. } if zero(baseline) => say(
+                "spike.baseline",
+                &["baseline"],
+                0,
+                "the spike is baseline × factor: give a baseline above 0",
+            ),
+            Shape::Overload {
+                baseline,
+                baseline_duration,
+                recovery_duration,
+                ..
+            } if zero(baseline)
+                && !(baseline_duration.is_zero() && recovery_duration.is_zero()) =>
+            {
+                say(
+                    "overload.baseline",
+                    &["baseline"],
+                    0,
+                    "the baseline and recovery phases run at it: give a level above 0",
+                )
+            }
+            Shape::Overload { rate, .. } if zero(rate) => say(
+                "overload.rate",
+                RATE,
+                0,
+                "give the level past capacity, e.g. 1200/s",
+            ),
+            Shape::Stages { start, stages } => {
+                let mut prev = start.0;
+                for (i, st) in stages.iter().enumerate() {
+                    if prev <= 0.0 && st.target.0 <= 0.0 && !st.duration.is_zero() {
+                        return Some(Silent {
+                            message: format!(
+                                "shape: stages[{i}] holds 0{unit} from start to end: that phase would send nothing; ramp to a level above 0"
+                            ),
+                            keys: &["target", "rate", "vus"],
+                            nth: i,
+                        });
+                    }
+                    prev = st.target.0;
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
     pub(super) fn validate(&self, model: Model) -> Result<(), String> {
         let nonzero = |d: &Duration, what: &str| {
             if d.is_zero() {

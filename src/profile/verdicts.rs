@@ -1,4 +1,5 @@
-//! The profile's `verdicts:` section: thresholds the judge applies (soak leak limits).
+//! The profile's `verdicts:` section: thresholds the judge applies (soak leak
+//! limits), and whether the shape's verdicts gate the run.
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +12,10 @@ use crate::vocab::{PerHour, Percent};
 pub struct VerdictsConfig {
     #[serde(default)]
     pub leaks: LeakThresholds,
+    /// The overload checks, the spike recovery and the soak leak verdict are
+    /// reported but do not fail the run (budgets and `expect_capacity` still do).
+    #[serde(default)]
+    pub advisory: bool,
 }
 
 /// Soak leak thresholds: a series whose slope exceeds its threshold with a

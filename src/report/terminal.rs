@@ -1,9 +1,10 @@
 //! The end-of-run summary as plain text: per phase, the budgets, the
 //! shape's verdict in brief (knee and cause, overload checks, spike
-//! recovery, leak trends).
+//! recovery, leak trends), then every gate and the result.
 
 use std::fmt::Write as _;
 
+use crate::budgets::Status;
 use crate::judge::summary::ScopeSummary;
 use crate::judge::trend::per_hour;
 use crate::judge::{StressResult, Summary, Verdicts};
@@ -43,16 +44,82 @@ pub fn render(s: &Summary) -> String {
     phase_table(&mut o, s);
     request_table(&mut o, s);
     service_time(&mut o, s);
-    knee(&mut o, s);
+    let mut judged = String::new();
+    knee(&mut judged, s);
     if let Some(v) = &s.verdicts {
-        verdicts(&mut o, v);
+        verdicts(&mut judged, v);
     }
-    budgets(&mut o, s);
+    budgets(&mut judged, s);
     for n in &s.notes {
-        let _ = writeln!(o, "note: {n}");
+        let _ = writeln!(judged, "note: {n}");
     }
-    let _ = writeln!(o, "\nresult: {}", if s.passed { "PASS" } else { "FAIL" });
+    gates(&mut judged, s);
+    // What an interrupted run met, it met only up to the stop: not a PASS.
+    if s.interrupted {
+        judged = met_not_pass(&judged);
+    }
+    o.push_str(&judged);
+    let _ = writeln!(o, "\nresult: {}", result(s));
     o
+}
+
+/// Every whole word `PASS` as `met` (an interrupted run passes nothing).
+pub(crate) fn met_not_pass(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("PASS") {
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let before = rest[..i].chars().next_back();
+        let after = rest[i + 4..].chars().next();
+        out.push_str(&rest[..i]);
+        out.push_str(if word(before) || word(after) {
+            "PASS"
+        } else {
+            "met "
+        });
+        rest = &rest[i + 4..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The result in words: never PASS for an interrupted run, and a FAIL names
+/// the gates behind it.
+pub fn result(s: &Summary) -> String {
+    let failed: Vec<String> = s
+        .failed_gates()
+        .map(|g| match g.status {
+            Status::NoData => format!("NO DATA {}", g.text),
+            _ => g.text.clone(),
+        })
+        .collect();
+    if s.interrupted {
+        format!(
+            "INTERRUPTED — budgets as measured up to the stop{}",
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({} gate(s) failed)", failed.len())
+            }
+        )
+    } else if s.passed {
+        "PASS".into()
+    } else if failed.is_empty() {
+        "FAIL".into()
+    } else {
+        format!("FAIL — {}", failed.join("; "))
+    }
+}
+
+/// Every gate the result depends on, one line each.
+fn gates(o: &mut String, s: &Summary) {
+    if s.gates.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\ngates:");
+    for g in &s.gates {
+        let _ = writeln!(o, "  {}", g.line());
+    }
 }
 
 /// The run's name, target and model; why it stopped early, if it did.
@@ -213,7 +280,7 @@ fn knee_line(o: &mut String, st: &StressResult, unit: &str) {
     }
 }
 
-/// Every budget, PASS or FAIL, with its note.
+/// Every budget, PASS, FAIL or NO DATA, with its note.
 fn budgets(o: &mut String, s: &Summary) {
     if s.budgets.is_empty() {
         return;

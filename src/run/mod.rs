@@ -22,7 +22,7 @@ use crate::metrics::series::SeriesWriter;
 use crate::metrics::Measured;
 use crate::profile::{Plan, Profile};
 use crate::rundir::{self, RunMeta, RundirError};
-use crate::vocab::{exit, RunClock, RunObserver};
+use crate::vocab::{RunClock, RunObserver};
 use recorder::Recording;
 pub use spec::RunSpec;
 
@@ -102,13 +102,10 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// 0 all budgets met, 99 a budget failed.
+    /// 0 every gate met, 99 a gate failed or had no data, 105 interrupted
+    /// (see [`Summary::exit_code`]).
     pub fn exit_code(&self) -> i32 {
-        if self.summary.passed {
-            exit::PASS
-        } else {
-            exit::BUDGET_FAILED
-        }
+        self.summary.exit_code()
     }
 }
 
@@ -362,7 +359,7 @@ fn finish(
     let mut summary = crate::judge::build(
         meta,
         &spec.budgets,
-        &spec.profile.verdicts.leaks,
+        &spec.profile.verdicts,
         &measured,
         out.interrupted,
         reason,

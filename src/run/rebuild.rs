@@ -34,7 +34,7 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     let mut s = crate::judge::build(
         meta,
         &spec.budgets,
-        &spec.profile.verdicts.leaks,
+        &spec.profile.verdicts,
         &m,
         interrupted || old.as_ref().is_some_and(|o| o.interrupted),
         reason,

@@ -342,7 +342,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     let mut s = crate::judge::build(
         meta,
         &budgets,
-        &first.profile.verdicts.leaks,
+        &first.profile.verdicts,
         &m,
         interrupted,
         reason,

@@ -20,6 +20,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::ReportError;
+use crate::budgets::Status as GateStatus;
 use crate::judge::summary::ScopeSummary;
 use crate::judge::trend::per_hour;
 use crate::judge::{
@@ -159,6 +160,42 @@ fn status_cell(st: Status) -> String {
         Status::NotApplicable => "na",
     };
     format!("<td class=\"l {cls}\">{st}</td>")
+}
+
+/// A gate's or a budget's result; in an interrupted run a pass is only
+/// "met up to the stop", never PASS.
+fn gate_cell(st: GateStatus, advisory: bool, interrupted: bool) -> String {
+    let (cls, word) = match st {
+        GateStatus::Pass if interrupted => ("na", "met up to the stop"),
+        GateStatus::Pass => ("pass", "PASS"),
+        GateStatus::Fail => ("fail", "FAIL"),
+        GateStatus::NoData => ("fail", "NO DATA"),
+    };
+    format!(
+        "<td class=\"l {cls}\">{word}{}</td>",
+        if advisory { " (advisory)" } else { "" }
+    )
+}
+
+/// Every gate the result depends on, failed ones first.
+fn gate_table(o: &mut String, s: &Summary) {
+    if s.gates.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "<table id=\"gates\"><tr><th class=\"l\">gate</th><th class=\"l\">measured</th><th class=\"l\">expected</th><th class=\"l\">result</th></tr>");
+    let failed = s.gates.iter().filter(|g| !g.holds());
+    let held = s.gates.iter().filter(|g| g.holds());
+    for g in failed.chain(held) {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>{}</tr>",
+            esc(&g.name),
+            esc(&g.measured),
+            esc(&g.expected),
+            gate_cell(g.status, g.advisory, s.interrupted)
+        );
+    }
+    let _ = writeln!(o, "</table>");
 }
 
 fn pass_cell(p: bool) -> String {
@@ -379,17 +416,38 @@ fn shape_name(s: &Summary) -> &'static str {
 
 fn verdict_section(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "<h2>Verdict</h2>");
+    let failed = s.failed_gates().count();
+    let (cls, word) = if s.interrupted {
+        ("fail", "INTERRUPTED — budgets as measured up to the stop")
+    } else if s.passed {
+        ("pass", "PASS")
+    } else {
+        ("fail", "FAIL")
+    };
     let _ = writeln!(
         o,
-        "<div class=\"verdict {}\">result: <span class=\"{}\">{}</span> — {} budget(s), {} failed</div>",
+        "<div class=\"verdict {}\">result: <span class=\"{cls}\">{}</span> — {} gate(s), {} failed</div>",
         if s.passed { "good" } else { "bad" },
-        if s.passed { "pass" } else { "fail" },
-        if s.passed { "PASS" } else { "FAIL" },
-        s.budgets.len(),
-        s.budgets.iter().filter(|v| !v.pass).count()
+        esc(word),
+        s.gates.len(),
+        failed
     );
+    for g in s.failed_gates() {
+        let _ = writeln!(
+            o,
+            "<div class=\"verdict bad\"><span class=\"fail\">{}</span> {}</div>",
+            g.status,
+            esc(&g.text)
+        );
+    }
+    gate_table(o, s);
     let Some(v) = &s.verdicts else { return };
     for h in v.headlines() {
+        let h = if s.interrupted {
+            super::terminal::met_not_pass(&h)
+        } else {
+            h
+        };
         let _ = writeln!(o, "<div class=\"verdict\">{}</div>", esc(&h));
     }
     if !v.server_side {
@@ -594,7 +652,7 @@ fn budget_table(o: &mut String, s: &Summary) {
             esc(&v.scope),
             esc(&v.shown),
             esc(&v.limit),
-            pass_cell(v.pass)
+            gate_cell(v.status, false, s.interrupted)
         );
     }
     let _ = writeln!(o, "</table>");
