@@ -50,7 +50,7 @@ use std::path::Path;
 
 pub use knee::StressResult;
 pub use rules::{p99_bound, Bound};
-pub use summary::{build, Summary, SUMMARY_SCHEMA};
+pub use summary::{build, StopKind, Summary, SUMMARY_SCHEMA};
 pub use trend::trend;
 pub use verdict::*;
 
