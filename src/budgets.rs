@@ -166,7 +166,7 @@ impl Budget {
                 Some(c) if class.is_none() => class = Some(c),
                 Some(_) => return Err(err(format!("`{lhs}`: two outcome classes"))),
                 None if phase.is_none() && class.is_none() => phase = Some(s.to_string()),
-                None => return Err(err(format!("`{lhs}`: `{s}` is neither a phase nor an outcome class (ok, shed, http_error, timeout, connect_error, reset, check_failed, other_error)"))),
+                None => return Err(err(format!("`{lhs}`: `{s}` is neither a phase nor an outcome class (ok, shed, http_error, timeout, connect_error, reset, check_failed, other_error, unfinished)"))),
             }
         }
         let limit = match metric {

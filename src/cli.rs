@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, Context};
@@ -220,8 +220,75 @@ fn shard_failure(e: crate::shard::ShardError) -> Failure {
     }
 }
 
-/// First Ctrl-C: stop the load and finish the report. Second: exit now.
-fn install_ctrl_c(stop: Arc<AtomicBool>) {
+/// The signals that stop a run: Ctrl-C (SIGINT) and, on Unix, SIGTERM (what
+/// `timeout`, a cancelled CI job and a deleted pod send).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StopSignal {
+    Interrupt,
+    Terminate,
+}
+
+impl StopSignal {
+    fn name(self) -> &'static str {
+        match self {
+            StopSignal::Interrupt => "Ctrl-C",
+            StopSignal::Terminate => "SIGTERM",
+        }
+    }
+    /// Who stopped the run, for `stopped_reason` ("stopped by …").
+    fn by(self) -> &'static str {
+        match self {
+            StopSignal::Interrupt => "the user (Ctrl-C)",
+            StopSignal::Terminate => "SIGTERM",
+        }
+    }
+    /// Exit code when a second signal quits at once: 128 + signal number.
+    fn exit_code(self) -> i32 {
+        match self {
+            StopSignal::Interrupt => 130,
+            StopSignal::Terminate => 143,
+        }
+    }
+}
+
+/// The stop signals being watched.
+struct Signals {
+    #[cfg(unix)]
+    term: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    /// Must be called inside a tokio runtime.
+    fn watch() -> Signals {
+        Signals {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+        }
+    }
+
+    /// The next Ctrl-C or SIGTERM; `None` when signals cannot be watched.
+    async fn next(&mut self) -> Option<StopSignal> {
+        let int = async {
+            tokio::signal::ctrl_c()
+                .await
+                .ok()
+                .map(|_| StopSignal::Interrupt)
+        };
+        #[cfg(unix)]
+        if let Some(t) = &mut self.term {
+            return tokio::select! {
+                r = int => r,
+                r = t.recv() => r.map(|_| StopSignal::Terminate),
+            };
+        }
+        int.await
+    }
+}
+
+/// First Ctrl-C or SIGTERM: stop the load, drain what is in flight, finish
+/// the report (marked interrupted). Second: exit now (130 after SIGINT, 143
+/// after SIGTERM).
+fn install_stop_signals(stop: Arc<AtomicBool>, stopped_by: Arc<OnceLock<String>>) {
     let _ = std::thread::Builder::new()
         .name("brunt-signal".into())
         .spawn(move || {
@@ -232,13 +299,18 @@ fn install_ctrl_c(stop: Arc<AtomicBool>) {
                 return;
             };
             rt.block_on(async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("\nstopping: finishing the report (Ctrl-C again to quit at once)");
+                let mut signals = Signals::watch();
+                if let Some(sig) = signals.next().await {
+                    let _ = stopped_by.set(sig.by().to_string());
+                    eprintln!(
+                        "\nstopping on {}: draining requests in flight, then writing the report (again to quit at once)",
+                        sig.name()
+                    );
                     stop.store(true, Ordering::Relaxed);
                 }
-                if tokio::signal::ctrl_c().await.is_ok() {
+                if let Some(sig) = signals.next().await {
                     eprintln!("\nquit: the run directory holds every second measured so far");
-                    std::process::exit(130);
+                    std::process::exit(sig.exit_code());
                 }
             });
         });
@@ -310,7 +382,8 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         None => None,
     };
     let stop = Arc::new(AtomicBool::new(false));
-    install_ctrl_c(stop.clone());
+    let stopped_by = Arc::new(OnceLock::new());
+    install_stop_signals(stop.clone(), stopped_by.clone());
     let opts = RunOptions {
         target: a.target,
         out: a.out,
@@ -325,6 +398,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
             Progress::Auto
         },
         stop: Some(stop),
+        stopped_by: Some(stopped_by),
         observers: Vec::new(),
         base_dir: spec.base_dir.clone(),
     };
@@ -390,11 +464,7 @@ fn report(dir: &std::path::Path) -> Result<i32, Failure> {
         "report: {}",
         dir.join(crate::report::html::REPORT_FILE).display()
     );
-    Ok(if s.passed {
-        exit::PASS
-    } else {
-        exit::BUDGET_FAILED
-    })
+    Ok(s.exit_code())
 }
 
 fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, Failure> {

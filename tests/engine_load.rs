@@ -376,7 +376,9 @@ budgets: [ "p99 < 100ms" ]
         "knee {knee}/s (capacity 200/s)"
     );
     assert_eq!(breach, knee + 50.0);
-    assert!(r.summary.interrupted, "stopped early at the breach");
+    // Stopped early at the breach, by design: not an interruption.
+    assert!(!r.summary.interrupted, "a designed stop");
+    assert_eq!(r.summary.stop_kind, Some(brunt::judge::StopKind::Breach));
     assert!(r
         .summary
         .stopped_reason

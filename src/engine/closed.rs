@@ -2,10 +2,16 @@
 //! previous answer (plus think time). The level of each phase is a number of
 //! VUs; VU `v` belongs to worker/shard `v mod stride`. Closed-loop latency
 //! hides queueing (a slow server slows the offered load): reports say so.
+//!
+//! A request counts as offered when a VU sends it. When the plan ends or
+//! the run is stopped, VUs send nothing more; what they have in flight gets
+//! up to the request timeout, and what is still running then is recorded as
+//! `unfinished`.
 
 use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +23,17 @@ struct State {
     level: Cell<f64>,
     phase: Cell<usize>,
     done: Cell<bool>,
-    running: Cell<u64>,
+    /// What each VU is sending: (phase, request, sent), by VU index.
+    running: RefCell<BTreeMap<u64, (usize, usize, Instant)>>,
+    /// The drain is over: what was running has been recorded as
+    /// unfinished, and a late answer must not be recorded again.
+    closed: Cell<bool>,
+}
+
+impl State {
+    fn running(&self) -> u64 {
+        self.running.borrow().len() as u64
+    }
 }
 
 pub(super) async fn run(
@@ -32,7 +48,8 @@ pub(super) async fn run(
         level: Cell::new(0.0),
         phase: Cell::new(0),
         done: Cell::new(false),
-        running: Cell::new(0),
+        running: RefCell::new(BTreeMap::new()),
+        closed: Cell::new(false),
     });
     let stride = (cfg.workers as u64) * cfg.shard.count as u64;
     let offset = cfg.shard.index as u64 * cfg.workers as u64 + worker as u64;
@@ -44,10 +61,8 @@ pub(super) async fn run(
         let now = Instant::now();
         let t = now.saturating_duration_since(start);
         {
-            let n = state.running.get();
-            if let Some(slot) = live.in_flight.get(worker) {
-                slot.store(n, Ordering::Relaxed);
-            }
+            let n = state.running();
+            live.set_in_flight(worker, n);
             let mut r = rec.borrow_mut();
             r.in_flight = n;
             r.tick(now);
@@ -72,16 +87,27 @@ pub(super) async fn run(
             tokio::task::spawn_local(vu(cfg.clone(), v, state.clone(), rec.clone(), stop.clone()));
         }
     }
+    // Wind down: VUs send nothing more; what is running gets up to the
+    // request timeout, then is recorded as unfinished.
     state.done.set(true);
-    let grace = if is_stopped(&stop) {
-        cfg.target.timeout.min(Duration::from_secs(3))
-    } else {
-        cfg.target.timeout + Duration::from_secs(1)
-    };
-    let deadline = Instant::now() + grace;
-    while state.running.get() > 0 && Instant::now() < deadline {
+    live.enter_drain(worker, state.running());
+    let deadline = Instant::now() + cfg.target.timeout;
+    while state.running() > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
+        let n = state.running();
+        live.set_in_flight(worker, n);
+        let mut r = rec.borrow_mut();
+        r.in_flight = n;
+        r.tick(Instant::now());
     }
+    state.closed.set(true);
+    let now = Instant::now();
+    let mut r = rec.borrow_mut();
+    for (_, (phase, req, sent)) in std::mem::take(&mut *state.running.borrow_mut()) {
+        r.unfinished(phase, req, sent, Some(sent), now);
+    }
+    r.in_flight = 0;
+    live.set_in_flight(worker, 0);
 }
 
 async fn vu(
@@ -108,16 +134,18 @@ async fn vu(
         let p = &cfg.requests[req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
-        state.running.set(state.running.get() + 1);
         // Closed loop: the request is due when it is sent.
-        let outcome = send_one(&cfg, &mut conn, phase, req, Instant::now(), check).await;
-        state.running.set(state.running.get().saturating_sub(1));
-        let class = outcome.class;
-        {
-            let mut r = rec.borrow_mut();
-            r.offered(phase, outcome.sent);
-            r.record(outcome);
+        let sent = Instant::now();
+        rec.borrow_mut().offered(phase, sent);
+        state.running.borrow_mut().insert(v, (phase, req, sent));
+        let outcome = send_one(&cfg, &mut conn, phase, req, sent, check).await;
+        if state.closed.get() {
+            // Given up at the end of the drain, and recorded then.
+            break;
         }
+        state.running.borrow_mut().remove(&v);
+        let class = outcome.class;
+        rec.borrow_mut().record(outcome);
         if let Some(think) = cfg.load.think_time {
             tokio::time::sleep(think).await;
         } else if class != Class::Ok && class != Class::Shed {

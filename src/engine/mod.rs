@@ -7,6 +7,12 @@
 //!   that cannot be queued because `max_in_flight` is reached is *dropped*
 //!   and counted; latency counts from the intended start.
 //! - Closed model ([`closed`]): virtual users, each waiting for its answer.
+//! - Wind-down: when the plan ends or the run is stopped, every request still
+//!   queued or in flight gets up to the request timeout to finish (a stop
+//!   gives up the queued ones at once: the load stops); whatever is left then
+//!   is recorded as [`Class::Unfinished`], its latency counted to the moment
+//!   it was given up. So every offered request is accounted for:
+//!   `offered = answered (every class) + dropped`, per phase and per run.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
 
 pub mod client;
@@ -15,11 +21,11 @@ mod open;
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
@@ -119,6 +125,10 @@ impl EngineConfig {
 pub struct Live {
     /// Requests queued or running, one slot per worker, refreshed every 100 ms.
     pub in_flight: Vec<AtomicU64>,
+    /// Workers that have reached the end of their load and are draining.
+    pub draining: AtomicUsize,
+    /// The longest a drain waits: the request timeout.
+    pub drain_for: Duration,
 }
 
 impl Live {
@@ -127,6 +137,23 @@ impl Live {
             .iter()
             .map(|a| a.load(Ordering::Relaxed))
             .sum()
+    }
+
+    /// Every worker has stopped sending and waits for what it has in flight.
+    pub fn draining(&self) -> bool {
+        !self.in_flight.is_empty() && self.draining.load(Ordering::Relaxed) >= self.in_flight.len()
+    }
+
+    fn set_in_flight(&self, worker: usize, n: u64) {
+        if let Some(slot) = self.in_flight.get(worker) {
+            slot.store(n, Ordering::Relaxed);
+        }
+    }
+
+    /// Worker `worker` stops sending with `n` requests queued or running.
+    fn enter_drain(&self, worker: usize, n: u64) {
+        self.set_in_flight(worker, n);
+        self.draining.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -146,6 +173,8 @@ impl Engine {
     ) -> Result<Engine, EngineError> {
         let live = Arc::new(Live {
             in_flight: (0..cfg.workers).map(|_| AtomicU64::new(0)).collect(),
+            draining: AtomicUsize::new(0),
+            drain_for: cfg.target.timeout,
         });
         let mut threads = Vec::new();
         for w in 0..cfg.workers {
@@ -179,7 +208,8 @@ impl Engine {
                             Model::Closed => closed::run(cfg, w, start, r2, stop, live).await,
                         }
                     });
-                    // Lanes still waiting on a dead target are cancelled with the LocalSet.
+                    // Requests still running were given up (recorded as
+                    // unfinished); their tasks are cancelled with the LocalSet.
                     drop(local);
                     rec.borrow_mut().finish();
                 })

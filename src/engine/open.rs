@@ -6,11 +6,16 @@
 //! for a lane still has its latency counted from the intended time, which is
 //! what removes coordinated omission. When queued + running reaches
 //! `max_in_flight`, the arrival is counted as dropped.
+//!
+//! When the arrivals end (the plan is over, or the run is stopped) the
+//! worker drains: lanes finish what is queued and running, for up to the
+//! request timeout (after a stop the queue is given up at once). Every
+//! ticket still queued or running then is recorded as `unfinished`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -21,6 +26,7 @@ use super::{is_stopped, send_one, share, EngineConfig, Live};
 use crate::metrics::WorkerRecorder;
 use crate::profile::{Arrival, Phase};
 
+#[derive(Debug, Clone, Copy)]
 struct Ticket {
     intended: Instant,
     phase: usize,
@@ -34,7 +40,43 @@ struct Lanes {
     lanes: Cell<usize>,
     /// Queued + running.
     in_flight: Cell<u64>,
+    /// No more arrivals: lanes stop once the queue is empty.
     done: Cell<bool>,
+    /// What each lane is sending (with when it sent it), by lane id.
+    running: RefCell<Vec<Option<(Ticket, Instant)>>>,
+    /// The drain is over: what was still running has been recorded as
+    /// unfinished, and a late answer must not be recorded again.
+    closed: Cell<bool>,
+}
+
+impl Lanes {
+    /// Record every queued ticket as unfinished (never sent) at `now`.
+    fn give_up_queued(&self, rec: &RefCell<WorkerRecorder>, now: Instant) {
+        let queued: Vec<Ticket> = self.queue.borrow_mut().drain(..).collect();
+        let mut r = rec.borrow_mut();
+        for t in &queued {
+            r.unfinished(t.phase, t.req, t.intended, None, now);
+        }
+        self.in_flight
+            .set(self.in_flight.get().saturating_sub(queued.len() as u64));
+    }
+
+    /// End of the drain: record what is still queued or running as
+    /// unfinished, and close the lanes to late answers.
+    fn give_up_all(&self, rec: &RefCell<WorkerRecorder>, now: Instant) {
+        self.give_up_queued(rec, now);
+        self.closed.set(true);
+        let mut r = rec.borrow_mut();
+        for (t, sent) in self
+            .running
+            .borrow_mut()
+            .iter_mut()
+            .filter_map(Option::take)
+        {
+            r.unfinished(t.phase, t.req, t.intended, Some(sent), now);
+        }
+        self.in_flight.set(0);
+    }
 }
 
 fn per_worker(total: usize, cfg: &EngineConfig) -> usize {
@@ -78,6 +120,8 @@ pub(super) async fn run(
         lanes: Cell::new(0),
         in_flight: Cell::new(0),
         done: Cell::new(false),
+        running: RefCell::new(Vec::new()),
+        closed: Cell::new(false),
     });
 
     // Cut windows on time even when nothing completes (a stalled target).
@@ -90,9 +134,7 @@ pub(super) async fn run(
             loop {
                 iv.tick().await;
                 let n = lanes.in_flight.get();
-                if let Some(slot) = live.in_flight.get(worker) {
-                    slot.store(n, Ordering::Relaxed);
-                }
+                live.set_in_flight(worker, n);
                 let mut r = rec.borrow_mut();
                 r.in_flight = n;
                 r.tick(Instant::now());
@@ -147,35 +189,40 @@ pub(super) async fn run(
                 req,
             });
             if lanes.idle.get() == 0 && lanes.lanes.get() < max_conns {
-                lanes.lanes.set(lanes.lanes.get() + 1);
-                tokio::task::spawn_local(lane(cfg.clone(), lanes.clone(), rec.clone()));
+                let id = lanes.lanes.get();
+                lanes.lanes.set(id + 1);
+                lanes.running.borrow_mut().push(None);
+                tokio::task::spawn_local(lane(cfg.clone(), id, lanes.clone(), rec.clone()));
             } else {
                 lanes.notify.notify_one();
             }
         }
     }
 
-    // Wind down: after a stop, forget what has not been sent; then give
-    // running requests up to their timeout (a few seconds after a stop).
-    let stopped = is_stopped(&stop);
-    if stopped {
-        let n = lanes.queue.borrow().len() as u64;
-        lanes.queue.borrow_mut().clear();
-        lanes.in_flight.set(lanes.in_flight.get().saturating_sub(n));
+    // Wind down: no more arrivals. After a stop what has not been sent is
+    // given up at once; queued and running requests get up to the request
+    // timeout; whatever is left then is recorded as unfinished.
+    let deadline = Instant::now() + cfg.target.timeout;
+    let mut queue_given_up = is_stopped(&stop);
+    if queue_given_up {
+        lanes.give_up_queued(&rec, Instant::now());
     }
     lanes.done.set(true);
     lanes.notify.notify_waiters();
-    let grace = if stopped {
-        cfg.target.timeout.min(Duration::from_secs(3))
-    } else {
-        cfg.target.timeout + Duration::from_secs(1)
-    };
-    let deadline = Instant::now() + grace;
-    while lanes.in_flight.get() > 0 && Instant::now() < deadline {
+    live.enter_drain(worker, lanes.in_flight.get());
+    loop {
+        if !queue_given_up && is_stopped(&stop) {
+            lanes.give_up_queued(&rec, Instant::now());
+            queue_given_up = true;
+        }
+        if lanes.in_flight.get() == 0 || Instant::now() >= deadline {
+            break;
+        }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let mut r = rec.borrow_mut();
-    r.in_flight = lanes.in_flight.get();
+    lanes.give_up_all(&rec, Instant::now());
+    live.set_in_flight(worker, 0);
+    rec.borrow_mut().in_flight = 0;
 }
 
 /// Next arrival of a Poisson process whose rate follows the phase's ramp.
@@ -215,7 +262,12 @@ async fn sleep_checking(when: Instant, stop: &AtomicBool) -> bool {
     }
 }
 
-async fn lane(cfg: Arc<EngineConfig>, lanes: Rc<Lanes>, rec: Rc<RefCell<WorkerRecorder>>) {
+async fn lane(
+    cfg: Arc<EngineConfig>,
+    id: usize,
+    lanes: Rc<Lanes>,
+    rec: Rc<RefCell<WorkerRecorder>>,
+) {
     let mut conn = Conn::default();
     let mut n: u64 = 0;
     loop {
@@ -232,9 +284,21 @@ async fn lane(cfg: Arc<EngineConfig>, lanes: Rc<Lanes>, rec: Rc<RefCell<WorkerRe
         let p = &cfg.requests[t.req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
+        set_running(&lanes, id, Some((t, Instant::now())));
         let outcome = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check).await;
+        if lanes.closed.get() {
+            // Given up at the end of the drain, and recorded then.
+            break;
+        }
+        set_running(&lanes, id, None);
         rec.borrow_mut().record(outcome);
         lanes.in_flight.set(lanes.in_flight.get().saturating_sub(1));
+    }
+}
+
+fn set_running(lanes: &Lanes, id: usize, what: Option<(Ticket, Instant)>) {
+    if let Some(slot) = lanes.running.borrow_mut().get_mut(id) {
+        *slot = what;
     }
 }
 

@@ -53,7 +53,7 @@ use std::path::Path;
 pub use gates::Gate;
 pub use knee::StressResult;
 pub use rules::{p99_bound, Bound};
-pub use summary::{build, Summary, SUMMARY_SCHEMA};
+pub use summary::{build, StopKind, Summary, SUMMARY_SCHEMA};
 pub use trend::trend;
 pub use verdict::*;
 

@@ -143,13 +143,29 @@ impl ScopeSummary {
     }
 }
 
+/// Why the load ended before the plan did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopKind {
+    /// By design: a stress run stopped at its first budget breach.
+    Breach,
+    /// By the user or a signal (Ctrl-C, SIGTERM), or the run was killed.
+    Interrupted,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub schema: String,
     pub meta: RunMeta,
-    /// The load ended before the plan did (Ctrl-C, stop on breach, error).
+    /// The load was stopped by the user or a signal (Ctrl-C, SIGTERM) or
+    /// killed, before the plan ended. A designed stop (stress stop on
+    /// breach) is not an interruption: see `stop_kind`.
     pub interrupted: bool,
+    /// Why the load ended early (a breach or an interruption).
     pub stopped_reason: Option<String>,
+    /// `breach`, `interrupted`, or null when the plan ran to its end.
+    #[serde(default)]
+    pub stop_kind: Option<StopKind>,
     pub totals: ScopeSummary,
     pub phases: Vec<ScopeSummary>,
     /// Per request of the mix (empty for a single-request mix).
@@ -286,6 +302,7 @@ pub fn build(
         gates,
         interrupted,
         stopped_reason,
+        stop_kind: interrupted.then_some(StopKind::Interrupted),
         notes,
         meta,
         collectors: None,
@@ -312,6 +329,16 @@ impl Summary {
     /// The gates that keep the run from passing.
     pub fn failed_gates(&self) -> impl Iterator<Item = &Gate> {
         self.gates.iter().filter(|g| !g.holds())
+    }
+
+    /// Say how the load ended. `build` takes "ended early" for its
+    /// judging (phases never reached are not judged); this keeps
+    /// `interrupted` for a stop by the user or a signal only.
+    pub fn set_stop_kind(&mut self, kind: Option<StopKind>) {
+        self.interrupted = kind == Some(StopKind::Interrupted);
+        self.stop_kind = kind;
+        // A designed stop (a stress breach) is judged by its gates alone.
+        self.passed = !self.interrupted && self.gates.iter().all(Gate::holds);
     }
 
     /// Attach the generator's health and say plainly when it fell behind.

@@ -52,9 +52,13 @@ pub enum Class {
     Reset,
     /// Anything else the client reported.
     OtherError,
+    /// Still queued or in flight when the run ended (or was stopped) and
+    /// the drain gave it up: no answer, its latency is at least the time it
+    /// waited until then.
+    Unfinished,
 }
 
-pub const CLASSES: [Class; 8] = [
+pub const CLASSES: [Class; 9] = [
     Class::Ok,
     Class::Shed,
     Class::HttpError,
@@ -63,6 +67,7 @@ pub const CLASSES: [Class; 8] = [
     Class::ConnectError,
     Class::Reset,
     Class::OtherError,
+    Class::Unfinished,
 ];
 
 impl Class {
@@ -76,12 +81,14 @@ impl Class {
             Class::ConnectError => "connect_error",
             Class::Reset => "reset",
             Class::OtherError => "other_error",
+            Class::Unfinished => "unfinished",
         }
     }
     pub fn from_name(s: &str) -> Option<Class> {
         CLASSES.iter().copied().find(|c| c.name() == s)
     }
-    /// Errors are everything but `ok` and `shed` (shedding is a deliberate answer).
+    /// Errors are everything but `ok` and `shed` (shedding is a deliberate
+    /// answer); `unfinished` is one: the user got no answer.
     pub fn is_error(self) -> bool {
         !matches!(self, Class::Ok | Class::Shed)
     }
@@ -153,7 +160,8 @@ impl Stats {
     pub fn count(&self, c: Class) -> u64 {
         self.classes.get(&c).map(|h| h.latency.len()).unwrap_or(0)
     }
-    /// Requests that got an answer or an error (dropped excluded).
+    /// Requests that got an answer or an error, `unfinished` included
+    /// (dropped excluded): `offered == completed() + dropped`.
     pub fn completed(&self) -> u64 {
         self.classes.values().map(|h| h.latency.len()).sum()
     }
@@ -317,6 +325,31 @@ impl WorkerRecorder {
         h.service.saturating_record(service.max(LOWEST_NS));
         if split {
             h.request_mut(o.request).saturating_record(latency);
+        }
+    }
+
+    /// Give up a request still queued (`sent: None`) or in flight when the
+    /// drain at the end of a run runs out: class `unfinished`, latency from
+    /// its intended start to `end` (it is at least that slow), service time
+    /// from the send when it was sent.
+    pub fn unfinished(
+        &mut self,
+        phase: usize,
+        request: usize,
+        intended: Instant,
+        sent: Option<Instant>,
+        end: Instant,
+    ) {
+        let latency = (end.saturating_duration_since(intended).as_nanos() as u64).max(LOWEST_NS);
+        let split = self.split_requests;
+        let h = self.stats_at(phase, end).ensure(Class::Unfinished);
+        h.latency.saturating_record(latency);
+        if let Some(sent) = sent {
+            let service = end.saturating_duration_since(sent).as_nanos() as u64;
+            h.service.saturating_record(service.max(LOWEST_NS));
+        }
+        if split {
+            h.request_mut(request).saturating_record(latency);
         }
     }
 

@@ -19,7 +19,7 @@ pub struct Row {
     /// Shed answers that carried `Retry-After`.
     pub shed_retry_after: u64,
     /// Completed per class, in [`CLASSES`] order.
-    pub counts: [u64; 8],
+    pub counts: [u64; CLASSES.len()],
     pub in_flight: u64,
     /// Worst scheduler lateness in this second (open model), µs.
     pub sched_lag_us: u64,
@@ -44,7 +44,7 @@ impl Row {
     ) -> Row {
         let lat = s.latency(None);
         let svc = s.service(None);
-        let mut counts = [0u64; 8];
+        let mut counts = [0u64; CLASSES.len()];
         for (i, c) in CLASSES.iter().enumerate() {
             counts[i] = s.count(*c);
         }
@@ -134,31 +134,38 @@ pub fn read(path: &Path) -> io::Result<Vec<Row>> {
             continue;
         }
         let v: Vec<&str> = line.split(',').collect();
-        if v.len() != 4 + 8 + 9 {
+        // Classes only ever get appended: a file from before `unfinished`
+        // has fewer class columns, in the same order.
+        let Some(k) = v
+            .len()
+            .checked_sub(4 + 9)
+            .filter(|k| (8..=CLASSES.len()).contains(k))
+        else {
             continue;
-        }
+        };
         let n = |s: &str| s.parse::<u64>().ok();
         let ms = |s: &str| s.parse::<f64>().ok().map(|x| (x * 1000.0).round() as u64);
         let parsed = (|| {
-            let mut counts = [0u64; 8];
-            for (k, c) in counts.iter_mut().enumerate() {
-                *c = n(v[4 + k])?;
+            let mut counts = [0u64; CLASSES.len()];
+            for (i, c) in counts.iter_mut().take(k).enumerate() {
+                *c = n(v[4 + i])?;
             }
+            let t = &v[4 + k..];
             Some(Row {
                 second: n(v[0])?,
                 phase: v[1].to_string(),
                 offered: n(v[2])?,
                 dropped: n(v[3])?,
                 counts,
-                shed_retry_after: n(v[12])?,
-                in_flight: n(v[13])?,
-                sched_lag_us: ms(v[14])?,
-                busy_pct: v[15].parse().ok()?,
-                p50_us: ms(v[16])?,
-                p90_us: ms(v[17])?,
-                p99_us: ms(v[18])?,
-                max_us: ms(v[19])?,
-                svc_p99_us: ms(v[20])?,
+                shed_retry_after: n(t[0])?,
+                in_flight: n(t[1])?,
+                sched_lag_us: ms(t[2])?,
+                busy_pct: t[3].parse().ok()?,
+                p50_us: ms(t[4])?,
+                p90_us: ms(t[5])?,
+                p99_us: ms(t[6])?,
+                max_us: ms(t[7])?,
+                svc_p99_us: ms(t[8])?,
             })
         })();
         if let Some(r) = parsed {

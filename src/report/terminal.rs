@@ -145,6 +145,9 @@ fn header(o: &mut String, s: &Summary) {
                 .as_deref()
                 .unwrap_or("the load ended early")
         );
+    } else if let Some(why) = &s.stopped_reason {
+        // A designed stop (stress stop_on_breach) is not an interruption.
+        let _ = writeln!(o, "stopped: {why}");
     }
 }
 

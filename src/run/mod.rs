@@ -10,13 +10,13 @@ pub mod spec;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, OnceLock};
 use std::time::SystemTime;
 
 use thiserror::Error;
 
 use crate::engine::{self, Engine, EngineConfig, EngineError, Shard};
-use crate::judge::{Inputs, Summary};
+use crate::judge::{Inputs, StopKind, Summary};
 use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::SeriesWriter;
 use crate::metrics::Measured;
@@ -86,8 +86,11 @@ pub struct RunOptions {
     /// Start the load at this wall-clock time (shards stepping together).
     pub start_at: Option<SystemTime>,
     pub progress: Progress,
-    /// Set to stop the load early (Ctrl-C); the run still writes its report.
+    /// Set to stop the load early (Ctrl-C, SIGTERM); the run drains what is
+    /// in flight and still writes its report, marked interrupted.
     pub stop: Option<Arc<AtomicBool>>,
+    /// What set `stop` (e.g. "SIGTERM"), for `stopped_reason`; Ctrl-C when unset.
+    pub stopped_by: Option<Arc<OnceLock<String>>>,
     /// Extra observers (collectors are added from the profile).
     pub observers: Vec<Arc<dyn RunObserver>>,
     /// Directory that relative paths of the profile (collector definitions)
@@ -202,7 +205,7 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
     rundir::write_json(&dir.join(rundir::RUN_JSON), &meta)?;
     let outcome = load(&spec, &plan, &cfg, &dir, clock, &opts)?;
     drop(demo);
-    let summary = finish(&spec, &dir, meta, &plan, clock, outcome)?;
+    let summary = finish(&spec, &dir, meta, &plan, clock, outcome, &opts)?;
     Ok(RunResult { dir, summary })
 }
 
@@ -252,7 +255,8 @@ fn run_meta(
 /// What the load phase leaves for judging.
 struct LoadOutcome {
     recorded: recorder::Recorded,
-    interrupted: bool,
+    /// The stop flag was set (by the user, a signal, or a breach).
+    stopped: bool,
     collectors: Option<crate::collectors::CollectorsSummary>,
 }
 
@@ -322,7 +326,7 @@ fn load(
     }
     Ok(LoadOutcome {
         recorded,
-        interrupted: stop.load(Ordering::Relaxed),
+        stopped: stop.load(Ordering::Relaxed),
         collectors: collectors.map(|c| c.finish()),
     })
 }
@@ -335,6 +339,7 @@ fn finish(
     plan: &Plan,
     clock: RunClock,
     out: LoadOutcome,
+    opts: &RunOptions,
 ) -> Result<Summary, RunError> {
     // Server-side evidence for the verdicts: the collectors' samples and the
     // engine's own generator figures, on the run's clock.
@@ -351,20 +356,33 @@ fn finish(
 
     let elapsed = clock.elapsed().min(plan.total());
     let measured = Measured::new(&meta.phases, out.recorded.phases, elapsed);
-    let reason = out.recorded.stopped_reason.or_else(|| {
-        out.interrupted
-            .then(|| "stopped by the user (Ctrl-C)".to_string())
-    });
+    // A breach that stopped the load is a designed stop; any other stop is
+    // the user's (or a signal's).
+    let kind = if out.recorded.breach_stop {
+        Some(StopKind::Breach)
+    } else if out.stopped {
+        Some(StopKind::Interrupted)
+    } else {
+        None
+    };
+    let reason = match kind {
+        Some(StopKind::Interrupted) => Some(match opts.stopped_by.as_ref().and_then(|w| w.get()) {
+            Some(by) => format!("stopped by {by}"),
+            None => "stopped by the user (Ctrl-C)".to_string(),
+        }),
+        _ => out.recorded.stopped_reason,
+    };
     let inputs = Inputs::load(dir);
     let mut summary = crate::judge::build(
         meta,
         &spec.budgets,
         &spec.profile.verdicts,
         &measured,
-        out.interrupted,
+        kind.is_some(),
         reason,
         &inputs,
     );
+    summary.set_stop_kind(kind);
     summary.set_generator(out.recorded.generator);
     if let Some(c) = out.collectors {
         summary.collectors = serde_json::to_value(c).ok();

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{RunError, RunSpec};
-use crate::judge::{Inputs, Summary};
+use crate::judge::{Inputs, StopKind, Summary};
 use crate::profile::Profile;
 use crate::rundir;
 
@@ -25,10 +25,16 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
         &profile_path,
     )?;
     let (m, elapsed) = rundir::read::measured(dir, &meta)?;
-    let interrupted = elapsed + Duration::from_secs(1) < meta.planned();
-    // Keep what only the live run knew (why it stopped, collectors, findings).
+    let ended_early = elapsed + Duration::from_secs(1) < meta.planned();
+    // Keep what only the live run knew (why and how it stopped, collectors,
+    // findings). A directory without a summary was killed: interrupted.
     let old: Option<Summary> = rundir::read_json(dir, rundir::SUMMARY).ok();
     let reason = old.as_ref().and_then(|o| o.stopped_reason.clone());
+    let kind = match &old {
+        Some(o) if o.stop_kind.is_some() => o.stop_kind,
+        Some(o) if o.interrupted => Some(StopKind::Interrupted),
+        _ => ended_early.then_some(StopKind::Interrupted),
+    };
     let inputs = Inputs::load(dir);
     let generator = rundir::read::generator_health(&inputs.seconds);
     let mut s = crate::judge::build(
@@ -36,10 +42,11 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
         &spec.budgets,
         &spec.profile.verdicts,
         &m,
-        interrupted || old.as_ref().is_some_and(|o| o.interrupted),
+        ended_early || kind.is_some(),
         reason,
         &inputs,
     );
+    s.set_stop_kind(kind);
     s.set_generator(generator);
     if let Some(o) = old {
         s.collectors = o.collectors;

@@ -34,6 +34,8 @@ pub(super) struct Recording {
 pub(super) struct Recorded {
     pub phases: Vec<Stats>,
     pub stopped_reason: Option<String>,
+    /// The load was stopped by a budget breach (stop on breach), not by the user.
+    pub breach_stop: bool,
     pub generator: GeneratorHealth,
 }
 
@@ -51,6 +53,10 @@ struct State {
     /// Stress steps judged so far (stop on breach).
     judged: usize,
     stopped_reason: Option<String>,
+    /// This recorder's breach is what stopped the load.
+    breach_stop: bool,
+    /// The drain at the end of the load has been announced.
+    drain_said: bool,
 }
 
 impl State {
@@ -128,6 +134,8 @@ impl Recording {
             announced: None,
             judged: 0,
             stopped_reason: None,
+            breach_stop: false,
+            drain_said: false,
         };
         let bar = self.make_bar();
         let stop_on_breach = matches!(
@@ -166,6 +174,7 @@ impl Recording {
             if done {
                 break;
             }
+            self.say_drain(&mut st, &bar, &live);
         }
         if let Some(b) = bar {
             b.finish_and_clear();
@@ -176,6 +185,7 @@ impl Recording {
         Ok(Recorded {
             phases: st.phases,
             stopped_reason: st.stopped_reason,
+            breach_stop: st.breach_stop,
             generator: st.generator,
         })
     }
@@ -224,9 +234,32 @@ impl Recording {
                     &serde_json::json!({"event": "breach", "phase": p.info.name, "why": why}),
                 );
                 st.stopped_reason = Some(why);
-                self.stop.store(true, Ordering::Relaxed);
+                // A stop already asked for (Ctrl-C, SIGTERM) stays the user's.
+                st.breach_stop = !self.stop.swap(true, Ordering::Relaxed);
                 return;
             }
+        }
+    }
+
+    /// Once every worker has stopped sending, say what the end of the run
+    /// waits for (and for how long at most).
+    fn say_drain(&self, st: &mut State, bar: &Option<indicatif::ProgressBar>, live: &engine::Live) {
+        if st.drain_said || !live.draining() {
+            return;
+        }
+        st.drain_said = true;
+        let n = live.in_flight();
+        if n == 0 {
+            return;
+        }
+        let line = format!(
+            "draining {n} request{} in flight (up to {}); what is left then counts as unfinished",
+            if n == 1 { "" } else { "s" },
+            humantime::format_duration(live.drain_for)
+        );
+        match bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
         }
     }
 
@@ -251,11 +284,11 @@ impl Recording {
             .map(|p| p.info.label.as_str())
             .unwrap_or("");
         let line = format!(
-            "{phase} {label} | offered {}/s done {}/s | in flight {} | p99 {:.1}ms | ok {} shed {} err {}",
+            "{phase} {label} | offered {}/s done {}/s | in flight {} | p99 {} | ok {} shed {} err {}",
             s.offered,
             s.completed,
             s.in_flight,
-            s.p99_us as f64 / 1000.0,
+            p99_shown(s),
             s.ok,
             s.shed,
             s.errors
@@ -270,5 +303,42 @@ impl Recording {
             }
             _ => {}
         }
+    }
+}
+
+/// The window's p99 for the progress line: a dash when nothing was answered
+/// in it (a stalled server is not a fast one).
+fn p99_shown(s: &WindowStats) -> String {
+    if s.completed == 0 {
+        "—".to_string()
+    } else {
+        format!("{:.1}ms", s.p99_us as f64 / 1000.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::p99_shown;
+    use crate::vocab::WindowStats;
+
+    #[test]
+    fn progress_p99_is_a_dash_without_answers() {
+        let mut s = WindowStats {
+            second: 3,
+            phase: 0,
+            offered: 50,
+            completed: 0,
+            ok: 0,
+            shed: 0,
+            errors: 0,
+            in_flight: 50,
+            p50_us: 0,
+            p99_us: 0,
+            max_us: 0,
+        };
+        assert_eq!(p99_shown(&s), "—");
+        s.completed = 10;
+        s.p99_us = 2_012_345;
+        assert_eq!(p99_shown(&s), "2012.3ms");
     }
 }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{MergedFrom, ShardError, ShardStart};
-use crate::judge::{Inputs, Summary};
+use crate::judge::{Inputs, StopKind, Summary};
 use crate::metrics::hlog::{self, HlogWriter, Interval};
 use crate::metrics::series::{self, Row, SeriesWriter};
 use crate::metrics::{GeneratorHealth, Stats};
@@ -30,11 +30,7 @@ pub struct MergeResult {
 impl MergeResult {
     /// 0 every merged budget met, 99 one failed.
     pub fn exit_code(&self) -> i32 {
-        if self.summary.passed {
-            0
-        } else {
-            99
-        }
+        self.summary.exit_code()
     }
 }
 
@@ -317,20 +313,39 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     // Judge the union with the same code as a single run.
     let (m, elapsed) = rundir::read::measured(out, &meta)?;
     let total = meta.planned();
+    // A shard stopped by the user (or killed) interrupts the merged run; a
+    // breach stop (stress stop on breach) stays a designed stop.
     let reasons: Vec<String> = shards
         .iter()
         .filter_map(|s| {
             let sum = s.summary.as_ref()?;
-            sum.interrupted.then(|| {
+            let why = sum.stopped_reason.as_deref();
+            (sum.interrupted || sum.stop_kind.is_some()).then(|| {
                 format!(
                     "shard {}: {}",
                     s.meta.shard_index + 1,
-                    sum.stopped_reason.as_deref().unwrap_or("ended early")
+                    why.unwrap_or("ended early")
                 )
             })
         })
         .collect();
-    let interrupted = !reasons.is_empty() || elapsed + Duration::from_secs(1) < total;
+    let shard_kind = |k: StopKind| {
+        shards.iter().any(|s| {
+            s.summary.as_ref().is_some_and(|sum| {
+                sum.stop_kind == Some(k) || (k == StopKind::Interrupted && sum.interrupted)
+            })
+        })
+    };
+    let kind = if shard_kind(StopKind::Interrupted) {
+        Some(StopKind::Interrupted)
+    } else if shard_kind(StopKind::Breach) {
+        Some(StopKind::Breach)
+    } else if elapsed + Duration::from_secs(1) < total {
+        Some(StopKind::Interrupted)
+    } else {
+        None
+    };
+    let interrupted = kind.is_some();
     let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let inputs = Inputs::load(out);
     let budgets = crate::budgets::compile(&first.profile.budgets).map_err(|e| {
@@ -352,6 +367,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     for (second, (lag, busy)) in &windows.generator {
         g.observe(*second, *lag, *busy);
     }
+    s.set_stop_kind(kind);
     s.set_generator(g);
     carry_collectors(&shards, &mut s);
     rundir::write_json(&out.join(rundir::SUMMARY), &s)?;

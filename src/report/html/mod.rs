@@ -276,13 +276,13 @@ fn header(o: &mut String, s: &Summary) {
             .map(|d| d.to_rfc3339())
             .unwrap_or_default(),
         esc(&s.meta.brunt_version),
-        if s.interrupted {
-            format!(
+        match (&s.stopped_reason, s.interrupted) {
+            (why, true) => format!(
                 " · <b>interrupted</b>: {}",
-                esc(s.stopped_reason.as_deref().unwrap_or("the load ended early"))
-            )
-        } else {
-            String::new()
+                esc(why.as_deref().unwrap_or("the load ended early"))
+            ),
+            (Some(why), false) => format!(" · <b>stopped</b>: {}", esc(why)),
+            (None, false) => String::new(),
         }
     );
 }
