@@ -14,6 +14,8 @@ use hyper_util::rt::TokioIo;
 use thiserror::Error;
 use tokio::net::TcpStream;
 
+use super::feeder::Feeder;
+use super::template::{self, Dynamic, Inputs};
 use crate::metrics::Class;
 use crate::profile::{Profile, RequestSpec};
 
@@ -25,6 +27,8 @@ pub enum ClientError {
     Request(String, String),
     #[error("TLS setup: {0}")]
     Tls(String),
+    #[error(transparent)]
+    Template(#[from] super::template::TemplateError),
 }
 
 /// Where to connect and how.
@@ -49,6 +53,8 @@ pub struct Prepared {
     regex: Option<regex::Regex>,
     /// Check the body of one response in this many (0 = never).
     pub check_every: u64,
+    /// The templated fields, rendered per send; `None`: send `request` as built.
+    pub dynamic: Option<Box<Dynamic>>,
 }
 
 impl Prepared {
@@ -186,11 +192,14 @@ mod insecure {
     }
 }
 
-/// Build the request mix once.
+/// Build the request mix once; templated fields are compiled against
+/// `inputs` (environment) and `feeders`.
 pub fn prepare(
     profile: &Profile,
     target: &Target,
     base: &str,
+    inputs: &Inputs,
+    feeders: &[Feeder],
 ) -> Result<Vec<Prepared>, ClientError> {
     let host_header = if target.port == 80 || target.port == 443 {
         target.host.clone()
@@ -201,7 +210,7 @@ pub fn prepare(
         .requests
         .iter()
         .enumerate()
-        .map(|(i, r)| prepare_one(i, r, profile, base, &host_header))
+        .map(|(i, r)| prepare_one(i, r, profile, base, &host_header, inputs, feeders))
         .collect()
 }
 
@@ -211,6 +220,8 @@ fn prepare_one(
     profile: &Profile,
     base: &str,
     host: &str,
+    inputs: &Inputs,
+    feeders: &[Feeder],
 ) -> Result<Prepared, ClientError> {
     let name = r
         .name
@@ -218,11 +229,35 @@ fn prepare_one(
         .unwrap_or_else(|| format!("{} {}", r.method, r.path));
     let bad = |m: String| ClientError::Request(name.clone(), m);
     let method = Method::from_bytes(r.method.as_bytes()).map_err(|e| bad(e.to_string()))?;
-    let path = format!("{base}{}", r.path);
-    let body = Bytes::from(r.body.clone().unwrap_or_default());
+    // Target headers first; a request header of the same name replaces one.
+    let mut merged: Vec<(&str, &str, String)> = profile
+        .target
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str(), format!("target.headers.{k}")))
+        .collect();
+    for (k, v) in &r.headers {
+        merged.retain(|(n, _, _)| !n.eq_ignore_ascii_case(k));
+        merged.push((k.as_str(), v.as_str(), format!("requests[{i}].headers.{k}")));
+    }
+    let f = template::compile_fields(
+        &format!("requests[{i}]"),
+        base,
+        &r.path,
+        &merged,
+        r.body.as_deref(),
+        inputs,
+        feeders,
+    )?;
+    let uri: &[u8] = if f.dynamic_path.is_some() {
+        b"/"
+    } else {
+        f.path.as_ref()
+    };
+    let body = f.body.clone();
     let mut req = Request::builder()
         .method(method)
-        .uri(path.as_str())
+        .uri(uri)
         .body(Full::new(body.clone()))
         .map_err(|e| bad(e.to_string()))?;
     let h = req.headers_mut();
@@ -234,15 +269,24 @@ fn prepare_one(
         USER_AGENT,
         HeaderValue::from_static(concat!("brunt/", env!("CARGO_PKG_VERSION"))),
     );
-    for (k, v) in profile.target.headers.iter().chain(r.headers.iter()) {
+    for (k, v) in &f.headers {
         let k =
             HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(format!("header `{k}`: {e}")))?;
-        let v = HeaderValue::from_str(v).map_err(|e| bad(format!("header `{k}` value: {e}")))?;
+        let v = HeaderValue::from_maybe_shared(v.clone())
+            .map_err(|e| bad(format!("header `{k}` value: {e}")))?;
         h.insert(k, v);
     }
     if !body.is_empty() && !h.contains_key(hyper::header::CONTENT_LENGTH) {
         h.insert(hyper::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
     }
+    let mut dyn_headers = Vec::new();
+    for (k, c) in f.dynamic_headers {
+        let k =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(format!("header `{k}`: {e}")))?;
+        dyn_headers.push((k, c));
+    }
+    let dynamic =
+        Dynamic::new(req.clone(), f.dynamic_path, dyn_headers, f.dynamic_body).map(Box::new);
     let mut ok = Box::new([false; 600]);
     if r.expect.status.is_empty() {
         for s in ok.iter_mut().take(400).skip(200) {
@@ -265,7 +309,6 @@ fn prepare_one(
     } else {
         (1.0 / p).round().max(1.0) as u64
     };
-    let _ = i;
     Ok(Prepared {
         name,
         request: req,
@@ -273,6 +316,7 @@ fn prepare_one(
         contains: r.expect.body_contains.clone(),
         regex,
         check_every,
+        dynamic,
     })
 }
 
@@ -366,7 +410,15 @@ fn classify_error(e: &hyper::Error) -> Class {
 impl Conn {
     /// Send one request and read its whole answer. The caller applies the
     /// request timeout around this future (dropping it drops the connection).
-    pub async fn exchange(&mut self, t: &Target, p: &Prepared, check: bool) -> Answer {
+    /// `msg`: this send's rendered request (templated), or `None` to send
+    /// the pre-built one.
+    pub async fn exchange(
+        &mut self,
+        t: &Target,
+        p: &Prepared,
+        mut msg: Option<Request<Full<Bytes>>>,
+        check: bool,
+    ) -> Answer {
         // One retry when a kept-alive connection turns out closed before the
         // request went out: that is the server's idle timeout, not an error.
         for attempt in 0..2 {
@@ -388,10 +440,13 @@ impl Conn {
                 }
                 return Class::Reset.into();
             }
-            let resp = match sender.try_send_request(p.request.clone()).await {
+            let req = msg.take().unwrap_or_else(|| p.request.clone());
+            let resp = match sender.try_send_request(req).await {
                 Ok(r) => r,
                 Err(mut e) => {
-                    let unsent = e.take_message().is_some();
+                    // An unsent request comes back, to be retried as it was.
+                    msg = e.take_message();
+                    let unsent = msg.is_some();
                     let class = classify_error(e.error());
                     self.sender = None;
                     if unsent && reused && attempt == 0 {

@@ -11,7 +11,9 @@
 
 pub mod client;
 mod closed;
+pub mod feeder;
 mod open;
+pub mod template;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -63,18 +65,34 @@ pub struct EngineConfig {
     pub plan: Plan,
     pub shard: Shard,
     pub workers: usize,
+    /// Feeders and the engine's own stop reason, shared by the workers.
+    pub templates: template::Shared,
 }
 
 impl EngineConfig {
     /// Build from a profile; `url` is the resolved target URL (`--target` or the profile's).
+    /// Templates see the process environment; feeder paths resolve from the working directory.
     pub fn new(
         profile: &Profile,
         url: &str,
         plan: Plan,
         shard: Shard,
     ) -> Result<Self, EngineError> {
+        Self::with_inputs(profile, url, plan, shard, &template::Inputs::default())
+    }
+
+    /// [`EngineConfig::new`] with `--env` values and the profile's directory for feeders.
+    pub fn with_inputs(
+        profile: &Profile,
+        url: &str,
+        plan: Plan,
+        shard: Shard,
+        inputs: &template::Inputs,
+    ) -> Result<Self, EngineError> {
         let (target, base) = client::target_from(profile, url)?;
-        let requests = client::prepare(profile, &target, &base)?;
+        let feeders = template::open_feeders(profile, inputs, shard)
+            .map_err(|e| EngineError::Client(e.into()))?;
+        let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
         let mut acc = 0.0;
         let cumulative = profile
             .requests
@@ -97,7 +115,13 @@ impl EngineConfig {
             plan,
             shard,
             workers: workers.max(1),
+            templates: template::Shared::new(feeders),
         })
+    }
+
+    /// Why the engine stopped the run by itself (a `unique` feeder ran out).
+    pub fn stopped_reason(&self) -> Option<String> {
+        self.templates.stopped_reason()
     }
 
     #[inline]
@@ -156,6 +180,7 @@ impl Engine {
             let h = std::thread::Builder::new()
                 .name(format!("brunt-load-{w}"))
                 .spawn(move || {
+                    template::enter_worker(w, cfg.workers, cfg.shard, stop.clone());
                     let rt = match tokio::runtime::Builder::new_current_thread()
                         .enable_all()
                         .build()
@@ -241,7 +266,8 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
 
 /// One request on a lane's connection, bounded by the request timeout (a
 /// timed-out connection is in an unknown state and is dropped). Returns the
-/// outcome recorded for it.
+/// outcome recorded for it, or `None` when it was not sent: a `unique`
+/// feeder has run out (and the run's stop flag is set).
 async fn send_one(
     cfg: &EngineConfig,
     conn: &mut client::Conn,
@@ -249,12 +275,16 @@ async fn send_one(
     request: usize,
     intended: Instant,
     check: bool,
-) -> Outcome {
-    let sent = Instant::now();
+) -> Option<Outcome> {
     let p = &cfg.requests[request];
+    let msg = match &p.dynamic {
+        None => None,
+        Some(d) => Some(d.render(&cfg.templates)?),
+    };
+    let sent = Instant::now();
     let (class, retry_after) = match tokio::time::timeout(
         cfg.target.timeout,
-        conn.exchange(&cfg.target, p, check),
+        conn.exchange(&cfg.target, p, msg, check),
     )
     .await
     {
@@ -264,7 +294,7 @@ async fn send_one(
             (Class::Timeout, false)
         }
     };
-    Outcome {
+    Some(Outcome {
         phase,
         request,
         class,
@@ -272,7 +302,7 @@ async fn send_one(
         sent,
         end: Instant::now(),
         retry_after,
-    }
+    })
 }
 
 /// Per-worker share of a level: the worker's and the shard's fraction.

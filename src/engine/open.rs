@@ -232,8 +232,9 @@ async fn lane(cfg: Arc<EngineConfig>, lanes: Rc<Lanes>, rec: Rc<RefCell<WorkerRe
         let p = &cfg.requests[t.req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
-        let outcome = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check).await;
-        rec.borrow_mut().record(outcome);
+        if let Some(outcome) = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check).await {
+            rec.borrow_mut().record(outcome);
+        }
         lanes.in_flight.set(lanes.in_flight.get().saturating_sub(1));
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod collectors;
 pub mod shape;
+pub mod template;
 pub mod verdicts;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,13 @@ pub enum ProfileError {
     },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// A `--set key.path=value` that does not fit the profile.
+    #[error("--set {key}={value}: {message}")]
+    Override {
+        key: String,
+        value: String,
+        message: String,
+    },
 }
 
 /// A whole profile, as written in YAML.
@@ -69,6 +77,52 @@ pub struct Profile {
     /// Thresholds of the verdicts (soak leak limits), see [`crate::judge`].
     #[serde(default)]
     pub verdicts: verdicts::VerdictsConfig,
+    /// Data files whose rows feed templates (`{{ feeder.NAME.COLUMN }}`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub feeders: BTreeMap<String, FeederSpec>,
+}
+
+/// One feeder: a CSV file with a header row, or JSON Lines (one object a line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeederSpec {
+    /// Relative paths resolve against the profile's directory.
+    pub file: PathBuf,
+    #[serde(default)]
+    pub mode: FeederMode,
+    /// Default: `jsonl` for `.jsonl`/`.ndjson` files, else `csv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<FeederFormat>,
+}
+
+impl FeederSpec {
+    pub fn format(&self) -> FeederFormat {
+        self.format
+            .unwrap_or_else(|| match self.file.extension().and_then(|e| e.to_str()) {
+                Some("jsonl") | Some("ndjson") => FeederFormat::Jsonl,
+                _ => FeederFormat::Csv,
+            })
+    }
+}
+
+/// How a feeder hands out its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeederMode {
+    /// In order, starting over after the last row.
+    #[default]
+    Circular,
+    /// A uniformly random row each time.
+    Random,
+    /// Each row once across all workers and shards; the run stops when they run out.
+    Unique,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeederFormat {
+    Csv,
+    Jsonl,
 }
 
 /// Where the load goes.
@@ -286,6 +340,75 @@ fn key_path(text: &str, line: usize) -> Option<String> {
     Some(path.join("."))
 }
 
+/// Set `key` (dotted; a number indexes a list: `requests.0.weight`) in a
+/// YAML tree. Only keys that lead through existing mappings or lists are
+/// accepted, except the last, which may be new (the profile check then says
+/// whether it is a field).
+fn set_path(tree: &mut serde_json::Value, key: &str, v: serde_json::Value) -> Result<(), String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err("expected a dotted key such as shape.constant.rate".into());
+    }
+    let mut node = tree;
+    for (i, p) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let so_far = parts[..=i].join(".");
+        node = match node {
+            serde_json::Value::Object(m) => {
+                if last {
+                    m.insert(p.to_string(), v);
+                    return Ok(());
+                }
+                m.get_mut(*p)
+                    .ok_or_else(|| format!("the profile has no `{so_far}`"))?
+            }
+            serde_json::Value::Array(a) => {
+                let idx: usize = p
+                    .parse()
+                    .map_err(|_| format!("`{so_far}`: a list, index it with a number"))?;
+                let len = a.len();
+                let slot = a
+                    .get_mut(idx)
+                    .ok_or_else(|| format!("`{so_far}`: the list has {len} entries"))?;
+                if last {
+                    *slot = v;
+                    return Ok(());
+                }
+                slot
+            }
+            _ => {
+                return Err(format!(
+                    "`{}` is a value, not a section",
+                    parts[..i].join(".")
+                ))
+            }
+        };
+    }
+    Ok(())
+}
+
+/// 1-based line and column (in characters) of the first occurrence of `needle` in `text`.
+fn locate(text: &str, needle: &str) -> Option<(u64, u64)> {
+    let needle = needle.lines().next().filter(|n| !n.is_empty())?;
+    text.lines().enumerate().find_map(|(i, l)| {
+        l.find(needle)
+            .map(|at| (i as u64 + 1, l[..at].chars().count() as u64 + 1))
+    })
+}
+
+/// The `{{ … }}` of `value` that names feeder `name`, as written.
+fn t_fragment(value: &str, name: &str) -> String {
+    let pat = format!("feeder.{name}.");
+    value
+        .find(&pat)
+        .and_then(|at| {
+            let start = value[..at].rfind("{{")?;
+            let end = value[at..].find("}}").map(|e| at + e + 2)?;
+            Some(value[start..end].to_string())
+        })
+        .unwrap_or(pat)
+}
+
 /// Limits that stop hostile YAML (deep nesting, alias bombs) quickly.
 fn parse_options() -> serde_saphyr::Options {
     serde_saphyr::Options::default()
@@ -300,6 +423,71 @@ impl Profile {
             source,
         })?;
         Profile::from_yaml(&text, path)
+    }
+
+    /// [`Profile::load`] with `--set key.path=value` overrides applied to the
+    /// YAML tree before it is read into a profile, so an override is checked
+    /// exactly like the same value written in the file.
+    pub fn load_with(path: &Path, sets: &[(String, String)]) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Profile::from_yaml_with(&text, path, sets)
+    }
+
+    /// [`Profile::from_yaml`] with overrides (see [`Profile::load_with`]).
+    pub fn from_yaml_with(
+        text: &str,
+        path: &Path,
+        sets: &[(String, String)],
+    ) -> Result<Profile, ProfileError> {
+        // The file on its own first: its errors keep their line and column.
+        let profile = Profile::from_yaml(text, path)?;
+        if sets.is_empty() {
+            return Ok(profile);
+        }
+        let mut tree: serde_json::Value =
+            serde_saphyr::from_str_with_options(text, parse_options()).map_err(|e| {
+                ProfileError::Invalid {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                }
+            })?;
+        for (key, value) in sets {
+            let fail = |message: String| ProfileError::Override {
+                key: key.clone(),
+                value: value.clone(),
+                message,
+            };
+            // The value is read as YAML would read it: `500` a number, `500/s` text.
+            let v: serde_json::Value = serde_saphyr::from_str(value)
+                .unwrap_or_else(|_| serde_json::Value::String(value.clone()));
+            set_path(&mut tree, key, v).map_err(fail)?;
+        }
+        let patched = serde_saphyr::to_string(&tree).map_err(|e| ProfileError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Profile::from_yaml(&patched, path).map_err(|e| {
+            let message = match e {
+                ProfileError::Syntax { message, .. } | ProfileError::Invalid { message, .. } => {
+                    message
+                }
+                other => other.to_string(),
+            };
+            let (key, value) = sets
+                .iter()
+                .find(|(k, _)| message.contains(k.as_str()))
+                .or(sets.last())
+                .cloned()
+                .unwrap_or_default();
+            ProfileError::Override {
+                key,
+                value,
+                message,
+            }
+        })
     }
 
     /// Parse and validate profile text; `path` only names it in errors.
@@ -366,7 +554,83 @@ impl Profile {
                 path: path.to_path_buf(),
                 message,
             })?;
+        profile.check_templates(text, path)?;
         Ok(profile)
+    }
+
+    /// Every templated field of the profile, as (key, text): `requests[0].path`, …
+    pub fn template_fields(&self) -> Vec<(String, &str)> {
+        let mut out: Vec<(String, &str)> = Vec::new();
+        for (k, v) in &self.target.headers {
+            out.push((format!("target.headers.{k}"), v.as_str()));
+        }
+        for (i, r) in self.requests.iter().enumerate() {
+            out.push((format!("requests[{i}].path"), r.path.as_str()));
+            for (k, v) in &r.headers {
+                out.push((format!("requests[{i}].headers.{k}"), v.as_str()));
+            }
+            if let Some(b) = &r.body {
+                out.push((format!("requests[{i}].body"), b.as_str()));
+            }
+        }
+        out
+    }
+
+    /// Parse every `{{ }}` of the profile; an error names its file, line and
+    /// column (found in `text`, the profile as written) and the field.
+    fn check_templates(&self, text: &str, path: &Path) -> Result<(), ProfileError> {
+        for (name, _) in self.feeders.iter() {
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                || name.is_empty()
+            {
+                return Err(ProfileError::Invalid {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "feeders.{name}: a feeder name is letters, digits, `_` and `-`"
+                    ),
+                });
+            }
+        }
+        for (key, value) in self.template_fields() {
+            if !template::Template::has_template(value) {
+                continue;
+            }
+            let fail = |fragment: &str, message: String| {
+                let message = format!("{message} (in `{key}`)");
+                match locate(text, fragment).or_else(|| locate(text, "{{")) {
+                    Some((line, column)) => ProfileError::Syntax {
+                        path: path.to_path_buf(),
+                        line,
+                        column,
+                        snippet: text
+                            .lines()
+                            .nth(line as usize - 1)
+                            .map(|l| format!("  {line} | {l}"))
+                            .unwrap_or_default(),
+                        message,
+                    },
+                    None => ProfileError::Invalid {
+                        path: path.to_path_buf(),
+                        message,
+                    },
+                }
+            };
+            let t = template::Template::parse(value).map_err(|e| fail(&e.fragment, e.message))?;
+            for e in t.exprs() {
+                if let template::Expr::Feeder { feeder, .. } = e {
+                    if !self.feeders.contains_key(feeder) {
+                        let frag = t_fragment(value, feeder);
+                        return Err(fail(
+                            &frag,
+                            format!("no feeder named `{feeder}` under `feeders:`"),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks serde cannot express: cross-field rules and value ranges.
