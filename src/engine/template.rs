@@ -501,7 +501,7 @@ pub(super) fn enter_worker(worker: usize, workers: usize, shard: Shard, stop: Ar
     WORKER.with(|cell| {
         *cell.borrow_mut() = Some(WorkerState {
             rng: fastrand::Rng::with_seed(
-                0x5eed_0f_7e_u64 ^ offset.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                0x5eed_0f7e_u64 ^ offset.wrapping_mul(0x9e37_79b9_7f4a_7c15),
             ),
             seq_next: 0,
             stride,
