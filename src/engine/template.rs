@@ -500,8 +500,9 @@ pub(super) fn enter_worker(worker: usize, workers: usize, shard: Shard, stop: Ar
     let offset = shard.index as u64 * workers as u64 + worker as u64;
     WORKER.with(|cell| {
         *cell.borrow_mut() = Some(WorkerState {
+            // Seeded afresh each run: `uuid`s must not repeat from one run to the next.
             rng: fastrand::Rng::with_seed(
-                0x5eed_0f7e_u64 ^ offset.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                fastrand::u64(..) ^ offset.wrapping_mul(0x9e37_79b9_7f4a_7c15),
             ),
             seq_next: 0,
             stride,
