@@ -104,7 +104,7 @@ fn circular_jsonl_feeder_hands_rows_round_and_round() {
     let rows = write(
         tmp.path(),
         "ids.jsonl",
-        "{\"id\": \"a\", \"n\": 1}\n{\"id\": \"b\", \"n\": 2}\n\n{\"id\": \"c\", \"n\": 3}\n",
+        "{\"id\": \"a\", \"n\": 1}\n{\"id\": \"b\", \"n\": 2}\n\n{\"id\": \"c d\", \"n\": 3}\n",
     );
     let yaml = format!(
         r#"
@@ -122,12 +122,57 @@ shape: {{ constant: {{ vus: 1, duration: 1s }} }}
     let counts = server.cache_counts();
     let mut keys: Vec<&String> = counts.keys().collect();
     keys.sort();
-    assert_eq!(keys, ["a-1", "b-2", "c-3"], "columns of one row together");
+    // Columns of one row together; values percent-encoded in the path.
+    assert_eq!(keys, ["a-1", "b-2", "c%20d-3"]);
     let (lo, hi) = (
         counts.values().min().copied().unwrap_or(0),
         counts.values().max().copied().unwrap_or(0),
     );
     assert!(lo > 10 && hi - lo <= 1, "round and round: {counts:?}");
+}
+
+#[test]
+fn templated_bodies_reach_the_server_filled_in() {
+    let _g = load::serial();
+    let server = load::demo(DemoConfig::default());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let users = write(
+        tmp.path(),
+        "u.csv",
+        "name,plan\nada,pro\n\"o'neil, j\",free\n",
+    );
+    // /echo answers the body: every answer is checked against the shape it must have.
+    let yaml = format!(
+        r#"
+name: bodies
+target: {{ url: "{{url}}" }}
+feeders: {{ users: {{ file: "{}", mode: random }} }}
+requests:
+  - method: POST
+    path: /echo
+    headers: {{ Content-Type: application/json }}
+    body: '{{"n": {{{{ random.int(5, 9) }}}}, "u": "{{{{ feeder.users.name }}}}", "p": "{{{{ feeder.users.plan }}}}", "id": "{{{{ uuid }}}}", "s": {{{{ seq }}}}, "t": {{{{ now.unix_ms }}}}}}'
+    expect:
+      status: [200]
+      body_regex: '^\{{"n": [5-9], "u": "(ada", "p": "pro|o''neil, j", "p": "free)", "id": "[0-9a-f]{{8}}-[0-9a-f]{{4}}-4[0-9a-f]{{3}}-[89ab][0-9a-f]{{3}}-[0-9a-f]{{12}}", "s": \d+, "t": 1\d{{12}}\}}$'
+      sample: 100%
+load: {{ model: open, workers: 2, connections: 4 }}
+shape: {{ constant: {{ rate: 200/s, duration: 1s }} }}
+"#,
+        users.display()
+    );
+    let p = load::profile(&yaml, &server.base_url());
+    let r = load::run(&p, &tmp.path().join("run"));
+    assert!(
+        r.summary.totals.requests >= 180,
+        "{}",
+        r.summary.totals.requests
+    );
+    assert_eq!(
+        r.summary.totals.errors, 0,
+        "every body filled in as expected"
+    );
+    assert_eq!(server.stats().echo.requests, r.summary.totals.requests);
 }
 
 /// 4 shard processes (2 workers each) share one `unique` feeder of 400
