@@ -455,3 +455,87 @@ fn feeder_problems_are_clear_errors() {
     let o = brunt().arg("validate").arg(&p).output().expect("runs");
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
 }
+
+/// A scenario logs in, then uses the token three ways: every step of every
+/// iteration answers 200 at the demo (which answers 401 to a bad token).
+#[test]
+fn scenario_steps_carry_extracted_values_forward() {
+    let _g = load::serial();
+    let server = load::demo(DemoConfig::default());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let p = load::profile(
+        r#"
+name: scenario
+target: { url: "{url}" }
+requests:
+  - { name: plain, path: /fast }
+scenarios:
+  - name: shop
+    weight: 3
+    steps:
+      - name: login
+        method: POST
+        path: /login
+        extract:
+          token: { json: /token }
+          again: { regex: '"token":"([0-9a-f]+)"' }
+          ctype: { header: content-type }
+      - name: item
+        path: "/items/{{ random.int(1, 100) }}"
+        headers: { Authorization: "Bearer {{ vars.token }}" }
+        expect: { status: [200] }
+      - name: item-again
+        path: /items/7
+        headers: { Authorization: "Bearer {{ vars.again }}" }
+        expect: { status: [200], body_contains: '"id":"7"', sample: 100% }
+      - name: by-type
+        path: "/cache/{{ vars.ctype }}"
+load: { model: open, workers: 2, connections: 8 }
+shape: { constant: { rate: 200/s, duration: 2s } }
+"#,
+        &server.base_url(),
+    );
+    let r = load::run(&p, tmp.path());
+    let t = &r.summary.totals;
+    assert_eq!(t.errors, 0, "every step answered as expected");
+    let st = server.stats();
+    let logins = st.login.requests;
+    assert!(logins >= 200, "about 300 iterations: {logins}");
+    assert_eq!(st.items.requests, 2 * logins, "two item steps per login");
+    assert_eq!(st.fast.requests + 4 * logins, t.requests);
+    assert_eq!(
+        server.cache_counts().get("application%2Fjson"),
+        Some(&logins),
+        "the header value, percent-encoded in the path"
+    );
+    let names: Vec<&str> = r.summary.requests.iter().map(|q| q.name.as_str()).collect();
+    for n in [
+        "plain",
+        "shop/login",
+        "shop/item",
+        "shop/item-again",
+        "shop/by-type",
+    ] {
+        assert!(names.contains(&n), "{n} in {names:?}");
+    }
+}
+
+#[test]
+fn a_var_no_earlier_step_extracts_is_a_located_error() {
+    let yaml = "name: s\ntarget: { url: builtin }\nscenarios:\n  - name: a\n    steps:\n      - { path: \"/items/{{ vars.token }}\" }\n      - { path: /login, method: POST, extract: { token: { json: /token } } }\nshape: { constant: { rate: 1/s, duration: 1s } }\n";
+    match Profile::from_yaml(yaml, Path::new("s.yaml")) {
+        Err(ProfileError::Syntax {
+            line,
+            column,
+            message,
+            ..
+        }) => {
+            assert_eq!((line, column), (6, 25), "{message}");
+            assert!(message.contains("vars.token"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let bad = yaml.replace("{ json: /token }", "{ json: /token, header: x }");
+    let e = Profile::from_yaml(&bad, Path::new("s.yaml")).expect_err("two sources");
+    assert!(e.to_string().contains("exactly one of"), "{e}");
+}

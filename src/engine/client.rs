@@ -55,6 +55,41 @@ pub struct Prepared {
     pub check_every: u64,
     /// The templated fields, rendered per send; `None`: send `request` as built.
     pub dynamic: Option<Box<Dynamic>>,
+    /// Scenario steps: values to take from the answer, by variable index.
+    pub extract: Vec<(usize, Extractor)>,
+}
+
+/// Where a scenario step's value comes from.
+pub enum Extractor {
+    /// A JSON pointer into the body.
+    Json(String),
+    /// First capture group (or the whole match) of a regex on the body.
+    Regex(regex::bytes::Regex),
+    Header(HeaderName),
+}
+
+/// Largest body read for `extract` (a bigger answer counts as `check_failed`).
+const EXTRACT_LIMIT: usize = 1 << 20;
+
+impl Extractor {
+    fn take(&self, headers: &hyper::HeaderMap, body: &[u8]) -> Option<Bytes> {
+        match self {
+            Extractor::Header(h) => headers.get(h).map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            Extractor::Regex(re) => {
+                let c = re.captures(body)?;
+                let m = c.get(1).or_else(|| c.get(0))?;
+                Some(Bytes::copy_from_slice(m.as_bytes()))
+            }
+            Extractor::Json(ptr) => {
+                let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+                match v.pointer(ptr)? {
+                    serde_json::Value::String(s) => Some(Bytes::from(s.clone())),
+                    serde_json::Value::Null => None,
+                    other => Some(Bytes::from(other.to_string())),
+                }
+            }
+        }
+    }
 }
 
 impl Prepared {
@@ -206,16 +241,47 @@ pub fn prepare(
     } else {
         format!("{}:{}", target.host, target.port)
     };
+    prepare_mix(profile, &host_header, base, inputs, feeders)
+}
+
+/// Every request of the mix (scenario steps included, in
+/// [`Profile::all_requests`] order), compiled; `host` is the Host header.
+pub fn prepare_mix(
+    profile: &Profile,
+    host: &str,
+    base: &str,
+    inputs: &Inputs,
+    feeders: &[Feeder],
+) -> Result<Vec<Prepared>, ClientError> {
     profile
-        .requests
-        .iter()
-        .enumerate()
-        .map(|(i, r)| prepare_one(i, r, profile, base, &host_header, inputs, feeders))
+        .all_requests()
+        .into_iter()
+        .map(|(key, scenario, r)| {
+            let (label, vars) = match scenario.and_then(|s| profile.scenarios.get(s)) {
+                Some(sc) => (Some(sc.name.as_str()), template::scenario_vars(&sc.steps)),
+                None => (None, Vec::new()),
+            };
+            let step = Step {
+                key: &key,
+                scenario: label,
+                vars: &vars,
+            };
+            prepare_one(&step, r, profile, base, host, inputs, feeders)
+        })
         .collect()
 }
 
+/// Where a request sits in the mix.
+struct Step<'a> {
+    /// `requests[0]`, `scenarios[1].steps[2]`: names fields in errors.
+    key: &'a str,
+    scenario: Option<&'a str>,
+    /// The scenario's variables (see [`template::scenario_vars`]).
+    vars: &'a [String],
+}
+
 fn prepare_one(
-    i: usize,
+    step: &Step<'_>,
     r: &RequestSpec,
     profile: &Profile,
     base: &str,
@@ -227,6 +293,11 @@ fn prepare_one(
         .name
         .clone()
         .unwrap_or_else(|| format!("{} {}", r.method, r.path));
+    let name = match step.scenario {
+        Some(sc) => format!("{sc}/{name}"),
+        None => name,
+    };
+    let key = step.key;
     let bad = |m: String| ClientError::Request(name.clone(), m);
     let method = Method::from_bytes(r.method.as_bytes()).map_err(|e| bad(e.to_string()))?;
     // Target headers first; a request header of the same name replaces one.
@@ -238,16 +309,17 @@ fn prepare_one(
         .collect();
     for (k, v) in &r.headers {
         merged.retain(|(n, _, _)| !n.eq_ignore_ascii_case(k));
-        merged.push((k.as_str(), v.as_str(), format!("requests[{i}].headers.{k}")));
+        merged.push((k.as_str(), v.as_str(), format!("{key}.headers.{k}")));
     }
     let f = template::compile_fields(
-        &format!("requests[{i}]"),
+        key,
         base,
         &r.path,
         &merged,
         r.body.as_deref(),
         inputs,
         feeders,
+        step.vars,
     )?;
     let uri: &[u8] = if f.dynamic_path.is_some() {
         b"/"
@@ -309,7 +381,28 @@ fn prepare_one(
     } else {
         (1.0 / p).round().max(1.0) as u64
     };
+    let mut extract = Vec::new();
+    for (var, x) in &r.extract {
+        let idx = step.vars.iter().position(|v| v == var).unwrap_or(0);
+        let e = if let Some(p) = &x.json {
+            Extractor::Json(p.clone())
+        } else if let Some(re) = &x.regex {
+            Extractor::Regex(
+                regex::bytes::Regex::new(re)
+                    .map_err(|e| bad(format!("extract.{var}.regex: {e}")))?,
+            )
+        } else if let Some(h) = &x.header {
+            Extractor::Header(
+                HeaderName::from_bytes(h.as_bytes())
+                    .map_err(|e| bad(format!("extract.{var}.header: {e}")))?,
+            )
+        } else {
+            return Err(bad(format!("extract.{var}: give json, regex or header")));
+        };
+        extract.push((idx, e));
+    }
     Ok(Prepared {
+        extract,
         name,
         request: req,
         ok,
@@ -325,6 +418,8 @@ pub struct Answer {
     pub class: Class,
     /// A shed answer carried `Retry-After`.
     pub retry_after: bool,
+    /// Scenario steps: the values `extract` took, by variable index.
+    pub extracted: Vec<(usize, Bytes)>,
 }
 
 impl From<Class> for Answer {
@@ -332,6 +427,7 @@ impl From<Class> for Answer {
         Answer {
             class,
             retry_after: false,
+            extracted: Vec::new(),
         }
     }
 }
@@ -458,17 +554,38 @@ impl Conn {
             let mut class = p.classify_status(resp.status());
             let retry_after =
                 class == Class::Shed && resp.headers().contains_key(hyper::header::RETRY_AFTER);
+            let want = !p.extract.is_empty() && class == Class::Ok;
+            let headers = if want {
+                resp.headers().clone()
+            } else {
+                hyper::HeaderMap::new()
+            };
             let mut body = resp.into_body();
-            if check && class == Class::Ok {
-                match body.collect().await {
+            let mut extracted = Vec::new();
+            if (check || want) && class == Class::Ok {
+                match http_body_util::Limited::new(body, EXTRACT_LIMIT)
+                    .collect()
+                    .await
+                {
                     Ok(b) => {
-                        if !p.body_ok(&b.to_bytes()) {
+                        let b = b.to_bytes();
+                        if check && !p.body_ok(&b) {
                             class = Class::CheckFailed;
+                        }
+                        for (i, x) in &p.extract {
+                            match x.take(&headers, &b) {
+                                Some(v) => extracted.push((*i, v)),
+                                // Later steps would go out without it.
+                                None => class = Class::CheckFailed,
+                            }
                         }
                     }
                     Err(e) => {
                         self.sender = None;
-                        return classify_error(&e).into();
+                        return match e.downcast_ref::<hyper::Error>() {
+                            Some(e) => classify_error(e).into(),
+                            None => Class::CheckFailed.into(),
+                        };
                     }
                 }
             } else {
@@ -479,7 +596,11 @@ impl Conn {
                     }
                 }
             }
-            return Answer { class, retry_after };
+            return Answer {
+                class,
+                retry_after,
+                extracted,
+            };
         }
         Class::Reset.into()
     }

@@ -110,16 +110,15 @@ async fn vu(
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         state.running.set(state.running.get() + 1);
         // Closed loop: the request is due when it is sent.
-        let sent = send_one(&cfg, &mut conn, phase, req, Instant::now(), check).await;
+        let sent = send_one(&cfg, &mut conn, phase, req, Instant::now(), check, |o| {
+            let mut r = rec.borrow_mut();
+            r.offered(phase, o.sent);
+            r.record(o);
+        })
+        .await;
         state.running.set(state.running.get().saturating_sub(1));
         // Not sent: a unique feeder ran out and the run is stopping.
-        let Some(outcome) = sent else { break };
-        let class = outcome.class;
-        {
-            let mut r = rec.borrow_mut();
-            r.offered(phase, outcome.sent);
-            r.record(outcome);
-        }
+        let Some(class) = sent else { break };
         if let Some(think) = cfg.load.think_time {
             tokio::time::sleep(think).await;
         } else if class != Class::Ok && class != Class::Shed {

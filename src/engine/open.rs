@@ -232,9 +232,10 @@ async fn lane(cfg: Arc<EngineConfig>, lanes: Rc<Lanes>, rec: Rc<RefCell<WorkerRe
         let p = &cfg.requests[t.req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
-        if let Some(outcome) = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check).await {
-            rec.borrow_mut().record(outcome);
-        }
+        send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check, |o| {
+            rec.borrow_mut().record(o)
+        })
+        .await;
         lanes.in_flight.set(lanes.in_flight.get().saturating_sub(1));
     }
 }

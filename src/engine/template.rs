@@ -64,7 +64,12 @@ enum Seg {
     Uuid,
     Seq,
     NowMs,
-    Col { feeder: usize, col: usize },
+    Col {
+        feeder: usize,
+        col: usize,
+    },
+    /// A scenario variable (index into the iteration's values).
+    Var(usize),
 }
 
 /// A field compiled into segments.
@@ -97,6 +102,7 @@ impl Compiled {
         w: &mut WorkerState,
         feeders: &[Feeder],
         rows: &[(usize, u32)],
+        vars: &[Option<Bytes>],
         out: &mut Vec<u8>,
     ) {
         for s in &self.segs {
@@ -122,6 +128,15 @@ impl Compiled {
                         .map(|d| d.as_millis())
                         .unwrap_or(0);
                     push_display(out, ms);
+                }
+                Seg::Var(i) => {
+                    if let Some(Some(v)) = vars.get(*i) {
+                        if self.encode {
+                            encode_into(out, v);
+                        } else {
+                            out.extend_from_slice(v);
+                        }
+                    }
                 }
                 Seg::Col { feeder, col } => {
                     if let (Some(f), Some((_, row))) =
@@ -189,6 +204,7 @@ fn compile(
     encode: bool,
     inputs: &Inputs,
     feeders: &[Feeder],
+    vars: &[String],
 ) -> Result<Compiled, TemplateError> {
     let invalid = |message: String| TemplateError::Invalid {
         field: field.into(),
@@ -234,6 +250,11 @@ fn compile(
                     .map(|v| Bytes::from(encoded(v.as_bytes(), encode)))
                     .collect(),
             ),
+            Expr::Var(name) => Seg::Var(vars.iter().position(|v| v == name).ok_or_else(|| {
+                invalid(format!(
+                    "`vars.{name}`: no step of this scenario extracts it"
+                ))
+            })?),
             Expr::Uuid => Seg::Uuid,
             Expr::Seq => Seg::Seq,
             Expr::NowUnixMs => Seg::NowMs,
@@ -255,6 +276,18 @@ fn compile(
     }
     flush(&mut lit, &mut segs);
     Ok(Compiled { segs, encode })
+}
+
+/// The variables a scenario's steps extract, in a fixed order (their index
+/// is what `{{ vars.NAME }}` compiles to).
+pub fn scenario_vars(steps: &[crate::profile::RequestSpec]) -> Vec<String> {
+    let mut v: Vec<String> = steps
+        .iter()
+        .flat_map(|s| s.extract.keys().cloned())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
 }
 
 /// The feeders of a profile, opened and indexed.
@@ -294,6 +327,7 @@ pub struct RequestFields {
 }
 
 /// Compile the path (`base` + `path`), headers and body of a request.
+#[allow(clippy::too_many_arguments)]
 pub fn compile_fields(
     key: &str,
     base: &str,
@@ -302,6 +336,7 @@ pub fn compile_fields(
     body: Option<&str>,
     inputs: &Inputs,
     feeders: &[Feeder],
+    vars: &[String],
 ) -> Result<RequestFields, TemplateError> {
     let p = compile(
         &format!("{base}{path}"),
@@ -309,6 +344,7 @@ pub fn compile_fields(
         true,
         inputs,
         feeders,
+        vars,
     )?;
     let mut out = RequestFields {
         path: Bytes::new(),
@@ -325,7 +361,11 @@ pub fn compile_fields(
             let mut w = WorkerState::detached();
             let mut buf = Vec::new();
             let rows: Vec<(usize, u32)> = p.feeders().map(|f| (f, 0)).collect();
-            p.render(&mut w, feeders, &rows, &mut buf);
+            let sample: Vec<Option<Bytes>> = vars
+                .iter()
+                .map(|_| Some(Bytes::from_static(b"x")))
+                .collect();
+            p.render(&mut w, feeders, &rows, &sample, &mut buf);
             if let Err(e) = hyper::Uri::try_from(buf.as_slice()) {
                 return Err(TemplateError::Invalid {
                     field: format!("{key}.path"),
@@ -336,14 +376,14 @@ pub fn compile_fields(
         }
     }
     for (name, value, field) in headers {
-        let c = compile(value, field, false, inputs, feeders)?;
+        let c = compile(value, field, false, inputs, feeders, vars)?;
         match c.literal() {
             Some(b) => out.headers.push((name.to_string(), b)),
             None => out.dynamic_headers.push((name.to_string(), c)),
         }
     }
     if let Some(b) = body {
-        let c = compile(b, &format!("{key}.body"), false, inputs, feeders)?;
+        let c = compile(b, &format!("{key}.body"), false, inputs, feeders, vars)?;
         match c.literal() {
             Some(b) => out.body = b,
             None => out.dynamic_body = Some(c),
@@ -382,7 +422,7 @@ impl Dynamic {
 
     /// Build this send's request; `None` when a `unique` feeder has run
     /// out (the run's stop flag is then set and the reason kept).
-    pub fn render(&self, shared: &Shared) -> Option<Request<Full<Bytes>>> {
+    pub fn render(&self, shared: &Shared, vars: &[Option<Bytes>]) -> Option<Request<Full<Bytes>>> {
         WORKER.with(|cell| {
             let mut guard = cell.borrow_mut();
             let w = guard.get_or_insert_with(WorkerState::detached);
@@ -404,7 +444,7 @@ impl Dynamic {
             let mut req = self.base.clone();
             let mut buf = Vec::with_capacity(128);
             if let Some(p) = &self.path {
-                p.render(w, &shared.feeders, &rows, &mut buf);
+                p.render(w, &shared.feeders, &rows, vars, &mut buf);
                 if let Ok(uri) =
                     hyper::Uri::from_maybe_shared(Bytes::from(std::mem::take(&mut buf)))
                 {
@@ -413,7 +453,7 @@ impl Dynamic {
             }
             for (name, c) in &self.headers {
                 buf.clear();
-                c.render(w, &shared.feeders, &rows, &mut buf);
+                c.render(w, &shared.feeders, &rows, vars, &mut buf);
                 // Control characters cannot go into a header: drop them.
                 buf.retain(|b| *b == b'\t' || (*b >= 32 && *b != 127));
                 if let Ok(v) = HeaderValue::from_bytes(&buf) {
@@ -422,7 +462,7 @@ impl Dynamic {
             }
             if let Some(b) = &self.body {
                 buf.clear();
-                b.render(w, &shared.feeders, &rows, &mut buf);
+                b.render(w, &shared.feeders, &rows, vars, &mut buf);
                 req.headers_mut()
                     .insert(CONTENT_LENGTH, HeaderValue::from(buf.len()));
                 *req.body_mut() = Full::new(Bytes::from(buf));
@@ -532,19 +572,26 @@ mod tests {
             env: [("T".to_string(), "a b/c".to_string())].into(),
             base_dir: None,
         };
-        let c = compile("/x/{{ env.T }}", "p", true, &inputs, &[]).expect("compiles");
+        let c = compile("/x/{{ env.T }}", "p", true, &inputs, &[], &[]).expect("compiles");
         assert_eq!(c.literal().as_deref(), Some(&b"/x/a%20b%2Fc"[..]));
-        let c = compile("Bearer {{ env.T }}", "h", false, &inputs, &[]).expect("compiles");
+        let c = compile("Bearer {{ env.T }}", "h", false, &inputs, &[], &[]).expect("compiles");
         assert_eq!(c.literal().as_deref(), Some(&b"Bearer a b/c"[..]));
-        let e = compile("{{ env.BRUNT_SURELY_UNSET_VAR }}", "h", false, &inputs, &[])
-            .expect_err("missing");
+        let e = compile(
+            "{{ env.BRUNT_SURELY_UNSET_VAR }}",
+            "h",
+            false,
+            &inputs,
+            &[],
+            &[],
+        )
+        .expect_err("missing");
         assert!(e.to_string().contains("BRUNT_SURELY_UNSET_VAR"));
     }
 
     #[test]
     fn seq_interleaves_across_workers_and_shards() {
         let inputs = Inputs::default();
-        let c = compile("{{ seq }}", "p", false, &inputs, &[]).expect("compiles");
+        let c = compile("{{ seq }}", "p", false, &inputs, &[], &[]).expect("compiles");
         let mut seen = Vec::new();
         for shard in 0..2u64 {
             for worker in 0..3u64 {
@@ -555,7 +602,7 @@ mod tests {
                 };
                 for _ in 0..5 {
                     let mut out = Vec::new();
-                    c.render(&mut w, &[], &[], &mut out);
+                    c.render(&mut w, &[], &[], &[], &mut out);
                     seen.push(
                         String::from_utf8(out)
                             .expect("ascii")

@@ -59,8 +59,13 @@ pub struct Profile {
     #[serde(default)]
     pub description: Option<String>,
     pub target: TargetSpec,
-    /// The request mix: each request is picked with probability weight / sum.
+    /// The request mix: each request (and each scenario) is picked with probability weight / sum.
+    #[serde(default)]
     pub requests: Vec<RequestSpec>,
+    /// Step sequences in the mix: one pick runs every step in order on one
+    /// connection; `extract` takes values from an answer for later steps' `{{ vars.NAME }}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioSpec>,
     #[serde(default)]
     pub load: LoadSpec,
     pub shape: Shape,
@@ -182,6 +187,54 @@ pub struct RequestSpec {
     pub body: Option<String>,
     #[serde(default)]
     pub expect: ExpectSpec,
+    /// Scenario steps only: values taken from the answer, `{{ vars.NAME }}` in later steps.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extract: BTreeMap<String, ExtractSpec>,
+}
+
+/// A weighted sequence of requests run in order (a user's visit).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    pub name: String,
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+    pub steps: Vec<RequestSpec>,
+}
+
+/// Where an extracted value comes from: exactly one of the three.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractSpec {
+    /// A JSON pointer into the body (`/token`, `/items/0/id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json: Option<String>,
+    /// A regex on the body: its first capture group, or the whole match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// A response header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+}
+
+impl Profile {
+    /// Every request the engine sends, in mix order: the `requests`, then each
+    /// scenario's steps; with the key naming it in errors (`requests[0]`,
+    /// `scenarios[1].steps[0]`) and its scenario's index.
+    pub fn all_requests(&self) -> Vec<(String, Option<usize>, &RequestSpec)> {
+        let mut out: Vec<(String, Option<usize>, &RequestSpec)> = self
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("requests[{i}]"), None, r))
+            .collect();
+        for (s, sc) in self.scenarios.iter().enumerate() {
+            for (j, r) in sc.steps.iter().enumerate() {
+                out.push((format!("scenarios[{s}].steps[{j}]"), Some(s), r));
+            }
+        }
+        out
+    }
 }
 
 fn default_method() -> String {
@@ -387,6 +440,28 @@ fn set_path(tree: &mut serde_json::Value, key: &str, v: serde_json::Value) -> Re
     Ok(())
 }
 
+/// The checks every request (of the mix or a scenario step) must pass.
+fn check_request(which: &str, r: &RequestSpec) -> Result<(), String> {
+    if !r.path.starts_with('/') {
+        return Err(format!("{which}: path `{}` must start with `/`", r.path));
+    }
+    if !(r.weight.is_finite() && r.weight > 0.0) {
+        return Err(format!("{which}: weight must be above 0"));
+    }
+    if hyper::Method::from_bytes(r.method.as_bytes()).is_err() {
+        return Err(format!("{which}: `{}` is not an HTTP method", r.method));
+    }
+    if let Some(re) = &r.expect.body_regex {
+        regex::Regex::new(re).map_err(|e| format!("{which}: expect.body_regex: {e}"))?;
+    }
+    for s in &r.expect.status {
+        if !(100..=599).contains(s) {
+            return Err(format!("{which}: expect.status {s} is not an HTTP status"));
+        }
+    }
+    Ok(())
+}
+
 /// 1-based line and column (in characters) of the first occurrence of `needle` in `text`.
 fn locate(text: &str, needle: &str) -> Option<(u64, u64)> {
     let needle = needle.lines().next().filter(|n| !n.is_empty())?;
@@ -396,9 +471,9 @@ fn locate(text: &str, needle: &str) -> Option<(u64, u64)> {
     })
 }
 
-/// The `{{ … }}` of `value` that names feeder `name`, as written.
-fn t_fragment(value: &str, name: &str) -> String {
-    let pat = format!("feeder.{name}.");
+/// The `{{ … }}` of `value` holding `pat`, as written.
+fn t_fragment(value: &str, pat: &str) -> String {
+    let pat = pat.to_string();
     value
         .find(&pat)
         .and_then(|at| {
@@ -564,16 +639,40 @@ impl Profile {
         for (k, v) in &self.target.headers {
             out.push((format!("target.headers.{k}"), v.as_str()));
         }
-        for (i, r) in self.requests.iter().enumerate() {
-            out.push((format!("requests[{i}].path"), r.path.as_str()));
+        for (key, _, r) in self.all_requests() {
+            out.push((format!("{key}.path"), r.path.as_str()));
             for (k, v) in &r.headers {
-                out.push((format!("requests[{i}].headers.{k}"), v.as_str()));
+                out.push((format!("{key}.headers.{k}"), v.as_str()));
             }
             if let Some(b) = &r.body {
-                out.push((format!("requests[{i}].body"), b.as_str()));
+                out.push((format!("{key}.body"), b.as_str()));
             }
         }
         out
+    }
+
+    /// Whether `var` is extracted by a step before the one `field` belongs to
+    /// (`scenarios[S].steps[J]…`).
+    fn var_known(&self, field: &str, var: &str) -> bool {
+        let Some(rest) = field.strip_prefix("scenarios[") else {
+            return false;
+        };
+        let num = |s: &str| -> Option<(usize, String)> {
+            let (n, r) = s.split_once(']')?;
+            Some((n.parse().ok()?, r.to_string()))
+        };
+        let Some((s, rest)) = num(rest) else {
+            return false;
+        };
+        let Some((j, _)) = rest.strip_prefix(".steps[").and_then(num) else {
+            return false;
+        };
+        self.scenarios.get(s).is_some_and(|sc| {
+            sc.steps
+                .iter()
+                .take(j)
+                .any(|st| st.extract.contains_key(var))
+        })
     }
 
     /// Parse every `{{ }}` of the profile; an error names its file, line and
@@ -619,9 +718,20 @@ impl Profile {
             };
             let t = template::Template::parse(value).map_err(|e| fail(&e.fragment, e.message))?;
             for e in t.exprs() {
+                if let template::Expr::Var(var) = e {
+                    if !self.var_known(&key, var) {
+                        let frag = t_fragment(value, &format!("vars.{var}"));
+                        return Err(fail(
+                            &frag,
+                            format!(
+                                "`vars.{var}` is not extracted by an earlier step of this scenario"
+                            ),
+                        ));
+                    }
+                }
                 if let template::Expr::Feeder { feeder, .. } = e {
                     if !self.feeders.contains_key(feeder) {
-                        let frag = t_fragment(value, feeder);
+                        let frag = t_fragment(value, &format!("feeder.{feeder}."));
                         return Err(fail(
                             &frag,
                             format!("no feeder named `{feeder}` under `feeders:`"),
@@ -638,8 +748,8 @@ impl Profile {
         if self.name.trim().is_empty() {
             return Err("`name` must not be empty".into());
         }
-        if self.requests.is_empty() {
-            return Err("`requests` needs at least one request".into());
+        if self.requests.is_empty() && self.scenarios.is_empty() {
+            return Err("`requests` needs at least one request (or give `scenarios`)".into());
         }
         let url = self.target.url.trim();
         if url != "builtin" && !url.starts_with("http://") && !url.starts_with("https://") {
@@ -652,30 +762,53 @@ impl Profile {
         }
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
-            if !r.path.starts_with('/') {
+            check_request(&format!("request {which}"), r)?;
+            if !r.extract.is_empty() {
                 return Err(format!(
-                    "request {which}: path `{}` must start with `/`",
-                    r.path
+                    "request {which}: `extract` works in scenario steps only"
                 ));
             }
-            if !(r.weight.is_finite() && r.weight > 0.0) {
-                return Err(format!("request {which}: weight must be above 0"));
-            }
-            if hyper::Method::from_bytes(r.method.as_bytes()).is_err() {
+        }
+        for sc in &self.scenarios {
+            if sc.steps.is_empty() {
                 return Err(format!(
-                    "request {which}: `{}` is not an HTTP method",
-                    r.method
+                    "scenario `{}`: `steps` needs at least one step",
+                    sc.name
                 ));
             }
-            if let Some(re) = &r.expect.body_regex {
-                regex::Regex::new(re)
-                    .map_err(|e| format!("request {which}: expect.body_regex: {e}"))?;
+            if !(sc.weight.is_finite() && sc.weight > 0.0) {
+                return Err(format!("scenario `{}`: weight must be above 0", sc.name));
             }
-            for s in &r.expect.status {
-                if !(100..=599).contains(s) {
-                    return Err(format!(
-                        "request {which}: expect.status {s} is not an HTTP status"
-                    ));
+            for (j, r) in sc.steps.iter().enumerate() {
+                let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
+                let what = format!("scenario `{}` step {which}", sc.name);
+                check_request(&what, r)?;
+                for (var, x) in &r.extract {
+                    let n = [x.json.is_some(), x.regex.is_some(), x.header.is_some()]
+                        .iter()
+                        .filter(|b| **b)
+                        .count();
+                    if n != 1 {
+                        return Err(format!(
+                            "{what}: extract.{var}: give exactly one of json, regex, header"
+                        ));
+                    }
+                    if let Some(re) = &x.regex {
+                        regex::Regex::new(re)
+                            .map_err(|e| format!("{what}: extract.{var}.regex: {e}"))?;
+                    }
+                    if let Some(p) = &x.json {
+                        if !(p.is_empty() || p.starts_with('/')) {
+                            return Err(format!(
+                                "{what}: extract.{var}.json `{p}`: a JSON pointer starts with `/`"
+                            ));
+                        }
+                    }
+                    if let Some(h) = &x.header {
+                        hyper::header::HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
+                            format!("{what}: extract.{var}.header `{h}` is not a header name")
+                        })?;
+                    }
                 }
             }
         }

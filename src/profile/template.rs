@@ -13,6 +13,7 @@
 //! | `seq` | 0, 1, 2, … unique across workers and shards |
 //! | `now.unix_ms` | wall-clock milliseconds since 1970 at send time |
 //! | `feeder.NAME.COLUMN` | a column of the row feeder NAME hands this request |
+//! | `vars.NAME` | in a scenario step: the value an earlier step's `extract` took |
 //! | `"text"` / `'text'` | the text itself (write a literal `{{` as `{{ "{{" }}`) |
 
 use thiserror::Error;
@@ -42,6 +43,8 @@ pub enum Expr {
         feeder: String,
         column: String,
     },
+    /// A value extracted by an earlier step of the scenario.
+    Var(String),
 }
 
 /// A template that does not parse: what is wrong and where in the string.
@@ -55,7 +58,7 @@ pub struct TemplateError {
     pub message: String,
 }
 
-const EXPECTED: &str = "expected env.NAME, random.int(lo, hi), random.choice(a, b, …), uuid, seq, now.unix_ms or feeder.NAME.COLUMN";
+const EXPECTED: &str = "expected env.NAME, random.int(lo, hi), random.choice(a, b, …), uuid, seq, now.unix_ms, feeder.NAME.COLUMN or vars.NAME";
 
 impl Template {
     /// Whether the text holds any `{{` at all (fields without one are kept as they are).
@@ -176,6 +179,11 @@ fn parse_expr(e: &str) -> Result<Part, String> {
             return Err(format!("`{name}` is not an environment variable name"));
         }
         Expr::Env(name.to_string(), default)
+    } else if let Some(name) = e.strip_prefix("vars.") {
+        if !is_ident(name) {
+            return Err("expected vars.NAME".into());
+        }
+        Expr::Var(name.to_string())
     } else if let Some(rest) = e.strip_prefix("feeder.") {
         match rest.split_once('.') {
             Some((f, c)) if is_ident(f) && is_ident(c) => Expr::Feeder {

@@ -94,28 +94,8 @@ impl RunSpec {
             crate::engine::Shard::default(),
         )
         .map_err(|e| invalid(e.to_string()))?;
-        for (i, r) in self.profile.requests.iter().enumerate() {
-            let headers: Vec<(&str, &str, String)> =
-                self.profile
-                    .target
-                    .headers
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str(), format!("target.headers.{k}")))
-                    .chain(r.headers.iter().map(|(k, v)| {
-                        (k.as_str(), v.as_str(), format!("requests[{i}].headers.{k}"))
-                    }))
-                    .collect();
-            crate::engine::template::compile_fields(
-                &format!("requests[{i}]"),
-                "",
-                &r.path,
-                &headers,
-                r.body.as_deref(),
-                &inputs,
-                &feeders,
-            )
+        crate::engine::client::prepare_mix(&self.profile, "localhost", "", &inputs, &feeders)
             .map_err(|e| invalid(e.to_string()))?;
-        }
         Ok(())
     }
 
