@@ -30,7 +30,11 @@ enum Cmd {
     Run(RunArgs),
     /// Check a profile without running it.
     #[command(after_help = EXIT_CODES)]
-    Validate { profile: PathBuf },
+    Validate {
+        profile: PathBuf,
+        #[command(flatten)]
+        overrides: Overrides,
+    },
     /// Serve the built-in demo target (fast, slow, contended, shedding and stalling endpoints).
     DemoTarget {
         /// Address to listen on.
@@ -108,6 +112,36 @@ struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    overrides: Overrides,
+}
+
+/// Values from the command line that beat the profile and the environment.
+#[derive(clap::Args)]
+struct Overrides {
+    /// A template variable `{{ env.KEY }}` (beats the process environment). Repeatable.
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    env: Vec<String>,
+    /// Override a profile value, checked like the file, e.g. --set shape.constant.rate=500/s. Repeatable.
+    #[arg(long = "set", value_name = "KEY.PATH=VALUE")]
+    set: Vec<String>,
+}
+
+impl Overrides {
+    fn pairs(list: &[String], flag: &str) -> Result<Vec<(String, String)>, Failure> {
+        list.iter()
+            .map(|kv| match kv.split_once('=') {
+                Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+                _ => Err(Failure::Bad(anyhow!("{flag} {kv}: expected KEY=VALUE"))),
+            })
+            .collect()
+    }
+    fn env(&self) -> Result<std::collections::BTreeMap<String, String>, Failure> {
+        Ok(Self::pairs(&self.env, "--env")?.into_iter().collect())
+    }
+    fn sets(&self) -> Result<Vec<(String, String)>, Failure> {
+        Self::pairs(&self.set, "--set")
+    }
 }
 
 #[derive(clap::Args)]
@@ -187,8 +221,8 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
-fn load_spec(path: &std::path::Path) -> Result<RunSpec, Failure> {
-    RunSpec::load(path).map_err(|e| match &e {
+fn load_spec(path: &std::path::Path, sets: &[(String, String)]) -> Result<RunSpec, Failure> {
+    RunSpec::load_with(path, sets).map_err(|e| match &e {
         ProfileError::Syntax { snippet, .. } => Failure::Bad(anyhow!("{e}\n{snippet}")),
         _ => Failure::Bad(anyhow!(e)),
     })
@@ -318,7 +352,7 @@ fn install_stop_signals(stop: Arc<AtomicBool>, stopped_by: Arc<OnceLock<String>>
 
 fn dispatch(cli: Cli) -> Result<i32, Failure> {
     match cli.cmd {
-        Cmd::Validate { profile } => validate(&profile),
+        Cmd::Validate { profile, overrides } => validate(&profile, &overrides),
         Cmd::Run(args) => run_profile(args),
         Cmd::DemoTarget {
             listen,
@@ -342,8 +376,10 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
     }
 }
 
-fn validate(profile: &std::path::Path) -> Result<i32, Failure> {
-    let spec = load_spec(profile)?;
+fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
+    let spec = load_spec(profile, &o.sets()?)?;
+    spec.check_templates(&o.env()?, profile)
+        .map_err(|e| Failure::Bad(anyhow!(e)))?;
     let plan = spec.profile.plan(1.0);
     println!(
         "{}: OK — {} phase(s), {} total, {} request(s) in the mix, {} budget(s)",
@@ -366,7 +402,8 @@ fn validate(profile: &std::path::Path) -> Result<i32, Failure> {
 }
 
 fn run_profile(a: RunArgs) -> Result<i32, Failure> {
-    let spec = load_spec(&a.profile)?;
+    let spec = load_spec(&a.profile, &a.overrides.sets()?)?;
+    let env = a.overrides.env()?;
     if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
         return Err(BadInput(anyhow!("--time-scale must be above 0")).into());
     }
@@ -401,6 +438,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         stopped_by: Some(stopped_by),
         observers: Vec::new(),
         base_dir: spec.base_dir.clone(),
+        env,
     };
     let result = run::execute_spec(spec, opts).map_err(|e| {
         if e.is_bad_input() {

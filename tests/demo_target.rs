@@ -45,8 +45,13 @@ impl Conn {
     }
 
     fn request(&mut self, method: &str, path: &str, body: &[u8]) -> Resp {
+        self.request_with(method, path, "", body)
+    }
+
+    /// `extra`: more header lines, each ending in `\r\n`.
+    fn request_with(&mut self, method: &str, path: &str, extra: &str, body: &[u8]) -> Resp {
         let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/x-test\r\nContent-Length: {}\r\n\r\n",
+            "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/x-test\r\n{extra}Content-Length: {}\r\n\r\n",
             body.len()
         );
         let s = self.reader.get_mut();
@@ -473,4 +478,52 @@ async fn usable_from_inside_an_async_runtime() {
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
     assert!(text.ends_with("ok\n"), "{text}");
     server.stop();
+}
+
+#[test]
+fn cache_memory_grows_with_distinct_ids_only() {
+    let server = start(DemoConfig::default());
+    let mut c = Conn::open(server.addr());
+    for round in 0..3 {
+        for id in 0..50 {
+            let r = c.get(&format!("/cache/{id}"));
+            assert_eq!(r.status, 200, "round {round}");
+            assert_eq!(r.body.len(), 10 * 1024);
+            assert!(r.body.starts_with(id.to_string().as_bytes()));
+        }
+    }
+    let s = server.stats();
+    assert_eq!(s.cache.requests, 150);
+    assert_eq!(s.cache_entries, 50, "one entry per distinct id");
+    assert_eq!(server.cache_counts().get("7"), Some(&3));
+    assert_eq!(c.get("/cache/").status, 400);
+}
+
+#[test]
+fn items_need_a_bearer_token_from_login() {
+    let server = start(DemoConfig::default());
+    let mut c = Conn::open(server.addr());
+    assert_eq!(c.get("/items/1").status, 401);
+    let r = c.request_with("GET", "/items/1", "Authorization: Bearer forged\r\n", b"");
+    assert_eq!(r.status, 401);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    assert_eq!(c.get("/login").status, 405, "login is a POST");
+    let r = c.request("POST", "/login", b"{\"user\":\"ada\"}");
+    assert_eq!(r.status, 200);
+    let body = String::from_utf8(r.body).expect("utf8");
+    let token = body
+        .split('"')
+        .nth(3)
+        .unwrap_or_else(|| panic!("a token in {body}"))
+        .to_string();
+    let r = c.request_with(
+        "GET",
+        "/items/42",
+        &format!("Authorization: Bearer {token}\r\n"),
+        b"",
+    );
+    assert_eq!(r.status, 200);
+    assert!(String::from_utf8_lossy(&r.body).contains("\"id\":\"42\""));
+    let s = server.stats();
+    assert_eq!((s.login.requests, s.items.requests), (2, 3));
 }

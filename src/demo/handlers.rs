@@ -1,5 +1,6 @@
 //! Request routing and the endpoints' behaviour.
 
+use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -34,9 +35,15 @@ pub(crate) enum Endpoint {
     Echo,
     Health,
     NotFound,
+    Cache,
+    Login,
+    Items,
 }
 
-const ENDPOINTS: usize = 9;
+const ENDPOINTS: usize = 12;
+
+/// Size of each `/cache/{id}` value: memory grows by about this per distinct id.
+pub(crate) const CACHE_VALUE_BYTES: usize = 10 * 1024;
 
 impl Endpoint {
     fn route(path: &str) -> Endpoint {
@@ -48,7 +55,10 @@ impl Endpoint {
             "/noshed" => Endpoint::NoShed,
             "/echo" => Endpoint::Echo,
             "/health" => Endpoint::Health,
+            "/login" => Endpoint::Login,
             p if p.starts_with("/status/") => Endpoint::Status,
+            p if p.starts_with("/cache/") => Endpoint::Cache,
+            p if p.starts_with("/items/") => Endpoint::Items,
             _ => Endpoint::NotFound,
         }
     }
@@ -88,6 +98,10 @@ pub(crate) struct Shared {
     counters: [Counters; ENDPOINTS],
     connections: AtomicU64,
     stalled: AtomicU64,
+    /// `/cache/{id}`: one ~10 KB value and a request count per distinct id, never evicted.
+    cache: std::sync::Mutex<HashMap<String, (Bytes, u64)>>,
+    /// Tokens `POST /login` issued (kept for the server's life).
+    tokens: std::sync::Mutex<HashSet<String>>,
 }
 
 impl Shared {
@@ -105,6 +119,8 @@ impl Shared {
             counters: Default::default(),
             connections: AtomicU64::new(0),
             stalled: AtomicU64::new(0),
+            cache: Default::default(),
+            tokens: Default::default(),
         }
     }
 
@@ -128,9 +144,21 @@ impl Shared {
             echo: c(Endpoint::Echo),
             health: c(Endpoint::Health),
             not_found: c(Endpoint::NotFound),
+            cache: c(Endpoint::Cache),
+            login: c(Endpoint::Login),
+            items: c(Endpoint::Items),
+            cache_entries: self.cache.lock().map(|m| m.len() as u64).unwrap_or(0),
             connections: self.connections.load(Ordering::Relaxed),
             stalled: self.stalled.load(Ordering::Relaxed),
         }
+    }
+
+    /// Requests per id of `/cache/{id}` since start.
+    pub(crate) fn cache_counts(&self) -> HashMap<String, u64> {
+        self.cache
+            .lock()
+            .map(|m| m.iter().map(|(k, (_, n))| (k.clone(), *n)).collect())
+            .unwrap_or_default()
     }
 
     /// Holds a response back until the current stall window (if any) ends:
@@ -193,6 +221,9 @@ pub(crate) async fn handle(
         },
         Endpoint::Status => status(req.uri().path(), req.uri().query()),
         Endpoint::Echo => echo(req).await,
+        Endpoint::Cache => cache(&shared, req.uri().path()),
+        Endpoint::Login => login(&shared, req).await,
+        Endpoint::Items => items(&shared, &req),
         Endpoint::NotFound => text(StatusCode::NOT_FOUND, "not found\n"),
     };
     shared.stall_gate().await;
@@ -296,6 +327,90 @@ fn status(path: &str, query: Option<&str>) -> Resp {
     resp
 }
 
+/// `GET /cache/{id}`: the id's value, created (~10 KB) on its first request.
+fn cache(shared: &Shared, path: &str) -> Resp {
+    let id = path.strip_prefix("/cache/").unwrap_or("");
+    if id.is_empty() || id.contains('/') {
+        return text(StatusCode::BAD_REQUEST, "expected /cache/{id}\n");
+    }
+    let Ok(mut map) = shared.cache.lock() else {
+        return text(StatusCode::INTERNAL_SERVER_ERROR, "cache poisoned\n");
+    };
+    let entry = map.entry(id.to_string()).or_insert_with(|| {
+        // A distinct allocation per id, so memory really grows with distinct ids.
+        let mut v = vec![b'.'; CACHE_VALUE_BYTES];
+        let n = id.len().min(CACHE_VALUE_BYTES);
+        v[..n].copy_from_slice(&id.as_bytes()[..n]);
+        (Bytes::from(v), 0)
+    });
+    entry.1 += 1;
+    let body = entry.0.clone();
+    drop(map);
+    let mut resp = Response::new(Full::new(body));
+    resp.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    resp
+}
+
+/// `POST /login`: a new bearer token, `{"token":"…"}` (any body is read and ignored).
+async fn login(shared: &Shared, req: Request<Incoming>) -> Resp {
+    if req.method() != hyper::Method::POST {
+        let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "POST /login\n");
+        r.headers_mut()
+            .insert(hyper::header::ALLOW, HeaderValue::from_static("POST"));
+        return r;
+    }
+    if Limited::new(req.into_body(), ECHO_LIMIT)
+        .collect()
+        .await
+        .is_err()
+    {
+        return text(StatusCode::BAD_REQUEST, "body read failed\n");
+    }
+    let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    if let Ok(mut t) = shared.tokens.lock() {
+        t.insert(token.clone());
+    }
+    let mut resp = Response::new(Full::new(Bytes::from(format!(
+        "{{\"token\":\"{token}\"}}\n"
+    ))));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
+/// `GET /items/{id}`: 200 with `Authorization: Bearer <token from /login>`, else 401.
+fn items(shared: &Shared, req: &Request<Incoming>) -> Resp {
+    let token = req
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim);
+    let known = token.is_some_and(|t| shared.tokens.lock().is_ok_and(|s| s.contains(t)));
+    if !known {
+        let mut r = text(StatusCode::UNAUTHORIZED, "unauthorized\n");
+        r.headers_mut().insert(
+            hyper::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer"),
+        );
+        return r;
+    }
+    let id = req.uri().path().strip_prefix("/items/").unwrap_or("");
+    let id: String = id
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .collect();
+    let mut resp = Response::new(Full::new(Bytes::from(format!(
+        "{{\"id\":\"{id}\",\"name\":\"item {id}\"}}\n"
+    ))));
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp
+}
+
 async fn echo(req: Request<Incoming>) -> Resp {
     let content_type = req.headers().get(CONTENT_TYPE).cloned();
     let body = match Limited::new(req.into_body(), ECHO_LIMIT).collect().await {
@@ -323,6 +438,9 @@ mod tests {
         assert_eq!(Endpoint::route("/fast"), Endpoint::Fast);
         assert_eq!(Endpoint::route("/status/418"), Endpoint::Status);
         assert_eq!(Endpoint::route("/nope"), Endpoint::NotFound);
+        assert_eq!(Endpoint::route("/cache/7"), Endpoint::Cache);
+        assert_eq!(Endpoint::route("/login"), Endpoint::Login);
+        assert_eq!(Endpoint::route("/items/3"), Endpoint::Items);
     }
 
     #[test]

@@ -16,6 +16,9 @@
 //! | `/status/{code}[?retry_after=V]` | answers `code` (200..=599), with `Retry-After: V` if asked |
 //! | `/echo` | echoes the request body (≤ 1 MiB) and its content type |
 //! | `/health` | 200 `ok\n` |
+//! | `/cache/{id}` | the id's ~10 KB value, created on its first request and never evicted: memory grows with distinct ids only |
+//! | `POST /login` | 200 `{"token":"…"}`: a new bearer token (kept for the server's life) |
+//! | `/items/{id}` | 200 `{"id":…}` with `Authorization: Bearer <token from /login>`, else 401 |
 //!
 //! Stalls ([`DemoConfig::stall_every`]) pause the *whole* server — every
 //! endpoint — during windows computed from the server's start (see
@@ -179,6 +182,14 @@ pub struct DemoStats {
     pub health: EndpointStats,
     /// Any other path (404).
     pub not_found: EndpointStats,
+    /// `/cache/{id}`.
+    pub cache: EndpointStats,
+    /// `POST /login`.
+    pub login: EndpointStats,
+    /// `/items/{id}` (401s included).
+    pub items: EndpointStats,
+    /// Distinct ids `/cache/{id}` holds (each ~10 KB).
+    pub cache_entries: u64,
     /// TCP connections accepted.
     pub connections: u64,
     /// Responses held back by a stall window.
@@ -197,6 +208,9 @@ impl DemoStats {
             + self.echo
             + self.health
             + self.not_found
+            + self.cache
+            + self.login
+            + self.items
     }
 }
 
@@ -290,6 +304,11 @@ impl DemoServer {
     /// Counters since start, per endpoint.
     pub fn stats(&self) -> DemoStats {
         self.shared.stats()
+    }
+
+    /// Requests per id of `/cache/{id}` since start.
+    pub fn cache_counts(&self) -> std::collections::HashMap<String, u64> {
+        self.shared.cache_counts()
     }
 
     /// The instant stall windows are measured from.
@@ -438,6 +457,8 @@ pub fn describe(server: &DemoServer) -> String {
          \x20 {url}/status/CODE          answers CODE\n\
          \x20 {url}/echo                 echoes the body\n\
          \x20 {url}/health               200\n\
+         \x20 {url}/cache/ID             ~10 KB value per distinct ID, never evicted\n\
+         \x20 POST {url}/login           a bearer token for /items/ID (401 without)\n\
          \x20 stall: {stall}\n\
          Ctrl-C to stop.",
         threads = c.threads,

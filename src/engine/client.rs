@@ -14,6 +14,8 @@ use hyper_util::rt::TokioIo;
 use thiserror::Error;
 use tokio::net::TcpStream;
 
+use super::feeder::Feeder;
+use super::template::{self, Dynamic, Inputs};
 use crate::metrics::Class;
 use crate::profile::{Profile, RequestSpec};
 
@@ -25,6 +27,8 @@ pub enum ClientError {
     Request(String, String),
     #[error("TLS setup: {0}")]
     Tls(String),
+    #[error(transparent)]
+    Template(#[from] super::template::TemplateError),
 }
 
 /// Where to connect and how.
@@ -49,6 +53,43 @@ pub struct Prepared {
     regex: Option<regex::Regex>,
     /// Check the body of one response in this many (0 = never).
     pub check_every: u64,
+    /// The templated fields, rendered per send; `None`: send `request` as built.
+    pub dynamic: Option<Box<Dynamic>>,
+    /// Scenario steps: values to take from the answer, by variable index.
+    pub extract: Vec<(usize, Extractor)>,
+}
+
+/// Where a scenario step's value comes from.
+pub enum Extractor {
+    /// A JSON pointer into the body.
+    Json(String),
+    /// First capture group (or the whole match) of a regex on the body.
+    Regex(regex::bytes::Regex),
+    Header(HeaderName),
+}
+
+/// Largest body read for `extract` (a bigger answer counts as `check_failed`).
+const EXTRACT_LIMIT: usize = 1 << 20;
+
+impl Extractor {
+    fn take(&self, headers: &hyper::HeaderMap, body: &[u8]) -> Option<Bytes> {
+        match self {
+            Extractor::Header(h) => headers.get(h).map(|v| Bytes::copy_from_slice(v.as_bytes())),
+            Extractor::Regex(re) => {
+                let c = re.captures(body)?;
+                let m = c.get(1).or_else(|| c.get(0))?;
+                Some(Bytes::copy_from_slice(m.as_bytes()))
+            }
+            Extractor::Json(ptr) => {
+                let v: serde_json::Value = serde_json::from_slice(body).ok()?;
+                match v.pointer(ptr)? {
+                    serde_json::Value::String(s) => Some(Bytes::from(s.clone())),
+                    serde_json::Value::Null => None,
+                    other => Some(Bytes::from(other.to_string())),
+                }
+            }
+        }
+    }
 }
 
 impl Prepared {
@@ -186,43 +227,109 @@ mod insecure {
     }
 }
 
-/// Build the request mix once.
+/// Build the request mix once; templated fields are compiled against
+/// `inputs` (environment) and `feeders`.
 pub fn prepare(
     profile: &Profile,
     target: &Target,
     base: &str,
+    inputs: &Inputs,
+    feeders: &[Feeder],
 ) -> Result<Vec<Prepared>, ClientError> {
     let host_header = if target.port == 80 || target.port == 443 {
         target.host.clone()
     } else {
         format!("{}:{}", target.host, target.port)
     };
+    prepare_mix(profile, &host_header, base, inputs, feeders)
+}
+
+/// Every request of the mix (scenario steps included, in
+/// [`Profile::all_requests`] order), compiled; `host` is the Host header.
+pub fn prepare_mix(
+    profile: &Profile,
+    host: &str,
+    base: &str,
+    inputs: &Inputs,
+    feeders: &[Feeder],
+) -> Result<Vec<Prepared>, ClientError> {
     profile
-        .requests
-        .iter()
-        .enumerate()
-        .map(|(i, r)| prepare_one(i, r, profile, base, &host_header))
+        .all_requests()
+        .into_iter()
+        .map(|(key, scenario, r)| {
+            let (label, vars) = match scenario.and_then(|s| profile.scenarios.get(s)) {
+                Some(sc) => (Some(sc.name.as_str()), template::scenario_vars(&sc.steps)),
+                None => (None, Vec::new()),
+            };
+            let step = Step {
+                key: &key,
+                scenario: label,
+                vars: &vars,
+            };
+            prepare_one(&step, r, profile, base, host, inputs, feeders)
+        })
         .collect()
 }
 
+/// Where a request sits in the mix.
+struct Step<'a> {
+    /// `requests[0]`, `scenarios[1].steps[2]`: names fields in errors.
+    key: &'a str,
+    scenario: Option<&'a str>,
+    /// The scenario's variables (see [`template::scenario_vars`]).
+    vars: &'a [String],
+}
+
 fn prepare_one(
-    i: usize,
+    step: &Step<'_>,
     r: &RequestSpec,
     profile: &Profile,
     base: &str,
     host: &str,
+    inputs: &Inputs,
+    feeders: &[Feeder],
 ) -> Result<Prepared, ClientError> {
     let name = r
         .name
         .clone()
         .unwrap_or_else(|| format!("{} {}", r.method, r.path));
+    let name = match step.scenario {
+        Some(sc) => format!("{sc}/{name}"),
+        None => name,
+    };
+    let key = step.key;
     let bad = |m: String| ClientError::Request(name.clone(), m);
     let method = Method::from_bytes(r.method.as_bytes()).map_err(|e| bad(e.to_string()))?;
-    let path = format!("{base}{}", r.path);
-    let body = Bytes::from(r.body.clone().unwrap_or_default());
+    // Target headers first; a request header of the same name replaces one.
+    let mut merged: Vec<(&str, &str, String)> = profile
+        .target
+        .headers
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str(), format!("target.headers.{k}")))
+        .collect();
+    for (k, v) in &r.headers {
+        merged.retain(|(n, _, _)| !n.eq_ignore_ascii_case(k));
+        merged.push((k.as_str(), v.as_str(), format!("{key}.headers.{k}")));
+    }
+    let f = template::compile_fields(
+        key,
+        base,
+        &r.path,
+        &merged,
+        r.body.as_deref(),
+        inputs,
+        feeders,
+        step.vars,
+    )?;
+    let uri: &[u8] = if f.dynamic_path.is_some() {
+        b"/"
+    } else {
+        f.path.as_ref()
+    };
+    let body = f.body.clone();
     let mut req = Request::builder()
         .method(method)
-        .uri(path.as_str())
+        .uri(uri)
         .body(Full::new(body.clone()))
         .map_err(|e| bad(e.to_string()))?;
     let h = req.headers_mut();
@@ -234,15 +341,24 @@ fn prepare_one(
         USER_AGENT,
         HeaderValue::from_static(concat!("brunt/", env!("CARGO_PKG_VERSION"))),
     );
-    for (k, v) in profile.target.headers.iter().chain(r.headers.iter()) {
+    for (k, v) in &f.headers {
         let k =
             HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(format!("header `{k}`: {e}")))?;
-        let v = HeaderValue::from_str(v).map_err(|e| bad(format!("header `{k}` value: {e}")))?;
+        let v = HeaderValue::from_maybe_shared(v.clone())
+            .map_err(|e| bad(format!("header `{k}` value: {e}")))?;
         h.insert(k, v);
     }
     if !body.is_empty() && !h.contains_key(hyper::header::CONTENT_LENGTH) {
         h.insert(hyper::header::CONTENT_LENGTH, HeaderValue::from(body.len()));
     }
+    let mut dyn_headers = Vec::new();
+    for (k, c) in f.dynamic_headers {
+        let k =
+            HeaderName::from_bytes(k.as_bytes()).map_err(|e| bad(format!("header `{k}`: {e}")))?;
+        dyn_headers.push((k, c));
+    }
+    let dynamic =
+        Dynamic::new(req.clone(), f.dynamic_path, dyn_headers, f.dynamic_body).map(Box::new);
     let mut ok = Box::new([false; 600]);
     if r.expect.status.is_empty() {
         for s in ok.iter_mut().take(400).skip(200) {
@@ -265,14 +381,35 @@ fn prepare_one(
     } else {
         (1.0 / p).round().max(1.0) as u64
     };
-    let _ = i;
+    let mut extract = Vec::new();
+    for (var, x) in &r.extract {
+        let idx = step.vars.iter().position(|v| v == var).unwrap_or(0);
+        let e = if let Some(p) = &x.json {
+            Extractor::Json(p.clone())
+        } else if let Some(re) = &x.regex {
+            Extractor::Regex(
+                regex::bytes::Regex::new(re)
+                    .map_err(|e| bad(format!("extract.{var}.regex: {e}")))?,
+            )
+        } else if let Some(h) = &x.header {
+            Extractor::Header(
+                HeaderName::from_bytes(h.as_bytes())
+                    .map_err(|e| bad(format!("extract.{var}.header: {e}")))?,
+            )
+        } else {
+            return Err(bad(format!("extract.{var}: give json, regex or header")));
+        };
+        extract.push((idx, e));
+    }
     Ok(Prepared {
+        extract,
         name,
         request: req,
         ok,
         contains: r.expect.body_contains.clone(),
         regex,
         check_every,
+        dynamic,
     })
 }
 
@@ -281,6 +418,8 @@ pub struct Answer {
     pub class: Class,
     /// A shed answer carried `Retry-After`.
     pub retry_after: bool,
+    /// Scenario steps: the values `extract` took, by variable index.
+    pub extracted: Vec<(usize, Bytes)>,
 }
 
 impl From<Class> for Answer {
@@ -288,6 +427,7 @@ impl From<Class> for Answer {
         Answer {
             class,
             retry_after: false,
+            extracted: Vec::new(),
         }
     }
 }
@@ -366,7 +506,15 @@ fn classify_error(e: &hyper::Error) -> Class {
 impl Conn {
     /// Send one request and read its whole answer. The caller applies the
     /// request timeout around this future (dropping it drops the connection).
-    pub async fn exchange(&mut self, t: &Target, p: &Prepared, check: bool) -> Answer {
+    /// `msg`: this send's rendered request (templated), or `None` to send
+    /// the pre-built one.
+    pub async fn exchange(
+        &mut self,
+        t: &Target,
+        p: &Prepared,
+        mut msg: Option<Request<Full<Bytes>>>,
+        check: bool,
+    ) -> Answer {
         // One retry when a kept-alive connection turns out closed before the
         // request went out: that is the server's idle timeout, not an error.
         for attempt in 0..2 {
@@ -388,10 +536,13 @@ impl Conn {
                 }
                 return Class::Reset.into();
             }
-            let resp = match sender.try_send_request(p.request.clone()).await {
+            let req = msg.take().unwrap_or_else(|| p.request.clone());
+            let resp = match sender.try_send_request(req).await {
                 Ok(r) => r,
                 Err(mut e) => {
-                    let unsent = e.take_message().is_some();
+                    // An unsent request comes back, to be retried as it was.
+                    msg = e.take_message();
+                    let unsent = msg.is_some();
                     let class = classify_error(e.error());
                     self.sender = None;
                     if unsent && reused && attempt == 0 {
@@ -403,17 +554,38 @@ impl Conn {
             let mut class = p.classify_status(resp.status());
             let retry_after =
                 class == Class::Shed && resp.headers().contains_key(hyper::header::RETRY_AFTER);
+            let want = !p.extract.is_empty() && class == Class::Ok;
+            let headers = if want {
+                resp.headers().clone()
+            } else {
+                hyper::HeaderMap::new()
+            };
             let mut body = resp.into_body();
-            if check && class == Class::Ok {
-                match body.collect().await {
+            let mut extracted = Vec::new();
+            if (check || want) && class == Class::Ok {
+                match http_body_util::Limited::new(body, EXTRACT_LIMIT)
+                    .collect()
+                    .await
+                {
                     Ok(b) => {
-                        if !p.body_ok(&b.to_bytes()) {
+                        let b = b.to_bytes();
+                        if check && !p.body_ok(&b) {
                             class = Class::CheckFailed;
+                        }
+                        for (i, x) in &p.extract {
+                            match x.take(&headers, &b) {
+                                Some(v) => extracted.push((*i, v)),
+                                // Later steps would go out without it.
+                                None => class = Class::CheckFailed,
+                            }
                         }
                     }
                     Err(e) => {
                         self.sender = None;
-                        return classify_error(&e).into();
+                        return match e.downcast_ref::<hyper::Error>() {
+                            Some(e) => classify_error(e).into(),
+                            None => Class::CheckFailed.into(),
+                        };
                     }
                 }
             } else {
@@ -424,7 +596,11 @@ impl Conn {
                     }
                 }
             }
-            return Answer { class, retry_after };
+            return Answer {
+                class,
+                retry_after,
+                extracted,
+            };
         }
         Class::Reset.into()
     }

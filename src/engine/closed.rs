@@ -104,6 +104,8 @@ pub(super) async fn run(
     let now = Instant::now();
     let mut r = rec.borrow_mut();
     for (_, (phase, req, sent)) in std::mem::take(&mut *state.running.borrow_mut()) {
+        // A VU's request counts as offered once it has an outcome.
+        r.offered(phase, sent);
         r.unfinished(phase, req, sent, Some(sent), now);
     }
     r.in_flight = 0;
@@ -135,17 +137,23 @@ async fn vu(
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         // Closed loop: the request is due when it is sent.
-        let sent = Instant::now();
-        rec.borrow_mut().offered(phase, sent);
-        state.running.borrow_mut().insert(v, (phase, req, sent));
-        let outcome = send_one(&cfg, &mut conn, phase, req, sent, check).await;
+        let start = Instant::now();
+        state.running.borrow_mut().insert(v, (phase, req, start));
+        let sent = send_one(&cfg, &mut conn, phase, req, start, check, |o| {
+            if state.closed.get() {
+                return; // given up at the end of the drain, and recorded then
+            }
+            let mut r = rec.borrow_mut();
+            r.offered(phase, o.sent);
+            r.record(o);
+        })
+        .await;
         if state.closed.get() {
-            // Given up at the end of the drain, and recorded then.
             break;
         }
         state.running.borrow_mut().remove(&v);
-        let class = outcome.class;
-        rec.borrow_mut().record(outcome);
+        // Not sent: a unique feeder ran out and the run is stopping.
+        let Some(class) = sent else { break };
         if let Some(think) = cfg.load.think_time {
             tokio::time::sleep(think).await;
         } else if class != Class::Ok && class != Class::Shed {

@@ -17,7 +17,9 @@
 
 pub mod client;
 mod closed;
+pub mod feeder;
 mod open;
+pub mod template;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -59,37 +61,96 @@ impl Default for Shard {
     }
 }
 
+/// One pick of the mix: a request, or a scenario's steps `first..first+steps`.
+#[derive(Debug, Clone, Copy)]
+struct Unit {
+    first: usize,
+    steps: usize,
+    /// Variables its steps extract.
+    vars: usize,
+}
+
 /// Everything the workers need, shared read-only.
 pub struct EngineConfig {
     pub target: Target,
     pub requests: Vec<Prepared>,
-    /// Cumulative weights for picking a request.
+    /// Cumulative weights for picking a unit of the mix (a request or a scenario).
     cumulative: Vec<f64>,
+    /// The first request of each unit, in `cumulative` order.
+    unit_first: Vec<usize>,
+    /// Indexed by request: the unit that starts there (scenario steps after the first: `None`).
+    unit_at: Vec<Option<Unit>>,
     pub load: LoadSpec,
     pub plan: Plan,
     pub shard: Shard,
     pub workers: usize,
+    /// Feeders and the engine's own stop reason, shared by the workers.
+    pub templates: template::Shared,
 }
 
 impl EngineConfig {
     /// Build from a profile; `url` is the resolved target URL (`--target` or the profile's).
+    /// Templates see the process environment; feeder paths resolve from the working directory.
     pub fn new(
         profile: &Profile,
         url: &str,
         plan: Plan,
         shard: Shard,
     ) -> Result<Self, EngineError> {
+        Self::with_inputs(profile, url, plan, shard, &template::Inputs::default())
+    }
+
+    /// [`EngineConfig::new`] with `--env` values and the profile's directory for feeders.
+    pub fn with_inputs(
+        profile: &Profile,
+        url: &str,
+        plan: Plan,
+        shard: Shard,
+        inputs: &template::Inputs,
+    ) -> Result<Self, EngineError> {
         let (target, base) = client::target_from(profile, url)?;
-        let requests = client::prepare(profile, &target, &base)?;
-        let mut acc = 0.0;
-        let cumulative = profile
+        let feeders = template::open_feeders(profile, inputs, shard)
+            .map_err(|e| EngineError::Client(e.into()))?;
+        let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
+        // The mix's units: each request, then each scenario (its steps in a row).
+        let mut units: Vec<(f64, Unit)> = profile
             .requests
             .iter()
-            .map(|r| {
-                acc += r.weight;
+            .enumerate()
+            .map(|(i, r)| {
+                let u = Unit {
+                    first: i,
+                    steps: 1,
+                    vars: 0,
+                };
+                (r.weight, u)
+            })
+            .collect();
+        let mut next = profile.requests.len();
+        for sc in &profile.scenarios {
+            let u = Unit {
+                first: next,
+                steps: sc.steps.len(),
+                vars: template::scenario_vars(&sc.steps).len(),
+            };
+            next += sc.steps.len();
+            units.push((sc.weight, u));
+        }
+        let mut acc = 0.0;
+        let cumulative = units
+            .iter()
+            .map(|(w, _)| {
+                acc += w;
                 acc
             })
             .collect();
+        let mut unit_at: Vec<Option<Unit>> = vec![None; requests.len()];
+        for (_, u) in &units {
+            if let Some(slot) = unit_at.get_mut(u.first) {
+                *slot = Some(*u);
+            }
+        }
+        let unit_first = units.iter().map(|(_, u)| u.first).collect();
         let workers = profile.load.workers.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -99,24 +160,35 @@ impl EngineConfig {
             target,
             requests,
             cumulative,
+            unit_first,
+            unit_at,
             load: profile.load.clone(),
             plan,
             shard,
             workers: workers.max(1),
+            templates: template::Shared::new(feeders),
         })
     }
 
+    /// Why the engine stopped the run by itself (a `unique` feeder ran out).
+    pub fn stopped_reason(&self) -> Option<String> {
+        self.templates.stopped_reason()
+    }
+
+    /// The request a pick starts with (a scenario's first step).
     #[inline]
     fn pick(&self, rng: &mut fastrand::Rng) -> usize {
         if self.cumulative.len() == 1 {
-            return 0;
+            return self.unit_first[0];
         }
         let total = self.cumulative.last().copied().unwrap_or(1.0);
         let x = rng.f64() * total;
-        self.cumulative
+        let u = self
+            .cumulative
             .iter()
             .position(|c| x < *c)
-            .unwrap_or(self.cumulative.len() - 1)
+            .unwrap_or(self.cumulative.len() - 1);
+        self.unit_first[u]
     }
 }
 
@@ -185,6 +257,7 @@ impl Engine {
             let h = std::thread::Builder::new()
                 .name(format!("brunt-load-{w}"))
                 .spawn(move || {
+                    template::enter_worker(w, cfg.workers, cfg.shard, stop.clone());
                     let rt = match tokio::runtime::Builder::new_current_thread()
                         .enable_all()
                         .build()
@@ -269,9 +342,12 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
     })
 }
 
-/// One request on a lane's connection, bounded by the request timeout (a
-/// timed-out connection is in an unknown state and is dropped). Returns the
-/// outcome recorded for it.
+/// One pick of the mix on a lane's connection: a request, or each step of a
+/// scenario in order (a step that fails ends the iteration). Every exchange
+/// is bounded by the request timeout (a timed-out connection is in an
+/// unknown state and is dropped) and handed to `record`. Returns the class of
+/// the last exchange, or `None` when nothing was sent: a `unique` feeder has
+/// run out (and the run's stop flag is set).
 async fn send_one(
     cfg: &EngineConfig,
     conn: &mut client::Conn,
@@ -279,30 +355,68 @@ async fn send_one(
     request: usize,
     intended: Instant,
     check: bool,
-) -> Outcome {
-    let sent = Instant::now();
-    let p = &cfg.requests[request];
-    let (class, retry_after) = match tokio::time::timeout(
-        cfg.target.timeout,
-        conn.exchange(&cfg.target, p, check),
-    )
-    .await
-    {
-        Ok(a) => (a.class, a.retry_after),
-        Err(_) => {
-            conn.reset();
-            (Class::Timeout, false)
+    mut record: impl FnMut(Outcome),
+) -> Option<Class> {
+    let unit = cfg.unit_at.get(request).copied().flatten().unwrap_or(Unit {
+        first: request,
+        steps: 1,
+        vars: 0,
+    });
+    // Allocated only for scenarios that extract.
+    let mut vars: Vec<Option<bytes::Bytes>> = vec![None; unit.vars];
+    let mut last = None;
+    for k in 0..unit.steps {
+        let index = unit.first + k;
+        let p = &cfg.requests[index];
+        let msg = match &p.dynamic {
+            None => None,
+            Some(d) => match d.render(&cfg.templates, &vars) {
+                Some(m) => Some(m),
+                None => return last,
+            },
+        };
+        // A later step is due when the one before it has answered.
+        let (intended, check) = if k == 0 {
+            (intended, check)
+        } else {
+            let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
+            (Instant::now(), sampled)
+        };
+        let sent = Instant::now();
+        let (class, retry_after) = match tokio::time::timeout(
+            cfg.target.timeout,
+            conn.exchange(&cfg.target, p, msg, check),
+        )
+        .await
+        {
+            Ok(a) => {
+                for (i, v) in a.extracted {
+                    if let Some(slot) = vars.get_mut(i) {
+                        *slot = Some(v);
+                    }
+                }
+                (a.class, a.retry_after)
+            }
+            Err(_) => {
+                conn.reset();
+                (Class::Timeout, false)
+            }
+        };
+        record(Outcome {
+            phase,
+            request: index,
+            class,
+            intended,
+            sent,
+            end: Instant::now(),
+            retry_after,
+        });
+        last = Some(class);
+        if class != Class::Ok {
+            break;
         }
-    };
-    Outcome {
-        phase,
-        request,
-        class,
-        intended,
-        sent,
-        end: Instant::now(),
-        retry_after,
     }
+    last
 }
 
 /// Per-worker share of a level: the worker's and the shard's fraction.

@@ -285,13 +285,22 @@ async fn lane(
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         set_running(&lanes, id, Some((t, Instant::now())));
-        let outcome = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check).await;
+        let sent = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check, |o| {
+            if !lanes.closed.get() {
+                rec.borrow_mut().record(o)
+            }
+        })
+        .await;
         if lanes.closed.get() {
             // Given up at the end of the drain, and recorded then.
             break;
         }
         set_running(&lanes, id, None);
-        rec.borrow_mut().record(outcome);
+        if sent.is_none() {
+            // Due but never sent (a unique feeder ran out): still accounted for.
+            rec.borrow_mut()
+                .unfinished(t.phase, t.req, t.intended, None, Instant::now());
+        }
         lanes.in_flight.set(lanes.in_flight.get().saturating_sub(1));
     }
 }

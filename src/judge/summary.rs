@@ -151,6 +151,8 @@ pub enum StopKind {
     Breach,
     /// By the user or a signal (Ctrl-C, SIGTERM), or the run was killed.
     Interrupted,
+    /// By design: a `unique` feeder handed out its last row.
+    DataExhausted,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

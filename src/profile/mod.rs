@@ -6,6 +6,7 @@
 
 pub mod collectors;
 pub mod shape;
+pub mod template;
 pub mod verdicts;
 
 use std::collections::BTreeMap;
@@ -40,6 +41,13 @@ pub enum ProfileError {
     },
     #[error("{path}: {message}")]
     Invalid { path: PathBuf, message: String },
+    /// A `--set key.path=value` that does not fit the profile.
+    #[error("--set {key}={value}: {message}")]
+    Override {
+        key: String,
+        value: String,
+        message: String,
+    },
 }
 
 /// A whole profile, as written in YAML.
@@ -51,8 +59,13 @@ pub struct Profile {
     #[serde(default)]
     pub description: Option<String>,
     pub target: TargetSpec,
-    /// The request mix: each request is picked with probability weight / sum.
+    /// The request mix: each request (and each scenario) is picked with probability weight / sum.
+    #[serde(default)]
     pub requests: Vec<RequestSpec>,
+    /// Step sequences in the mix: one pick runs every step in order on one
+    /// connection; `extract` takes values from an answer for later steps' `{{ vars.NAME }}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioSpec>,
     #[serde(default)]
     pub load: LoadSpec,
     pub shape: Shape,
@@ -69,6 +82,52 @@ pub struct Profile {
     /// Thresholds of the verdicts (soak leak limits), see [`crate::judge`].
     #[serde(default)]
     pub verdicts: verdicts::VerdictsConfig,
+    /// Data files whose rows feed templates (`{{ feeder.NAME.COLUMN }}`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub feeders: BTreeMap<String, FeederSpec>,
+}
+
+/// One feeder: a CSV file with a header row, or JSON Lines (one object a line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeederSpec {
+    /// Relative paths resolve against the profile's directory.
+    pub file: PathBuf,
+    #[serde(default)]
+    pub mode: FeederMode,
+    /// Default: `jsonl` for `.jsonl`/`.ndjson` files, else `csv`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<FeederFormat>,
+}
+
+impl FeederSpec {
+    pub fn format(&self) -> FeederFormat {
+        self.format
+            .unwrap_or_else(|| match self.file.extension().and_then(|e| e.to_str()) {
+                Some("jsonl") | Some("ndjson") => FeederFormat::Jsonl,
+                _ => FeederFormat::Csv,
+            })
+    }
+}
+
+/// How a feeder hands out its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeederMode {
+    /// In order, starting over after the last row.
+    #[default]
+    Circular,
+    /// A uniformly random row each time.
+    Random,
+    /// Each row once across all workers and shards; the run stops when they run out.
+    Unique,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FeederFormat {
+    Csv,
+    Jsonl,
 }
 
 /// Where the load goes.
@@ -128,6 +187,54 @@ pub struct RequestSpec {
     pub body: Option<String>,
     #[serde(default)]
     pub expect: ExpectSpec,
+    /// Scenario steps only: values taken from the answer, `{{ vars.NAME }}` in later steps.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extract: BTreeMap<String, ExtractSpec>,
+}
+
+/// A weighted sequence of requests run in order (a user's visit).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioSpec {
+    pub name: String,
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+    pub steps: Vec<RequestSpec>,
+}
+
+/// Where an extracted value comes from: exactly one of the three.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractSpec {
+    /// A JSON pointer into the body (`/token`, `/items/0/id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub json: Option<String>,
+    /// A regex on the body: its first capture group, or the whole match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regex: Option<String>,
+    /// A response header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
+}
+
+impl Profile {
+    /// Every request the engine sends, in mix order: the `requests`, then each
+    /// scenario's steps; with the key naming it in errors (`requests[0]`,
+    /// `scenarios[1].steps[0]`) and its scenario's index.
+    pub fn all_requests(&self) -> Vec<(String, Option<usize>, &RequestSpec)> {
+        let mut out: Vec<(String, Option<usize>, &RequestSpec)> = self
+            .requests
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (format!("requests[{i}]"), None, r))
+            .collect();
+        for (s, sc) in self.scenarios.iter().enumerate() {
+            for (j, r) in sc.steps.iter().enumerate() {
+                out.push((format!("scenarios[{s}].steps[{j}]"), Some(s), r));
+            }
+        }
+        out
+    }
 }
 
 fn default_method() -> String {
@@ -286,6 +393,97 @@ fn key_path(text: &str, line: usize) -> Option<String> {
     Some(path.join("."))
 }
 
+/// Set `key` (dotted; a number indexes a list: `requests.0.weight`) in a
+/// YAML tree. Only keys that lead through existing mappings or lists are
+/// accepted, except the last, which may be new (the profile check then says
+/// whether it is a field).
+fn set_path(tree: &mut serde_json::Value, key: &str, v: serde_json::Value) -> Result<(), String> {
+    let parts: Vec<&str> = key.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err("expected a dotted key such as shape.constant.rate".into());
+    }
+    let mut node = tree;
+    for (i, p) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let so_far = parts[..=i].join(".");
+        node = match node {
+            serde_json::Value::Object(m) => {
+                if last {
+                    m.insert(p.to_string(), v);
+                    return Ok(());
+                }
+                m.get_mut(*p)
+                    .ok_or_else(|| format!("the profile has no `{so_far}`"))?
+            }
+            serde_json::Value::Array(a) => {
+                let idx: usize = p
+                    .parse()
+                    .map_err(|_| format!("`{so_far}`: a list, index it with a number"))?;
+                let len = a.len();
+                let slot = a
+                    .get_mut(idx)
+                    .ok_or_else(|| format!("`{so_far}`: the list has {len} entries"))?;
+                if last {
+                    *slot = v;
+                    return Ok(());
+                }
+                slot
+            }
+            _ => {
+                return Err(format!(
+                    "`{}` is a value, not a section",
+                    parts[..i].join(".")
+                ))
+            }
+        };
+    }
+    Ok(())
+}
+
+/// The checks every request (of the mix or a scenario step) must pass.
+fn check_request(which: &str, r: &RequestSpec) -> Result<(), String> {
+    if !r.path.starts_with('/') {
+        return Err(format!("{which}: path `{}` must start with `/`", r.path));
+    }
+    if !(r.weight.is_finite() && r.weight > 0.0) {
+        return Err(format!("{which}: weight must be above 0"));
+    }
+    if hyper::Method::from_bytes(r.method.as_bytes()).is_err() {
+        return Err(format!("{which}: `{}` is not an HTTP method", r.method));
+    }
+    if let Some(re) = &r.expect.body_regex {
+        regex::Regex::new(re).map_err(|e| format!("{which}: expect.body_regex: {e}"))?;
+    }
+    for s in &r.expect.status {
+        if !(100..=599).contains(s) {
+            return Err(format!("{which}: expect.status {s} is not an HTTP status"));
+        }
+    }
+    Ok(())
+}
+
+/// 1-based line and column (in characters) of the first occurrence of `needle` in `text`.
+fn locate(text: &str, needle: &str) -> Option<(u64, u64)> {
+    let needle = needle.lines().next().filter(|n| !n.is_empty())?;
+    text.lines().enumerate().find_map(|(i, l)| {
+        l.find(needle)
+            .map(|at| (i as u64 + 1, l[..at].chars().count() as u64 + 1))
+    })
+}
+
+/// The `{{ … }}` of `value` holding `pat`, as written.
+fn t_fragment(value: &str, pat: &str) -> String {
+    let pat = pat.to_string();
+    value
+        .find(&pat)
+        .and_then(|at| {
+            let start = value[..at].rfind("{{")?;
+            let end = value[at..].find("}}").map(|e| at + e + 2)?;
+            Some(value[start..end].to_string())
+        })
+        .unwrap_or(pat)
+}
+
 /// The lines of a top-level section (`shape:` … up to the next top-level key),
 /// 1-based line numbers with their text.
 fn section<'a>(text: &'a str, name: &str) -> Vec<(usize, &'a str)> {
@@ -393,6 +591,71 @@ impl Profile {
         Profile::from_yaml(&text, path)
     }
 
+    /// [`Profile::load`] with `--set key.path=value` overrides applied to the
+    /// YAML tree before it is read into a profile, so an override is checked
+    /// exactly like the same value written in the file.
+    pub fn load_with(path: &Path, sets: &[(String, String)]) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Profile::from_yaml_with(&text, path, sets)
+    }
+
+    /// [`Profile::from_yaml`] with overrides (see [`Profile::load_with`]).
+    pub fn from_yaml_with(
+        text: &str,
+        path: &Path,
+        sets: &[(String, String)],
+    ) -> Result<Profile, ProfileError> {
+        // The file on its own first: its errors keep their line and column.
+        let profile = Profile::from_yaml(text, path)?;
+        if sets.is_empty() {
+            return Ok(profile);
+        }
+        let mut tree: serde_json::Value =
+            serde_saphyr::from_str_with_options(text, parse_options()).map_err(|e| {
+                ProfileError::Invalid {
+                    path: path.to_path_buf(),
+                    message: e.to_string(),
+                }
+            })?;
+        for (key, value) in sets {
+            let fail = |message: String| ProfileError::Override {
+                key: key.clone(),
+                value: value.clone(),
+                message,
+            };
+            // The value is read as YAML would read it: `500` a number, `500/s` text.
+            let v: serde_json::Value = serde_saphyr::from_str(value)
+                .unwrap_or_else(|_| serde_json::Value::String(value.clone()));
+            set_path(&mut tree, key, v).map_err(fail)?;
+        }
+        let patched = serde_saphyr::to_string(&tree).map_err(|e| ProfileError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        Profile::from_yaml(&patched, path).map_err(|e| {
+            let message = match e {
+                ProfileError::Syntax { message, .. } | ProfileError::Invalid { message, .. } => {
+                    message
+                }
+                other => other.to_string(),
+            };
+            let (key, value) = sets
+                .iter()
+                .find(|(k, _)| message.contains(k.as_str()))
+                .or(sets.last())
+                .cloned()
+                .unwrap_or_default();
+            ProfileError::Override {
+                key,
+                value,
+                message,
+            }
+        })
+    }
+
     /// Parse and validate profile text; `path` only names it in errors.
     pub fn from_yaml(text: &str, path: &Path) -> Result<Profile, ProfileError> {
         let profile: Profile =
@@ -466,6 +729,7 @@ impl Profile {
                     message,
                 },
             })?;
+        profile.check_templates(text, path)?;
         Ok(profile)
     }
 
@@ -501,13 +765,123 @@ impl Profile {
         Ok(())
     }
 
+    /// Every templated field of the profile, as (key, text): `requests[0].path`, …
+    pub fn template_fields(&self) -> Vec<(String, &str)> {
+        let mut out: Vec<(String, &str)> = Vec::new();
+        for (k, v) in &self.target.headers {
+            out.push((format!("target.headers.{k}"), v.as_str()));
+        }
+        for (key, _, r) in self.all_requests() {
+            out.push((format!("{key}.path"), r.path.as_str()));
+            for (k, v) in &r.headers {
+                out.push((format!("{key}.headers.{k}"), v.as_str()));
+            }
+            if let Some(b) = &r.body {
+                out.push((format!("{key}.body"), b.as_str()));
+            }
+        }
+        out
+    }
+
+    /// Whether `var` is extracted by a step before the one `field` belongs to
+    /// (`scenarios[S].steps[J]…`).
+    fn var_known(&self, field: &str, var: &str) -> bool {
+        let Some(rest) = field.strip_prefix("scenarios[") else {
+            return false;
+        };
+        let num = |s: &str| -> Option<(usize, String)> {
+            let (n, r) = s.split_once(']')?;
+            Some((n.parse().ok()?, r.to_string()))
+        };
+        let Some((s, rest)) = num(rest) else {
+            return false;
+        };
+        let Some((j, _)) = rest.strip_prefix(".steps[").and_then(num) else {
+            return false;
+        };
+        self.scenarios.get(s).is_some_and(|sc| {
+            sc.steps
+                .iter()
+                .take(j)
+                .any(|st| st.extract.contains_key(var))
+        })
+    }
+
+    /// Parse every `{{ }}` of the profile; an error names its file, line and
+    /// column (found in `text`, the profile as written) and the field.
+    fn check_templates(&self, text: &str, path: &Path) -> Result<(), ProfileError> {
+        for (name, _) in self.feeders.iter() {
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                || name.is_empty()
+            {
+                return Err(ProfileError::Invalid {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "feeders.{name}: a feeder name is letters, digits, `_` and `-`"
+                    ),
+                });
+            }
+        }
+        for (key, value) in self.template_fields() {
+            if !template::Template::has_template(value) {
+                continue;
+            }
+            let fail = |fragment: &str, message: String| {
+                let message = format!("{message} (in `{key}`)");
+                match locate(text, fragment).or_else(|| locate(text, "{{")) {
+                    Some((line, column)) => ProfileError::Syntax {
+                        path: path.to_path_buf(),
+                        line,
+                        column,
+                        snippet: text
+                            .lines()
+                            .nth(line as usize - 1)
+                            .map(|l| format!("  {line} | {l}"))
+                            .unwrap_or_default(),
+                        message,
+                    },
+                    None => ProfileError::Invalid {
+                        path: path.to_path_buf(),
+                        message,
+                    },
+                }
+            };
+            let t = template::Template::parse(value).map_err(|e| fail(&e.fragment, e.message))?;
+            for e in t.exprs() {
+                if let template::Expr::Var(var) = e {
+                    if !self.var_known(&key, var) {
+                        let frag = t_fragment(value, &format!("vars.{var}"));
+                        return Err(fail(
+                            &frag,
+                            format!(
+                                "`vars.{var}` is not extracted by an earlier step of this scenario"
+                            ),
+                        ));
+                    }
+                }
+                if let template::Expr::Feeder { feeder, .. } = e {
+                    if !self.feeders.contains_key(feeder) {
+                        let frag = t_fragment(value, &format!("feeder.{feeder}."));
+                        return Err(fail(
+                            &frag,
+                            format!("no feeder named `{feeder}` under `feeders:`"),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Checks serde cannot express: cross-field rules and value ranges.
     fn validate(&self) -> Result<(), String> {
         if self.name.trim().is_empty() {
             return Err("`name` must not be empty".into());
         }
-        if self.requests.is_empty() {
-            return Err("`requests` needs at least one request".into());
+        if self.requests.is_empty() && self.scenarios.is_empty() {
+            return Err("`requests` needs at least one request (or give `scenarios`)".into());
         }
         let url = self.target.url.trim();
         if url != "builtin" && !url.starts_with("http://") && !url.starts_with("https://") {
@@ -520,30 +894,53 @@ impl Profile {
         }
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
-            if !r.path.starts_with('/') {
+            check_request(&format!("request {which}"), r)?;
+            if !r.extract.is_empty() {
                 return Err(format!(
-                    "request {which}: path `{}` must start with `/`",
-                    r.path
+                    "request {which}: `extract` works in scenario steps only"
                 ));
             }
-            if !(r.weight.is_finite() && r.weight > 0.0) {
-                return Err(format!("request {which}: weight must be above 0"));
-            }
-            if hyper::Method::from_bytes(r.method.as_bytes()).is_err() {
+        }
+        for sc in &self.scenarios {
+            if sc.steps.is_empty() {
                 return Err(format!(
-                    "request {which}: `{}` is not an HTTP method",
-                    r.method
+                    "scenario `{}`: `steps` needs at least one step",
+                    sc.name
                 ));
             }
-            if let Some(re) = &r.expect.body_regex {
-                regex::Regex::new(re)
-                    .map_err(|e| format!("request {which}: expect.body_regex: {e}"))?;
+            if !(sc.weight.is_finite() && sc.weight > 0.0) {
+                return Err(format!("scenario `{}`: weight must be above 0", sc.name));
             }
-            for s in &r.expect.status {
-                if !(100..=599).contains(s) {
-                    return Err(format!(
-                        "request {which}: expect.status {s} is not an HTTP status"
-                    ));
+            for (j, r) in sc.steps.iter().enumerate() {
+                let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
+                let what = format!("scenario `{}` step {which}", sc.name);
+                check_request(&what, r)?;
+                for (var, x) in &r.extract {
+                    let n = [x.json.is_some(), x.regex.is_some(), x.header.is_some()]
+                        .iter()
+                        .filter(|b| **b)
+                        .count();
+                    if n != 1 {
+                        return Err(format!(
+                            "{what}: extract.{var}: give exactly one of json, regex, header"
+                        ));
+                    }
+                    if let Some(re) = &x.regex {
+                        regex::Regex::new(re)
+                            .map_err(|e| format!("{what}: extract.{var}.regex: {e}"))?;
+                    }
+                    if let Some(p) = &x.json {
+                        if !(p.is_empty() || p.starts_with('/')) {
+                            return Err(format!(
+                                "{what}: extract.{var}.json `{p}`: a JSON pointer starts with `/`"
+                            ));
+                        }
+                    }
+                    if let Some(h) = &x.header {
+                        hyper::header::HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
+                            format!("{what}: extract.{var}.header `{h}` is not a header name")
+                        })?;
+                    }
                 }
             }
         }

@@ -93,9 +93,11 @@ pub struct RunOptions {
     pub stopped_by: Option<Arc<OnceLock<String>>>,
     /// Extra observers (collectors are added from the profile).
     pub observers: Vec<Arc<dyn RunObserver>>,
-    /// Directory that relative paths of the profile (collector definitions)
-    /// are resolved against: the profile's own.
+    /// Directory that relative paths of the profile (collector definitions,
+    /// feeder files) are resolved against: the profile's own.
     pub base_dir: Option<PathBuf>,
+    /// `--env KEY=VALUE`: template variables that beat the process environment.
+    pub env: std::collections::BTreeMap<String, String>,
 }
 
 /// What a run leaves.
@@ -179,11 +181,18 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
         Some(d) => d.base_url(),
         None => spec.profile.target.url.clone(),
     };
-    let cfg = Arc::new(EngineConfig::new(
+    // Templates are compiled here, into the engine's form only: the profile
+    // kept in the run directory still holds `{{ env.… }}`, never a value.
+    let inputs = engine::template::Inputs {
+        env: opts.env.clone(),
+        base_dir: opts.base_dir.clone(),
+    };
+    let cfg = Arc::new(EngineConfig::with_inputs(
         &spec.profile,
         &url,
         plan.clone(),
         opts.shard,
+        &inputs,
     )?);
     engine::preflight(&cfg)?;
 
@@ -254,6 +263,8 @@ fn run_meta(
 
 /// What the load phase leaves for judging.
 struct LoadOutcome {
+    /// Why the engine stopped the load itself (a unique feeder ran out).
+    engine_reason: Option<String>,
     recorded: recorder::Recorded,
     /// The stop flag was set (by the user, a signal, or a breach).
     stopped: bool,
@@ -318,6 +329,7 @@ fn load(
         .spawn(move || rec.run(rx, hlog, series, live))
         .map_err(RunError::Io)?;
     engine.join();
+    let engine_reason = cfg.stopped_reason();
     let recorded = recorder
         .join()
         .map_err(|_| RunError::Internal("the recorder thread panicked".into()))??;
@@ -325,6 +337,7 @@ fn load(
         o.finished();
     }
     Ok(LoadOutcome {
+        engine_reason,
         recorded,
         stopped: stop.load(Ordering::Relaxed),
         collectors: collectors.map(|c| c.finish()),
@@ -356,10 +369,12 @@ fn finish(
 
     let elapsed = clock.elapsed().min(plan.total());
     let measured = Measured::new(&meta.phases, out.recorded.phases, elapsed);
-    // A breach that stopped the load is a designed stop; any other stop is
-    // the user's (or a signal's).
+    // A breach or an exhausted unique feeder stops the load by design; any
+    // other stop is the user's (or a signal's).
     let kind = if out.recorded.breach_stop {
         Some(StopKind::Breach)
+    } else if out.engine_reason.is_some() {
+        Some(StopKind::DataExhausted)
     } else if out.stopped {
         Some(StopKind::Interrupted)
     } else {
@@ -370,6 +385,7 @@ fn finish(
             Some(by) => format!("stopped by {by}"),
             None => "stopped by the user (Ctrl-C)".to_string(),
         }),
+        Some(StopKind::DataExhausted) => out.engine_reason,
         _ => out.recorded.stopped_reason,
     };
     let inputs = Inputs::load(dir);

@@ -27,7 +27,12 @@ pub struct RunSpec {
 impl RunSpec {
     /// Read a profile file and compile it.
     pub fn load(path: &Path) -> Result<RunSpec, ProfileError> {
-        let profile = Profile::load(path)?;
+        RunSpec::load_with(path, &[])
+    }
+
+    /// [`RunSpec::load`] with `--set key.path=value` overrides.
+    pub fn load_with(path: &Path, sets: &[(String, String)]) -> Result<RunSpec, ProfileError> {
+        let profile = Profile::load_with(path, sets)?;
         RunSpec::compile(profile, path.parent().map(Path::to_path_buf), path)
     }
 
@@ -66,6 +71,32 @@ impl RunSpec {
             collectors,
             pool_patterns,
         })
+    }
+
+    /// Compile the profile's templates and open its feeders as a run would
+    /// (`brunt validate`): a missing variable, feeder file or column is an error now.
+    pub fn check_templates(
+        &self,
+        env: &std::collections::BTreeMap<String, String>,
+        path: &Path,
+    ) -> Result<(), ProfileError> {
+        let inputs = crate::engine::template::Inputs {
+            env: env.clone(),
+            base_dir: self.base_dir.clone(),
+        };
+        let invalid = |message: String| ProfileError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let feeders = crate::engine::template::open_feeders(
+            &self.profile,
+            &inputs,
+            crate::engine::Shard::default(),
+        )
+        .map_err(|e| invalid(e.to_string()))?;
+        crate::engine::client::prepare_mix(&self.profile, "localhost", "", &inputs, &feeders)
+            .map_err(|e| invalid(e.to_string()))?;
+        Ok(())
     }
 
     /// The p99 limit of the unscoped budgets, if any: collectors fire their

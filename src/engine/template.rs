@@ -1,0 +1,618 @@
+//! Templated requests, compiled once at start: `env.*` is resolved then and
+//! folded into the literal text, the rest becomes value generators that run
+//! per request. A request whose fields hold no generator keeps the pre-built
+//! bytes path of [`super::client`]; only the others are rendered per send.
+//!
+//! Per-worker state (random generator, `seq` counter, the run's stop flag)
+//! lives in a thread-local set when the worker thread starts: each worker is
+//! one thread with one current-thread runtime, so nothing is shared but the
+//! feeders' counters.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::header::{HeaderName, HeaderValue, CONTENT_LENGTH};
+use hyper::Request;
+use thiserror::Error;
+
+use super::feeder::{Feeder, FeederError, Take};
+use super::Shard;
+use crate::profile::template::{Expr, Part, Template};
+use crate::profile::Profile;
+
+#[derive(Debug, Error)]
+pub enum TemplateError {
+    #[error("environment variable `{name}` is not set (used in `{field}`); export it or pass --env {name}=VALUE")]
+    MissingEnv { name: String, field: String },
+    #[error("`{field}`: {source}")]
+    Feeder { field: String, source: FeederError },
+    #[error(transparent)]
+    Open(#[from] FeederError),
+    #[error("`{field}`: {message}")]
+    Invalid { field: String, message: String },
+}
+
+/// What templates are resolved against: `--env` values (before the process
+/// environment) and the directory feeder files are relative to.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    pub env: BTreeMap<String, String>,
+    pub base_dir: Option<PathBuf>,
+}
+
+impl Inputs {
+    pub fn var(&self, name: &str) -> Option<String> {
+        self.env
+            .get(name)
+            .cloned()
+            .or_else(|| std::env::var(name).ok())
+    }
+}
+
+/// One piece of a compiled template.
+#[derive(Debug, Clone)]
+enum Seg {
+    Lit(Bytes),
+    Int(i64, i64),
+    Choice(Vec<Bytes>),
+    Uuid,
+    Seq,
+    NowMs,
+    Col {
+        feeder: usize,
+        col: usize,
+    },
+    /// A scenario variable (index into the iteration's values).
+    Var(usize),
+}
+
+/// A field compiled into segments.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    segs: Vec<Seg>,
+    /// Percent-encode generated values (path and query).
+    encode: bool,
+}
+
+impl Compiled {
+    /// The whole text when nothing in it varies per request.
+    fn literal(&self) -> Option<Bytes> {
+        match self.segs.as_slice() {
+            [] => Some(Bytes::new()),
+            [Seg::Lit(b)] => Some(b.clone()),
+            _ => None,
+        }
+    }
+
+    fn feeders(&self) -> impl Iterator<Item = usize> + '_ {
+        self.segs.iter().filter_map(|s| match s {
+            Seg::Col { feeder, .. } => Some(*feeder),
+            _ => None,
+        })
+    }
+
+    fn render(
+        &self,
+        w: &mut WorkerState,
+        feeders: &[Feeder],
+        rows: &[(usize, u32)],
+        vars: &[Option<Bytes>],
+        out: &mut Vec<u8>,
+    ) {
+        for s in &self.segs {
+            match s {
+                Seg::Lit(b) => out.extend_from_slice(b),
+                Seg::Int(lo, hi) => {
+                    let v = w.rng.i64(*lo..=*hi);
+                    push_display(out, v);
+                }
+                Seg::Choice(c) => {
+                    let v = &c[w.rng.usize(0..c.len())];
+                    out.extend_from_slice(v);
+                }
+                Seg::Uuid => push_uuid(out, &mut w.rng),
+                Seg::Seq => {
+                    let v = w.seq_next * w.stride + w.offset;
+                    w.seq_next += 1;
+                    push_display(out, v);
+                }
+                Seg::NowMs => {
+                    let ms = SystemTime::now()
+                        .duration_since(SystemTime::UNIX_EPOCH)
+                        .map(|d| d.as_millis())
+                        .unwrap_or(0);
+                    push_display(out, ms);
+                }
+                Seg::Var(i) => {
+                    if let Some(Some(v)) = vars.get(*i) {
+                        if self.encode {
+                            encode_into(out, v);
+                        } else {
+                            out.extend_from_slice(v);
+                        }
+                    }
+                }
+                Seg::Col { feeder, col } => {
+                    if let (Some(f), Some((_, row))) =
+                        (feeders.get(*feeder), rows.iter().find(|(i, _)| i == feeder))
+                    {
+                        if self.encode {
+                            let mut raw = Vec::new();
+                            f.field(*row, *col, &mut raw);
+                            encode_into(out, &raw);
+                        } else {
+                            f.field(*row, *col, out);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn push_display(out: &mut Vec<u8>, v: impl std::fmt::Display) {
+    use std::io::Write;
+    let _ = write!(out, "{v}");
+}
+
+fn push_uuid(out: &mut Vec<u8>, rng: &mut fastrand::Rng) {
+    let mut b = rng.u128(..).to_be_bytes();
+    b[6] = (b[6] & 0x0f) | 0x40; // version 4
+    b[8] = (b[8] & 0x3f) | 0x80; // RFC 4122 variant
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for (i, x) in b.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push(b'-');
+        }
+        out.push(HEX[(x >> 4) as usize]);
+        out.push(HEX[(x & 15) as usize]);
+    }
+}
+
+/// Percent-encode everything but RFC 3986's unreserved characters.
+fn encode_into(out: &mut Vec<u8>, raw: &[u8]) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for &b in raw {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[(b >> 4) as usize], HEX[(b & 15) as usize]]);
+        }
+    }
+}
+
+fn encoded(raw: &[u8], encode: bool) -> Vec<u8> {
+    if encode {
+        let mut v = Vec::with_capacity(raw.len());
+        encode_into(&mut v, raw);
+        v
+    } else {
+        raw.to_vec()
+    }
+}
+
+/// Compile one field. `encode`: percent-encode generated values (a path).
+fn compile(
+    text: &str,
+    field: &str,
+    encode: bool,
+    inputs: &Inputs,
+    feeders: &[Feeder],
+    vars: &[String],
+) -> Result<Compiled, TemplateError> {
+    let invalid = |message: String| TemplateError::Invalid {
+        field: field.into(),
+        message,
+    };
+    let t = if Template::has_template(text) {
+        Template::parse(text).map_err(|e| invalid(e.message))?
+    } else {
+        Template {
+            parts: vec![Part::Lit(text.into())],
+        }
+    };
+    let mut segs: Vec<Seg> = Vec::new();
+    let mut lit: Vec<u8> = Vec::new();
+    let flush = |lit: &mut Vec<u8>, segs: &mut Vec<Seg>| {
+        if !lit.is_empty() {
+            segs.push(Seg::Lit(Bytes::from(std::mem::take(lit))));
+        }
+    };
+    for part in &t.parts {
+        let e = match part {
+            Part::Lit(s) => {
+                lit.extend_from_slice(s.as_bytes());
+                continue;
+            }
+            Part::Expr(e) => e,
+        };
+        let seg = match e {
+            Expr::Env(name, default) => {
+                let v = inputs
+                    .var(name)
+                    .or_else(|| default.clone())
+                    .ok_or_else(|| TemplateError::MissingEnv {
+                        name: name.clone(),
+                        field: field.into(),
+                    })?;
+                lit.extend_from_slice(&encoded(v.as_bytes(), encode));
+                continue;
+            }
+            Expr::RandomInt(lo, hi) => Seg::Int(*lo, *hi),
+            Expr::RandomChoice(c) => Seg::Choice(
+                c.iter()
+                    .map(|v| Bytes::from(encoded(v.as_bytes(), encode)))
+                    .collect(),
+            ),
+            Expr::Var(name) => Seg::Var(vars.iter().position(|v| v == name).ok_or_else(|| {
+                invalid(format!(
+                    "`vars.{name}`: no step of this scenario extracts it"
+                ))
+            })?),
+            Expr::Uuid => Seg::Uuid,
+            Expr::Seq => Seg::Seq,
+            Expr::NowUnixMs => Seg::NowMs,
+            Expr::Feeder { feeder, column } => {
+                let (i, f) = feeders
+                    .iter()
+                    .enumerate()
+                    .find(|(_, f)| &f.name == feeder)
+                    .ok_or_else(|| invalid(format!("no feeder named `{feeder}`")))?;
+                let col = f.column(column).map_err(|source| TemplateError::Feeder {
+                    field: field.into(),
+                    source,
+                })?;
+                Seg::Col { feeder: i, col }
+            }
+        };
+        flush(&mut lit, &mut segs);
+        segs.push(seg);
+    }
+    flush(&mut lit, &mut segs);
+    Ok(Compiled { segs, encode })
+}
+
+/// The variables a scenario's steps extract, in a fixed order (their index
+/// is what `{{ vars.NAME }}` compiles to).
+pub fn scenario_vars(steps: &[crate::profile::RequestSpec]) -> Vec<String> {
+    let mut v: Vec<String> = steps
+        .iter()
+        .flat_map(|s| s.extract.keys().cloned())
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The feeders of a profile, opened and indexed.
+pub fn open_feeders(
+    profile: &Profile,
+    inputs: &Inputs,
+    shard: Shard,
+) -> Result<Vec<Feeder>, TemplateError> {
+    profile
+        .feeders
+        .iter()
+        .map(|(name, spec)| Feeder::open(name, spec, inputs.base_dir.as_deref(), shard))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(TemplateError::from)
+}
+
+/// The templated parts of one request of the mix.
+pub struct Dynamic {
+    /// The request as pre-built, with the static fields in place.
+    base: Request<Full<Bytes>>,
+    /// The whole path and query (base prefix included), when templated.
+    path: Option<Compiled>,
+    headers: Vec<(HeaderName, Compiled)>,
+    body: Option<Compiled>,
+    /// Feeders this request takes a row from (each once per request).
+    feeders: Vec<usize>,
+}
+
+/// A request's fields compiled; `dynamic` is `None` when all are static.
+pub struct RequestFields {
+    pub path: Bytes,
+    pub headers: Vec<(String, Bytes)>,
+    pub body: Bytes,
+    pub dynamic_path: Option<Compiled>,
+    pub dynamic_headers: Vec<(String, Compiled)>,
+    pub dynamic_body: Option<Compiled>,
+}
+
+/// Compile the path (`base` + `path`), headers and body of a request.
+#[allow(clippy::too_many_arguments)]
+pub fn compile_fields(
+    key: &str,
+    base: &str,
+    path: &str,
+    headers: &[(&str, &str, String)],
+    body: Option<&str>,
+    inputs: &Inputs,
+    feeders: &[Feeder],
+    vars: &[String],
+) -> Result<RequestFields, TemplateError> {
+    let p = compile(
+        &format!("{base}{path}"),
+        &format!("{key}.path"),
+        true,
+        inputs,
+        feeders,
+        vars,
+    )?;
+    let mut out = RequestFields {
+        path: Bytes::new(),
+        headers: Vec::new(),
+        body: Bytes::new(),
+        dynamic_path: None,
+        dynamic_headers: Vec::new(),
+        dynamic_body: None,
+    };
+    match p.literal() {
+        Some(b) => out.path = b,
+        None => {
+            // A sample render checks the literal text is a valid URI.
+            let mut w = WorkerState::detached();
+            let mut buf = Vec::new();
+            let rows: Vec<(usize, u32)> = p.feeders().map(|f| (f, 0)).collect();
+            let sample: Vec<Option<Bytes>> = vars
+                .iter()
+                .map(|_| Some(Bytes::from_static(b"x")))
+                .collect();
+            p.render(&mut w, feeders, &rows, &sample, &mut buf);
+            if let Err(e) = hyper::Uri::try_from(buf.as_slice()) {
+                return Err(TemplateError::Invalid {
+                    field: format!("{key}.path"),
+                    message: format!("not a valid path once filled in: {e}"),
+                });
+            }
+            out.dynamic_path = Some(p);
+        }
+    }
+    for (name, value, field) in headers {
+        let c = compile(value, field, false, inputs, feeders, vars)?;
+        match c.literal() {
+            Some(b) => out.headers.push((name.to_string(), b)),
+            None => out.dynamic_headers.push((name.to_string(), c)),
+        }
+    }
+    if let Some(b) = body {
+        let c = compile(b, &format!("{key}.body"), false, inputs, feeders, vars)?;
+        match c.literal() {
+            Some(b) => out.body = b,
+            None => out.dynamic_body = Some(c),
+        }
+    }
+    Ok(out)
+}
+
+impl Dynamic {
+    /// `None` when nothing varies.
+    pub fn new(
+        base: Request<Full<Bytes>>,
+        path: Option<Compiled>,
+        headers: Vec<(HeaderName, Compiled)>,
+        body: Option<Compiled>,
+    ) -> Option<Dynamic> {
+        if path.is_none() && headers.is_empty() && body.is_none() {
+            return None;
+        }
+        let mut feeders: Vec<usize> = path
+            .iter()
+            .chain(headers.iter().map(|(_, c)| c))
+            .chain(body.iter())
+            .flat_map(|c| c.feeders())
+            .collect();
+        feeders.sort_unstable();
+        feeders.dedup();
+        Some(Dynamic {
+            base,
+            path,
+            headers,
+            body,
+            feeders,
+        })
+    }
+
+    /// Build this send's request; `None` when a `unique` feeder has run
+    /// out (the run's stop flag is then set and the reason kept).
+    pub fn render(&self, shared: &Shared, vars: &[Option<Bytes>]) -> Option<Request<Full<Bytes>>> {
+        WORKER.with(|cell| {
+            let mut guard = cell.borrow_mut();
+            let w = guard.get_or_insert_with(WorkerState::detached);
+            let mut rows: Vec<(usize, u32)> = Vec::with_capacity(self.feeders.len());
+            for &f in &self.feeders {
+                let feeder = &shared.feeders[f];
+                match feeder.take(&mut w.rng) {
+                    Take::Row(r) => rows.push((f, r)),
+                    Take::Last(r) => {
+                        shared.exhausted(feeder, &w.stop);
+                        rows.push((f, r));
+                    }
+                    Take::Exhausted => {
+                        shared.exhausted(feeder, &w.stop);
+                        return None;
+                    }
+                }
+            }
+            let mut req = self.base.clone();
+            let mut buf = Vec::with_capacity(128);
+            if let Some(p) = &self.path {
+                p.render(w, &shared.feeders, &rows, vars, &mut buf);
+                if let Ok(uri) =
+                    hyper::Uri::from_maybe_shared(Bytes::from(std::mem::take(&mut buf)))
+                {
+                    *req.uri_mut() = uri;
+                }
+            }
+            for (name, c) in &self.headers {
+                buf.clear();
+                c.render(w, &shared.feeders, &rows, vars, &mut buf);
+                // Control characters cannot go into a header: drop them.
+                buf.retain(|b| *b == b'\t' || (*b >= 32 && *b != 127));
+                if let Ok(v) = HeaderValue::from_bytes(&buf) {
+                    req.headers_mut().insert(name.clone(), v);
+                }
+            }
+            if let Some(b) = &self.body {
+                buf.clear();
+                b.render(w, &shared.feeders, &rows, vars, &mut buf);
+                req.headers_mut()
+                    .insert(CONTENT_LENGTH, HeaderValue::from(buf.len()));
+                *req.body_mut() = Full::new(Bytes::from(buf));
+            }
+            Some(req)
+        })
+    }
+}
+
+/// What rendering shares across workers: the feeders and why the run stopped.
+#[derive(Default)]
+pub struct Shared {
+    pub feeders: Vec<Feeder>,
+    reason: Mutex<Option<String>>,
+}
+
+impl Shared {
+    pub fn new(feeders: Vec<Feeder>) -> Shared {
+        Shared {
+            feeders,
+            reason: Mutex::new(None),
+        }
+    }
+
+    fn exhausted(&self, f: &Feeder, stop: &Option<Arc<AtomicBool>>) {
+        if let Ok(mut r) = self.reason.lock() {
+            if r.is_none() {
+                *r = Some(format!(
+                    "feeder `{}` (mode unique) ran out: all {} of its rows were used",
+                    f.name,
+                    f.unique_rows()
+                ));
+            }
+        }
+        if let Some(s) = stop {
+            s.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Why the engine stopped the run itself (a unique feeder ran out), if it did.
+    pub fn stopped_reason(&self) -> Option<String> {
+        self.reason.lock().ok().and_then(|r| r.clone())
+    }
+}
+
+/// A worker's generator state.
+pub(super) struct WorkerState {
+    rng: fastrand::Rng,
+    /// `seq` = seq_next · stride + offset: interleaved like arrivals.
+    seq_next: u64,
+    stride: u64,
+    offset: u64,
+    stop: Option<Arc<AtomicBool>>,
+}
+
+impl WorkerState {
+    fn detached() -> WorkerState {
+        WorkerState {
+            rng: fastrand::Rng::new(),
+            seq_next: 0,
+            stride: 1,
+            offset: 0,
+            stop: None,
+        }
+    }
+}
+
+thread_local! {
+    static WORKER: RefCell<Option<WorkerState>> = const { RefCell::new(None) };
+}
+
+/// Set up this thread as load worker `worker` of `workers` in `shard`.
+pub(super) fn enter_worker(worker: usize, workers: usize, shard: Shard, stop: Arc<AtomicBool>) {
+    let stride = workers as u64 * shard.count as u64;
+    let offset = shard.index as u64 * workers as u64 + worker as u64;
+    WORKER.with(|cell| {
+        *cell.borrow_mut() = Some(WorkerState {
+            // Seeded afresh each run: `uuid`s must not repeat from one run to the next.
+            rng: fastrand::Rng::with_seed(
+                fastrand::u64(..) ^ offset.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ),
+            seq_next: 0,
+            stride,
+            offset,
+            stop: Some(stop),
+        });
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uuid_is_version_4() {
+        let mut out = Vec::new();
+        push_uuid(&mut out, &mut fastrand::Rng::with_seed(3));
+        let s = String::from_utf8(out).expect("ascii");
+        assert_eq!(s.len(), 36);
+        assert_eq!(&s[14..15], "4");
+        assert!(matches!(&s[19..20], "8" | "9" | "a" | "b"), "{s}");
+    }
+
+    #[test]
+    fn env_folds_into_literal_text_and_values_are_encoded_in_paths() {
+        let inputs = Inputs {
+            env: [("T".to_string(), "a b/c".to_string())].into(),
+            base_dir: None,
+        };
+        let c = compile("/x/{{ env.T }}", "p", true, &inputs, &[], &[]).expect("compiles");
+        assert_eq!(c.literal().as_deref(), Some(&b"/x/a%20b%2Fc"[..]));
+        let c = compile("Bearer {{ env.T }}", "h", false, &inputs, &[], &[]).expect("compiles");
+        assert_eq!(c.literal().as_deref(), Some(&b"Bearer a b/c"[..]));
+        let e = compile(
+            "{{ env.BRUNT_SURELY_UNSET_VAR }}",
+            "h",
+            false,
+            &inputs,
+            &[],
+            &[],
+        )
+        .expect_err("missing");
+        assert!(e.to_string().contains("BRUNT_SURELY_UNSET_VAR"));
+    }
+
+    #[test]
+    fn seq_interleaves_across_workers_and_shards() {
+        let inputs = Inputs::default();
+        let c = compile("{{ seq }}", "p", false, &inputs, &[], &[]).expect("compiles");
+        let mut seen = Vec::new();
+        for shard in 0..2u64 {
+            for worker in 0..3u64 {
+                let mut w = WorkerState {
+                    stride: 6,
+                    offset: shard * 3 + worker,
+                    ..WorkerState::detached()
+                };
+                for _ in 0..5 {
+                    let mut out = Vec::new();
+                    c.render(&mut w, &[], &[], &[], &mut out);
+                    seen.push(
+                        String::from_utf8(out)
+                            .expect("ascii")
+                            .parse::<u64>()
+                            .expect("int"),
+                    );
+                }
+            }
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, (0..30).collect::<Vec<u64>>());
+    }
+}
