@@ -286,9 +286,16 @@ async fn lane(
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         set_running(&lanes, id, Some((t, Instant::now())));
         let sent = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check, |o| {
-            if !lanes.closed.get() {
-                rec.borrow_mut().record(o)
+            if lanes.closed.get() {
+                return;
             }
+            let mut r = rec.borrow_mut();
+            // A scenario's later steps are offered when they become due, so
+            // offered = answered + dropped holds per step, as in the closed model.
+            if o.request != t.req {
+                r.offered(t.phase, o.intended);
+            }
+            r.record(o)
         })
         .await;
         if lanes.closed.get() {
