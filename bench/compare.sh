@@ -16,17 +16,31 @@
 #     srv CPU      nginx's CPU use during the run: near 100% means the server,
 #                  not the generator, capped req/s (req/CPU-s stays comparable)
 #   plus each tool's ratio to wrk.
+#   Tool `brunt-tmpl` is brunt with bench/profiles/max-templated.yaml: max.yaml
+#   with two random fields (query `id`, header `X-Session`) and one feeder
+#   column (query `user`, from a 1000-row CSV generated into the run
+#   directory), rendered per request; nginx answers every path the same. With
+#   both brunt and brunt-tmpl in --tools, the summary also prints the
+#   templated/static req/CPU-s ratio (median, and per round) and the extra
+#   generator CPU per request, PASS when at most --tmpl-limit % (15); with
+#   brunt and wrk, static brunt's req/CPU-s ratio to wrk, PASS when at least
+#   --static-floor (0.80, today's 0.80–0.87× on the 2-core dev machine).
+#   Exit 0 when every run worked and every printed check passed, else 1.
 #
 # Memory mode (--memory): a long open-model brunt run against the demo target
 #   (`brunt demo-target`), sampling brunt's RSS once a second and reporting it
 #   after ~1 M and ~10 M requests (at --mem-rate; checkpoints are times
 #   count/rate after the start, checked afterwards against the summary's
 #   request count). Exit 0 when RSS stayed flat, 1 when it grew.
+#   --mem-profile templated runs bench/profiles/memory-templated.yaml instead
+#   of memory.yaml: the same load with brunt-tmpl's template fields (two random
+#   fields, one feeder column), so RSS is checked over templated requests.
 #
 # How brunt is driven:
-#   - `brunt run PROFILE --target URL --out DIR` runs bench/profiles/max.yaml
-#     or bench/profiles/memory.yaml, whose `vus:`, `rate:` and `duration:`
-#     values this script rewrites;
+#   - `brunt run PROFILE --target URL --out DIR` runs bench/profiles/max.yaml,
+#     max-templated.yaml, memory.yaml or memory-templated.yaml, whose `vus:`,
+#     `rate:` and `duration:` values this script rewrites (the copies go into
+#     the run directory, beside the generated feeder bench-users.csv);
 #   - DIR/summary.json holds the number of completed requests at
 #     `.totals.requests` (brunt's req/s here = that count / D);
 #   - `brunt demo-target --listen 127.0.0.1:PORT` serves `/fast`;
@@ -41,10 +55,12 @@
 #   --brunt, else built with `cargo build --release`.
 #
 # Usage: bench/compare.sh [--quick] [--rounds R] [--duration SECS]
-#          [--connections N] [--tools brunt,wrk,oha] [--brunt PATH] [--oha PATH]
-#          [--no-install] [--no-build] [--gen-cpu N] [--server-cpu N]
+#          [--connections N] [--tools brunt,brunt-tmpl,wrk,oha] [--brunt PATH]
+#          [--oha PATH] [--no-install] [--no-build] [--gen-cpu N] [--server-cpu N]
+#          [--tmpl-limit PCT] [--static-floor RATIO]
 #        bench/compare.sh --memory [--mem-rate N] [--mem-counts 1000000,10000000]
-#          [--mem-tool brunt|oha] [--mem-target demo|nginx] [--mem-tolerance PCT]
+#          [--mem-tool brunt|oha] [--mem-profile static|templated]
+#          [--mem-target demo|nginx] [--mem-tolerance PCT]
 #
 # Results (per-run TSV, logs, run directories) stay in bench/.cache/runs/.
 
@@ -70,6 +86,10 @@ MEM_COUNTS="1000000,10000000"
 MEM_TOOL=brunt
 MEM_TARGET=demo
 MEM_TOLERANCE=10
+MEM_PROFILE=static
+TMPL_LIMIT=15
+STATIC_FLOOR=0.80
+FEEDER_ROWS=1000
 
 die() {
     echo "compare.sh: $*" >&2
@@ -102,6 +122,9 @@ while [ $# -gt 0 ]; do
     --mem-tool) need_arg "$@"; MEM_TOOL=$2; shift ;;
     --mem-target) need_arg "$@"; MEM_TARGET=$2; shift ;;
     --mem-tolerance) need_arg "$@"; MEM_TOLERANCE=$2; shift ;;
+    --mem-profile) need_arg "$@"; MEM_PROFILE=$2; shift ;;
+    --tmpl-limit) need_arg "$@"; TMPL_LIMIT=$2; shift ;;
+    --static-floor) need_arg "$@"; STATIC_FLOOR=$2; shift ;;
     -h | --help) usage 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; usage 2 ;;
     esac
@@ -109,7 +132,7 @@ while [ $# -gt 0 ]; do
 done
 
 is_uint() { case "$1" in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
-for v in ROUNDS DURATION CONNECTIONS GEN_CPU SERVER_CPU MEM_RATE MEM_TOLERANCE; do
+for v in ROUNDS DURATION CONNECTIONS GEN_CPU SERVER_CPU MEM_RATE MEM_TOLERANCE TMPL_LIMIT; do
     is_uint "${!v}" || die "$v must be a whole number, got '${!v}'"
 done
 [ "$ROUNDS" -ge 1 ] && [ "$DURATION" -ge 1 ] && [ "$CONNECTIONS" -ge 1 ] && [ "$MEM_RATE" -ge 1 ] ||
@@ -118,9 +141,12 @@ IFS=, read -r -a MEM_CHECKPOINTS <<<"$MEM_COUNTS"
 for c in "${MEM_CHECKPOINTS[@]}"; do is_uint "$c" && [ "$c" -ge 1 ] || die "bad --mem-counts '$MEM_COUNTS'"; done
 case "$MEM_TOOL" in brunt | oha) ;; *) die "--mem-tool is brunt or oha" ;; esac
 case "$MEM_TARGET" in demo | nginx) ;; *) die "--mem-target is demo or nginx" ;; esac
+case "$MEM_PROFILE" in static | templated) ;; *) die "--mem-profile is static or templated" ;; esac
+[ "$MEM_PROFILE" = static ] || [ "$MEM_TOOL" = brunt ] || die "--mem-profile templated needs --mem-tool brunt"
+[[ $STATIC_FLOOR =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--static-floor must be a number like 0.80, got '$STATIC_FLOOR'"
 IFS=, read -r -a TOOL_LIST <<<"$TOOLS"
 for t in "${TOOL_LIST[@]}"; do
-    case "$t" in brunt | wrk | oha) ;; *) die "unknown tool '$t' (brunt, wrk, oha)" ;; esac
+    case "$t" in brunt | brunt-tmpl | wrk | oha) ;; *) die "unknown tool '$t' (brunt, brunt-tmpl, wrk, oha)" ;; esac
 done
 NCPU=$(nproc)
 [ "$GEN_CPU" -lt "$NCPU" ] && [ "$SERVER_CPU" -lt "$NCPU" ] || die "this machine has CPUs 0..$((NCPU - 1))"
@@ -150,7 +176,11 @@ uses() { # tool: is it part of this run?
     fi
     [ "$1" = nginx ] && return 0
     local t
-    for t in "${TOOL_LIST[@]}"; do [ "$t" = "$1" ] && return 0; done
+    for t in "${TOOL_LIST[@]}"; do
+        [ "$t" = "$1" ] && return 0
+        # brunt-tmpl is the brunt binary with another profile.
+        [ "$1" = brunt ] && [ "$t" = brunt-tmpl ] && return 0
+    done
     return 1
 }
 
@@ -221,6 +251,16 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+
+# The feeder of the templated profiles: FEEDER_ROWS rows of id,name, written
+# beside the profile copies in the run directory (feeder paths are relative to
+# the profile). Names vary in length a little, like real data.
+make_feeder() {
+    [ -s "$WORK/bench-users.csv" ] && return 0
+    awk -v n="$FEEDER_ROWS" 'BEGIN {
+        print "id,name";
+        for (i = 1; i <= n; i++) printf "%d,user-%0*d\n", i, 3 + i % 5, i }' >"$WORK/bench-users.csv"
+}
 
 free_port() {
     local i p
@@ -314,14 +354,19 @@ run_tool() {
     case "$tool" in
     wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "$url/") ;;
     oha) cmd=("$OHA_BIN" -z "${DURATION}s" -c "$CONNECTIONS" --no-tui --output-format json "$url/") ;;
-    brunt)
+    brunt | brunt-tmpl)
         if [ -n "$BRUNT_PROBLEM" ]; then
             printf '%s\t%s\tFAILED\t\t\t\t\t\t%s\n' "$tool" "$round" "$BRUNT_PROBLEM"
             return
         fi
+        local prof=max
+        if [ "$tool" = brunt-tmpl ]; then
+            prof=max-templated
+            make_feeder
+        fi
         sed -e "s/vus: *[0-9][0-9]*/vus: $CONNECTIONS/" -e "s/duration: *[0-9][0-9a-z ]*/duration: ${DURATION}s /" \
-            "$BENCH_DIR/profiles/max.yaml" >"$WORK/max.yaml"
-        cmd=("$BRUNT_BIN" run "$WORK/max.yaml" --target "$url" --out "$WORK/$tag")
+            "$BENCH_DIR/profiles/$prof.yaml" >"$WORK/$prof.yaml"
+        cmd=("$BRUNT_BIN" run "$WORK/$prof.yaml" --target "$url" --out "$WORK/$tag")
         ;;
     esac
     local t0 t1 rc
@@ -350,7 +395,7 @@ run_tool() {
             secs=$(jq -r '.summary.total' "$out" 2>/dev/null)
         fi
         ;;
-    brunt)
+    brunt | brunt-tmpl)
         [ -n "$fail" ] || [ "$rc" -eq 0 ] || [ "$rc" -eq 99 ] || fail="brunt exit $rc: $(tail -n 3 "$out" | tr '\n\t' '  ')"
         if [ -z "$fail" ]; then
             if [ ! -s "$WORK/$tag/summary.json" ]; then
@@ -407,7 +452,7 @@ compare_mode() {
             tool=${TOOL_LIST[$(((i + round - 1) % n))]}
             row=$(run_tool "$tool" "$round" "$url")
             printf '%s\n' "$row" >>"$results"
-            printf '  round %s %-5s %s\n' "$round" "$tool" "$(echo "$row" | awk -F'\t' '$3 == "ok" {printf "%d requests, %.1f CPU-s, %d MB, nginx %s%%", $4, $6, $7 / 1024, $8; next} {print "FAILED: " $9}')"
+            printf '  round %s %-10s %s\n' "$round" "$tool" "$(echo "$row" | awk -F'\t' '$3 == "ok" {printf "%d requests, %.1f CPU-s, %d MB, nginx %s%%", $4, $6, $7 / 1024, $8; next} {print "FAILED: " $9}')"
         done
     done
     print_table "$results"
@@ -419,13 +464,13 @@ print_table() {
     wrk_rps=$(awk -F'\t' '$1 == "wrk" && $3 == "ok" {print $4 / $5}' "$results" | median)
     wrk_rpc=$(awk -F'\t' '$1 == "wrk" && $3 == "ok" {print $4 / $6}' "$results" | median)
     echo
-    printf '%-6s %5s %12s %12s %9s %11s %9s %8s\n' tool runs req/s req/CPU-s "×wrk r/s" "×wrk r/CPU" "RSS MB" "srv CPU"
+    printf '%-10s %5s %12s %12s %9s %11s %9s %8s\n' tool runs req/s req/CPU-s "×wrk r/s" "×wrk r/CPU" "RSS MB" "srv CPU"
     local status=0
     for tool in "${TOOL_LIST[@]}"; do
         total=$(awk -F'\t' -v t="$tool" '$1 == t' "$results" | wc -l)
         ok=$(awk -F'\t' -v t="$tool" '$1 == t && $3 == "ok"' "$results" | wc -l)
         if [ "$ok" -eq 0 ]; then
-            printf '%-6s %5s FAILED: %s\n' "$tool" "0/$total" \
+            printf '%-10s %5s FAILED: %s\n' "$tool" "0/$total" \
                 "$(awk -F'\t' -v t="$tool" '$1 == t && $3 == "FAILED" {print $9; exit}' "$results")"
             status=1
             continue
@@ -438,12 +483,53 @@ print_table() {
             -v wr="$wrk_rps" -v wc="$wrk_rpc" 'BEGIN {
                 xr = (wr > 0) ? sprintf("%.2f", rps / wr) : "-";
                 xc = (wc > 0) ? sprintf("%.2f", rpc / wc) : "-";
-                printf "%-6s %5s %12.0f %12.0f %9s %11s %9.1f %7s%%\n", t, runs, rps, rpc, xr, xc, rss, srv }'
+                printf "%-10s %5s %12.0f %12.0f %9s %11s %9.1f %7s%%\n", t, runs, rps, rpc, xr, xc, rss, srv }'
         [ "$ok" -eq "$total" ] || status=1
     done
     echo
     echo "medians over $ROUNDS round(s); per-run rows: $results"
+    print_checks "$results" || status=1
     return $status
+}
+
+# The issue-10 checks, when their tools were part of the run:
+#   templated/static: brunt-tmpl's median req/CPU-s over brunt's (and per round,
+#     as the rounds interleave the two); the extra CPU per request is
+#     static/templated − 1, PASS when at most TMPL_LIMIT %.
+#   static ×wrk: brunt's median req/CPU-s over wrk's, PASS when at least
+#     STATIC_FLOOR.
+print_checks() {
+    local results=$1 rc=0 s t w per
+    rpc_of() { awk -F'\t' -v t="$1" '$1 == t && $3 == "ok" {print $4 / $6}' "$results" | median; }
+    s=$(rpc_of brunt)
+    t=$(rpc_of brunt-tmpl)
+    w=$(rpc_of wrk)
+    in_list() { local x; for x in "${TOOL_LIST[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
+    if in_list brunt && in_list brunt-tmpl && [ -n "$s" ] && [ -n "$t" ]; then
+        per=$(awk -F'\t' '$3 == "ok" && ($1 == "brunt" || $1 == "brunt-tmpl") {v[$1, $2] = $4 / $6; r[$2] = 1}
+            END { for (k in r) if ((("brunt", k) in v) && (("brunt-tmpl", k) in v)) printf "%s %.2f\n", k, v["brunt-tmpl", k] / v["brunt", k] }' \
+            "$results" | sort -n | awk '{printf "%s%s", sep, $2; sep = ", "}')
+        awk -v s="$s" -v t="$t" -v lim="$TMPL_LIMIT" -v per="$per" 'BEGIN {
+            extra = 100 * (s / t - 1);
+            ok = (extra <= lim);
+            printf "templated/static req/CPU-s: %.3f (per round %s) — %+.1f%% generator CPU per request: %s (limit +%d%%)\n",
+                t / s, per, extra, ok ? "PASS" : "FAIL", lim;
+            exit !ok }' || rc=1
+    elif in_list brunt && in_list brunt-tmpl; then
+        echo "templated/static req/CPU-s: no figure (needs ok runs of both brunt and brunt-tmpl)"
+        rc=1
+    fi
+    if in_list brunt-tmpl && [ -n "$t" ] && [ -n "$w" ]; then
+        awk -v t="$t" -v w="$w" 'BEGIN { printf "templated ×wrk req/CPU-s: %.2f\n", t / w }'
+    fi
+    if in_list brunt && in_list wrk && [ -n "$s" ] && [ -n "$w" ]; then
+        awk -v s="$s" -v w="$w" -v floor="$STATIC_FLOOR" 'BEGIN {
+            ok = (s / w >= floor);
+            printf "static ×wrk req/CPU-s: %.3f: %s (at least %.2f; 0.80–0.87 before templates)\n",
+                s / w, ok ? "PASS" : "FAIL", floor;
+            exit !ok }' || rc=1
+    fi
+    return $rc
 }
 
 # ---------------------------------------------------------------- memory mode
@@ -472,16 +558,23 @@ memory_mode() {
     fi
     local -a cmd
     if [ "$MEM_TOOL" = brunt ]; then
+        local prof=memory
+        if [ "$MEM_PROFILE" = templated ]; then
+            prof=memory-templated
+            make_feeder
+        fi
         sed -e "s|rate: *[0-9][0-9]*/s|rate: $MEM_RATE/s|" -e "s/duration: *[0-9][0-9a-z ]*/duration: ${secs}s /" \
-            "$BENCH_DIR/profiles/memory.yaml" >"$WORK/memory.yaml"
-        cmd=("$BRUNT_BIN" run "$WORK/memory.yaml" --target "$url" --out "$WORK/brunt-memory")
+            "$BENCH_DIR/profiles/$prof.yaml" >"$WORK/$prof.yaml"
+        cmd=("$BRUNT_BIN" run "$WORK/$prof.yaml" --target "$url" --out "$WORK/brunt-memory")
     else
         # oha keeps every result in memory: useful to see the check catch growth.
         local path=/
         [ "$MEM_TARGET" = demo ] && path=/fast
         cmd=("$OHA_BIN" -n "$max" -q "$MEM_RATE" -c 50 --latency-correction --no-tui --output-format json "$url$path")
     fi
-    echo "memory check: $MEM_TOOL at $MEM_RATE req/s for ${secs}s against $MEM_TARGET ($url), checkpoints: ${MEM_CHECKPOINTS[*]} requests"
+    local what=$MEM_TOOL
+    [ "$MEM_TOOL" = brunt ] && what="brunt ($prof.yaml)"
+    echo "memory check: $what at $MEM_RATE req/s for ${secs}s against $MEM_TARGET ($url), checkpoints: ${MEM_CHECKPOINTS[*]} requests"
     taskset -c "$GEN_CPU" "${cmd[@]}" >"$WORK/$MEM_TOOL-memory.out" 2>&1 </dev/null &
     local gen=$!
     STARTED_PIDS+=("$gen")
