@@ -112,12 +112,15 @@ pub fn result(s: &Summary) -> String {
 }
 
 /// Every gate the result depends on, one line each.
+/// The gates beyond the budgets (listed just above): the knee against
+/// `expect_capacity` and the shape's verdict checks.
 fn gates(o: &mut String, s: &Summary) {
-    if s.gates.is_empty() {
+    let others: Vec<_> = s.gates.iter().filter(|g| g.kind != "budget").collect();
+    if others.is_empty() {
         return;
     }
     let _ = writeln!(o, "\ngates:");
-    for g in &s.gates {
+    for g in others {
         let _ = writeln!(o, "  {}", g.line());
     }
 }
