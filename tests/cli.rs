@@ -392,3 +392,49 @@ fn a_starved_generator_is_flagged_as_saturated() {
         s["generator"]
     );
 }
+
+/// An unparsable port is an error, never the scheme's default port (which
+/// would send the load to whatever listens on 80/443) — issue 12.
+#[test]
+fn a_bad_port_is_refused_not_defaulted() {
+    let dir = tempfile::tempdir().unwrap();
+    for url in [
+        "http://127.0.0.1:99999",
+        "http://127.0.0.1:65536",
+        "http://127.0.0.1:abc",
+        "http://127.0.0.1:",
+        "https://127.0.0.1:/x",
+    ] {
+        let p = write(
+            dir.path(),
+            "p.yaml",
+            &format!(
+                "name: port\ntarget: {{ url: \"{url}\" }}\nrequests:\n  - path: /fast\nshape:\n  constant: {{ rate: 10/s, duration: 1s }}\n"
+            ),
+        );
+        let o = brunt().arg("validate").arg(&p).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{url}: {}", out(&o));
+        assert!(out(&o).contains("target.url"), "{url}: {}", out(&o));
+        // The same URL given on the command line is refused before any load.
+        let o = brunt()
+            .args(["run", "--quiet", "--target", url])
+            .arg(repo("profiles/quickstart.yaml"))
+            .arg("--out")
+            .arg(dir.path().join("never"))
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{url}: {}", out(&o));
+        assert!(
+            !dir.path().join("never").exists(),
+            "{url}: no run directory"
+        );
+    }
+    // A valid port and path still work.
+    let p = write(
+        dir.path(),
+        "ok.yaml",
+        "name: port\ntarget: { url: \"http://127.0.0.1:8080/api\" }\nrequests:\n  - path: /fast\nshape:\n  constant: { rate: 10/s, duration: 1s }\n",
+    );
+    let o = brunt().arg("validate").arg(&p).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+}

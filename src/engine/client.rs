@@ -115,26 +115,17 @@ impl Prepared {
 
 /// Parse `http(s)://host[:port][/base]` into a target and the path prefix.
 pub fn target_from(profile: &Profile, url: &str) -> Result<(Target, String), ClientError> {
-    let uri: hyper::Uri = url
-        .parse()
-        .map_err(|e| ClientError::Url(url.into(), format!("{e}")))?;
-    let https = match uri.scheme_str() {
-        Some("http") => false,
-        Some("https") => true,
-        _ => {
-            return Err(ClientError::Url(
-                url.into(),
-                "expected http:// or https://".into(),
-            ))
-        }
-    };
+    let uri = crate::profile::target_url(url).map_err(|e| ClientError::Url(url.into(), e))?;
+    let https = uri.scheme() == "https";
     let host = uri
-        .host()
+        .host_str()
         .ok_or_else(|| ClientError::Url(url.into(), "no host".into()))?
         .trim_start_matches('[')
         .trim_end_matches(']')
         .to_string();
-    let port = uri.port_u16().unwrap_or(if https { 443 } else { 80 });
+    let port = uri
+        .port_or_known_default()
+        .ok_or_else(|| ClientError::Url(url.into(), "no port".into()))?;
     let base = uri.path().trim_end_matches('/').to_string();
     let tls = if https {
         let cfg = tls_config(&profile.target.tls)?;

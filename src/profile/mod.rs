@@ -575,6 +575,27 @@ fn snippet(text: &str, line: usize, column: usize) -> String {
     )
 }
 
+/// A target URL, parsed once the way the engine will use it: `http(s)://`
+/// only, a host, and a port that is a number in range — an unparsable port is
+/// an error, never the scheme's default (the load would go elsewhere).
+pub fn target_url(text: &str) -> Result<url::Url, String> {
+    let bad = |why: &str| why.to_string();
+    if !text.starts_with("http://") && !text.starts_with("https://") {
+        return Err(bad("expected `http://…`, `https://…` or `builtin`"));
+    }
+    let u = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host"));
+    }
+    // WHATWG accepts `host:` with no port and means the default: refuse it.
+    let authority = text.split("://").nth(1).unwrap_or("");
+    let authority = authority.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.ends_with(':') {
+        return Err(bad("a `:` with no port after it"));
+    }
+    Ok(u)
+}
+
 /// Limits that stop hostile YAML (deep nesting, alias bombs) quickly.
 fn parse_options() -> serde_saphyr::Options {
     serde_saphyr::Options::default()
@@ -884,10 +905,8 @@ impl Profile {
             return Err("`requests` needs at least one request (or give `scenarios`)".into());
         }
         let url = self.target.url.trim();
-        if url != "builtin" && !url.starts_with("http://") && !url.starts_with("https://") {
-            return Err(format!(
-                "target.url `{url}`: expected `http://…`, `https://…` or `builtin`"
-            ));
+        if url != "builtin" {
+            target_url(url).map_err(|e| format!("target.url `{url}`: {e}"))?;
         }
         if self.target.builtin.is_some() && url != "builtin" {
             return Err("target.builtin is only read with `url: builtin`".into());
