@@ -112,6 +112,9 @@ struct RunArgs {
     /// No progress output.
     #[arg(long, short)]
     quiet: bool,
+    /// Empty an existing run directory given with --out first (without it, a non-empty --out is refused).
+    #[arg(long)]
+    force: bool,
     #[command(flatten)]
     overrides: Overrides,
 }
@@ -439,6 +442,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         observers: Vec::new(),
         base_dir: spec.base_dir.clone(),
         env,
+        force: a.force,
     };
     let result = run::execute_spec(spec, opts).map_err(|e| {
         if e.is_bad_input() {

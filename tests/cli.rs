@@ -438,3 +438,45 @@ fn a_bad_port_is_refused_not_defaulted() {
     let o = brunt().arg("validate").arg(&p).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
 }
+
+/// `--out` onto an existing run directory is refused (the old run's files
+/// would mix into the new one); `--force` empties it first, and only a run
+/// directory — issue 12.
+#[test]
+fn an_existing_out_is_refused_unless_forced() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "p.yaml", &SHORT.replace("BUDGET", "p99 < 5s"));
+    let run = d.path().join("run");
+    let go = |force: bool, out_dir: &Path| {
+        let mut c = brunt();
+        c.args(["run", "--quiet"]).arg(&p).arg("--out").arg(out_dir);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    assert_eq!(go(false, &run).status.code(), Some(0));
+    // A leftover of the first run, which a second run must not inherit.
+    std::fs::write(run.join("diagnostics/old-dump.txt"), "old").unwrap();
+    let o = go(false, &run);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(out(&o).contains("--force"), "{}", out(&o));
+    assert!(
+        run.join("diagnostics/old-dump.txt").exists(),
+        "nothing lost"
+    );
+    let o = go(true, &run);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        !run.join("diagnostics/old-dump.txt").exists(),
+        "emptied first"
+    );
+    assert!(run.join("summary.json").exists());
+    // --force never empties a directory that is not a run directory.
+    let other = d.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), "mine").unwrap();
+    let o = go(true, &other);
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+    assert!(other.join("notes.txt").exists());
+}

@@ -98,6 +98,9 @@ pub struct RunOptions {
     pub base_dir: Option<PathBuf>,
     /// `--env KEY=VALUE`: template variables that beat the process environment.
     pub env: std::collections::BTreeMap<String, String>,
+    /// `--force`: an existing run directory at `out` is emptied first
+    /// (without it, a non-empty `out` is refused).
+    pub force: bool,
 }
 
 /// What a run leaves.
@@ -170,6 +173,11 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
             spec.profile.target.builtin = None;
         }
     }
+    let dir = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| default_dir(&spec.profile, opts.shard));
+    claim_dir(&dir, opts.force)?;
     // The built-in target lives as long as the run.
     let demo = if spec.profile.target.url == "builtin" {
         let cfg = spec.profile.target.builtin.clone().unwrap_or_default();
@@ -196,10 +204,6 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
     )?);
     engine::preflight(&cfg)?;
 
-    let dir = opts
-        .out
-        .clone()
-        .unwrap_or_else(|| default_dir(&spec.profile, opts.shard));
     let shown_url = if demo.is_some() { "builtin" } else { &url };
     prepare_dir(&dir, &spec.profile, shown_url)?;
 
@@ -216,6 +220,39 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
     drop(demo);
     let summary = finish(&spec, &dir, meta, &plan, clock, outcome, &opts)?;
     Ok(RunResult { dir, summary })
+}
+
+/// An existing, non-empty `--out` would mix two runs (and diagnose the old
+/// run's dumps as the new one's): refuse it, or with `--force` empty it —
+/// only if it is a run directory, so a mistyped path never loses other files.
+fn claim_dir(dir: &Path, force: bool) -> Result<(), RunError> {
+    let Ok(mut entries) = std::fs::read_dir(dir) else {
+        return Ok(()); // absent: created below
+    };
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let shown = dir.display();
+    if !force {
+        return Err(RunError::Invalid(format!(
+            "--out {shown} exists and is not empty: choose a new directory, or pass --force to empty it first"
+        )));
+    }
+    if !dir.join(rundir::RUN_JSON).exists() {
+        return Err(RunError::Invalid(format!(
+            "--out {shown} is not a run directory (no {}): --force empties run directories only",
+            rundir::RUN_JSON
+        )));
+    }
+    for e in std::fs::read_dir(dir)?.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            std::fs::remove_dir_all(&p)?;
+        } else {
+            std::fs::remove_file(&p)?;
+        }
+    }
+    Ok(())
 }
 
 /// Create the run directory and keep the profile as run in it.
