@@ -142,7 +142,9 @@ pub fn trend(name: &str, pts: &[(f64, f64)], from: f64, to: f64, th: &LeakThresh
     }
     let slope = theil_sen(&w).unwrap_or(0.0);
     t.slope_per_hour = slope * 3600.0;
-    if w.len() < MIN_LEAK_POINTS || covered < MIN_LEAK_WINDOW_S {
+    // To the second, as the note says it: samples every second over a 60-s
+    // window cover 60 s, give or take their jitter.
+    if w.len() < MIN_LEAK_POINTS || covered.round() < MIN_LEAK_WINDOW_S {
         t.note = Some(format!(
             "inconclusive: {covered:.0} s of data ({} samples) after the warm-up; a per-hour leak verdict needs ≥ {MIN_LEAK_WINDOW_S:.0} s and ≥ {MIN_LEAK_POINTS} samples",
             w.len()
