@@ -322,5 +322,6 @@ budgets: [ "p99 < 100ms" ]
     );
     let b = &s.budgets[0];
     assert!(b.pass, "the budget judges `main` only: {b:?}");
+    assert_eq!(b.scope, "run less warm-up");
     assert!(s.passed, "{:#?}", s.gates);
 }

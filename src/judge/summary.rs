@@ -235,7 +235,14 @@ pub fn build(
             // In a stress run the unscoped budgets find the knee step by step.
             None if is_stress => {}
             // Every phase but the warm-up.
-            None => verdicts.push(b.evaluate(judged.as_ref().unwrap_or(&m.run))),
+            None => match &judged {
+                Some(run) => {
+                    let mut v = b.evaluate(run);
+                    v.scope = "run less warm-up".into();
+                    verdicts.push(v);
+                }
+                None => verdicts.push(b.evaluate(&m.run)),
+            },
         }
     }
     let stress = if let ShapeKind::Stress {
