@@ -413,7 +413,16 @@ fn leak_trends_flag_a_rising_series_and_not_a_flat_sawtooth() {
             )
         })
         .collect();
-    assert!(trend("target.rss_bytes", &warm, 0.0, 1e9, &th).flagged);
+    // Judged with the warm-up in, it rises in the first third and is flat
+    // for the rest: not a steady rise through the window, so no longer a
+    // leak (issue 11: a rise then a plateau is not a leak); the steep
+    // whole-window slope that used to flag it is still measured.
+    let with_warm = trend("target.rss_bytes", &warm, 0.0, 1e9, &th);
+    assert!(
+        !with_warm.flagged && with_warm.slope_per_hour > th.rss.0,
+        "{with_warm:?}"
+    );
+    assert!(with_warm.reason.is_some(), "{with_warm:?}");
     assert!(!trend("target.rss_bytes", &warm, 600.0, 1e9, &th).flagged);
     // Too few samples: no verdict either way, and it says why.
     let t = trend("target.fds", &rising[..3], 0.0, 1e9, &th);
@@ -430,7 +439,7 @@ fn soak_verdict_reads_evidence_skips_warmup_and_measures_p99_drift() {
 name: soak
 target: { url: "{url}" }
 requests: [ { path: /fast } ]
-shape: { soak: { rate: 100/s, duration: 8s, warmup: 2s } }
+shape: { soak: { rate: 100/s, duration: 62s, warmup: 2s } }
 verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
 "#,
         &srv.base_url(),
@@ -449,11 +458,12 @@ verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
         "{so:?}"
     );
     assert_eq!(so.window_start_s, 2.0);
-    // RSS leaking 0.5 MB/s (1.8 GB/h) after a warm-up spike; heap after GC flat.
+    // RSS leaking 0.5 MB/s (1.8 GB/h) after a warm-up spike; heap after GC
+    // flat. 60 s after the warm-up: the least a per-hour leak verdict takes.
     let mut ev = ServerSide::default();
     ev.series.insert(
         "target.rss_bytes".into(),
-        (0..16)
+        (0..124)
             .map(|i| {
                 let t = i as f64 * 0.5;
                 (t, if t < 2.0 { 900e6 } else { 100e6 + 0.5e6 * t })
@@ -462,7 +472,7 @@ verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
     );
     ev.series.insert(
         "jvm.heap_after_gc_bytes".into(),
-        (0..16)
+        (0..124)
             .map(|i| (i as f64 * 0.5, 80e6 + ((i % 3) as f64) * 1e5))
             .collect(),
     );

@@ -47,6 +47,9 @@ pub(super) fn stress_result(
     let mut first = None;
     let mut breached = Vec::new();
     for (p, s) in meta.phases.iter().zip(&m.phases) {
+        if p.is_warmup() {
+            continue; // sent, never judged
+        }
         if s.completed() + s.dropped == 0 {
             break; // not reached (stopped before)
         }

@@ -115,13 +115,28 @@ pub fn compute(
         ShapeKind::Stress { .. } => {
             v.stress = stress.map(|st| stress::stress_verdict(meta, budgets, m, st, server));
         }
-        ShapeKind::Overload { fast_fail } => {
-            v.overload =
-                overload::overload(meta, budgets, m, secs, fast_fail.as_secs_f64() * 1000.0);
+        ShapeKind::Overload {
+            fast_fail,
+            expect_capacity,
+        } => {
+            v.overload = overload::overload(
+                meta,
+                budgets,
+                m,
+                secs,
+                fast_fail.as_secs_f64() * 1000.0,
+                *expect_capacity,
+            );
         }
         ShapeKind::Spike => v.spike = spike::spike(meta, budgets, m, secs),
         ShapeKind::Soak { warmup } => {
-            let warm = warmup.map(|w| w.as_secs_f64()).unwrap_or(0.0);
+            // The warm-up is its own phase now; run directories written
+            // before that carved it out of the soak phase.
+            let warm = if meta.phases.iter().any(|p| p.is_warmup()) {
+                0.0
+            } else {
+                warmup.map(|w| w.as_secs_f64()).unwrap_or(0.0)
+            };
             v.soak = soak::soak(meta, m, warm, leaks, server, inputs.latency.as_deref());
         }
         _ => {}
@@ -237,5 +252,85 @@ mod tests {
         // Near the end of the data, fewer good seconds suffice.
         assert_eq!(first_stable_good(&s[..5], 0.0, 10.0, 10.0, false), Some(3));
         assert_eq!(first_stable_good(&s[..1], 0.0, 10.0, 10.0, false), None);
+    }
+
+    fn jitter(i: usize) -> f64 {
+        ((i * 7919) % 13) as f64 / 13.0 - 0.5
+    }
+
+    #[test]
+    fn a_step_then_a_plateau_is_not_a_leak_a_steady_ramp_is() {
+        let th = LeakThresholds::default(); // rss 50 MB/h
+                                            // 120 s of RSS sampled every second: 300 MB, one 7.6 MB step at 20 s
+                                            // (a pool filling, a class loaded), then flat with ±50 kB of noise.
+                                            // Over the window that is ≈ +200 MB/h, with a decent R².
+        let step: Vec<(f64, f64)> = (0..120)
+            .map(|i| {
+                let t = i as f64;
+                let y = 300e6 + if t >= 20.0 { 7.6e6 } else { 0.0 } + 1e5 * jitter(i);
+                (t, y)
+            })
+            .collect();
+        let t = trend("target.rss_bytes", &step, 0.0, 1e9, &th);
+        assert!(!t.flagged, "a step is not a leak: {t:?}");
+        assert!(t.note.is_none(), "{t:?}");
+        let (h1, h2) = t.halves_per_hour.expect("halves");
+        assert!(h2.abs() < 5e6, "flat second half: {t:?}");
+        assert!(h1 > 0.0, "the step is in the first half: {t:?}");
+        // The same step in the middle of the window: the whole window's
+        // Theil–Sen slope is steep (≈ +230 MB/h, R² ≈ 0.75: what the old rule
+        // flagged), but each half is flat.
+        let mid: Vec<(f64, f64)> = (0..120)
+            .map(|i| {
+                let y = 300e6 + if i >= 60 { 7.6e6 } else { 0.0 } + 1e5 * jitter(i);
+                (i as f64, y)
+            })
+            .collect();
+        let t = trend("target.rss_bytes", &mid, 0.0, 1e9, &th);
+        assert!(t.slope_per_hour > 100e6 && t.r2 >= th.min_r2, "{t:?}");
+        assert!(!t.flagged, "{t:?}");
+        let why = t.reason.clone().unwrap_or_default();
+        assert!(why.starts_with("not a steady rise"), "{why}");
+        // A steady ramp of 0.1 MB/s (360 MB/h) with the same noise: a leak,
+        // with the slope near the truth.
+        let ramp: Vec<(f64, f64)> = (0..120)
+            .map(|i| (i as f64, 300e6 + 1e5 * i as f64 + 1e5 * jitter(i)))
+            .collect();
+        let t = trend("target.rss_bytes", &ramp, 0.0, 1e9, &th);
+        assert!(t.flagged, "{t:?}");
+        assert!((t.slope_per_hour - 360e6).abs() < 20e6, "{t:?}");
+        let (h1, h2) = t.halves_per_hour.expect("halves");
+        assert!(h1 > 50e6 && h2 > 50e6, "{t:?}");
+        // A ramp buried in noise far larger than its growth is not flagged.
+        let noisy: Vec<(f64, f64)> = (0..120)
+            .map(|i| (i as f64, 300e6 + 2e4 * i as f64 + 40e6 * jitter(i)))
+            .collect();
+        assert!(!trend("target.rss_bytes", &noisy, 0.0, 1e9, &th).flagged);
+    }
+
+    #[test]
+    fn a_short_window_is_inconclusive_not_extrapolated() {
+        let th = LeakThresholds::default();
+        // 42 s of a steep rise: far over any per-hour threshold, but too
+        // short to claim a per-hour leak.
+        let short: Vec<(f64, f64)> = (0..42)
+            .map(|i| (i as f64, 300e6 + 1e6 * i as f64))
+            .collect();
+        let t = trend("target.rss_bytes", &short, 0.0, 1e9, &th);
+        assert!(!t.flagged, "{t:?}");
+        let note = t.note.clone().unwrap_or_default();
+        assert!(note.starts_with("inconclusive: 42 s of data"), "{note}");
+        // 60 s but only 6 samples (every 10 s): inconclusive too.
+        let sparse: Vec<(f64, f64)> = (0..6)
+            .map(|i| ((i * 10) as f64, 300e6 + 1e7 * i as f64))
+            .collect();
+        let t = trend("target.rss_bytes", &sparse, 0.0, 1e9, &th);
+        assert!(!t.flagged && t.note.is_some(), "{t:?}");
+        // 60 s sampled every second is enough.
+        let enough: Vec<(f64, f64)> = (0..60)
+            .map(|i| (i as f64, 300e6 + 1e6 * i as f64))
+            .collect();
+        let t = trend("target.rss_bytes", &enough, 0.0, 1e9, &th);
+        assert!(t.flagged && t.note.is_none(), "{t:?}");
     }
 }

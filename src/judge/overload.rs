@@ -2,7 +2,7 @@
 //! cleanly, keep admitted requests within budget, and recover afterwards.
 
 use super::rules::*;
-use super::verdict::{Check, OverloadVerdict, Status};
+use super::verdict::{Check, LatencySplit, OverloadVerdict, Status};
 use crate::budgets::Budget;
 use crate::metrics::{Class, Measured, Stats};
 use crate::rundir::read::Second;
@@ -11,17 +11,31 @@ use crate::rundir::RunMeta;
 /// Tolerance (absolute fraction of offered) of the shed-fraction check.
 const SHED_TOLERANCE: f64 = 0.10;
 
+/// The `overload` phase's ok/s must stay at least this share of the capacity
+/// seen outside it ("goodput held"): below it, admitted throughput collapsed.
+pub const GOODPUT_FLOOR: f64 = 0.5;
+
+/// The ramp's capacity is its best ok/s sustained over this many seconds.
+const SUSTAINED_S: usize = 3;
+
 /// The overload checks:
 /// 1. shed p99 ≤ `fast_fail`;
 /// 2. every shed answer carried `Retry-After`;
 /// 3. admitted (ok) p99 within the p99 budget during `overload`;
-/// 4. shed fraction consistent with the excess: capacity C = max(ok/s in
-///    `baseline`, ok/s in `overload`), expected shed = 1 − C/offered; the
-///    measured shed/offered must be within ±10 points. Too little shedding
-///    means the excess went to queues, timeouts or drops; too much means
-///    admitted throughput collapsed below what the baseline showed;
-/// 5. no timeouts, resets or connect errors from `ramp` to the end;
-/// 6. recovery: seconds after `overload` ends until the 1-s p99 is within
+/// 4. goodput held: the capacity C is measured *outside* the overload
+///    phase — `shape.overload.expect_capacity` when the profile gives one,
+///    else the best ok/s sustained for 3 s in `ramp` (from the per-second
+///    series), or the `baseline`'s ok/s — and the `overload` phase's ok/s
+///    must be at least [`GOODPUT_FLOOR`] (50 %) of it. A service whose
+///    admitted throughput collapses under overload fails here, however fast
+///    and well-labelled its 503s;
+/// 5. shed fraction consistent with the excess: expected shed = 1 − C/offered
+///    (C as above, raised to the overload's own ok/s when that is higher: it
+///    served that much); the measured shed/offered must be within ±10
+///    points. Too little shedding means the excess went to queues, timeouts
+///    or drops; too much means admitted throughput fell below capacity;
+/// 6. no timeouts, resets or connect errors from `ramp` to the end;
+/// 7. recovery: seconds after `overload` ends until the 1-s p99 is within
 ///    bound and nothing is shed (stable 3 s), within the `recovery` phase.
 pub(super) fn overload(
     meta: &RunMeta,
@@ -29,21 +43,23 @@ pub(super) fn overload(
     m: &Measured,
     secs: &[Second],
     fast_fail_ms: f64,
+    expect_capacity: Option<f64>,
 ) -> Option<OverloadVerdict> {
     let oi = phase_idx(meta, "overload")?;
     let ov = m.phases.get(oi)?;
-    let load = Load::of(meta, m, ov);
+    let load = Load::of(meta, m, ov, secs, expect_capacity);
     let bound = p99_bound(budgets, &["overload"]);
     let (recovered, recovery_s) = recovery(meta, budgets, m, secs, oi, bound.as_ref());
     let checks = vec![
         shed_fast(ov, &load, fast_fail_ms),
         retry_after(ov),
         admitted_p99(ov, bound.as_ref()),
+        goodput_held(&load),
         shed_fraction(&load),
         no_transport_errors(meta, m),
         recovered,
     ];
-    Some(verdict(checks, &load, recovery_s))
+    Some(verdict(checks, &load, recovery_s, ov))
 }
 
 /// The `overload` phase's offered load against what the service showed it can serve.
@@ -51,7 +67,13 @@ struct Load {
     /// Shed answers during `overload`.
     shed: u64,
     offered_rate: f64,
-    /// max(ok/s in `baseline`, ok/s in `overload`).
+    /// ok/s during `overload`.
+    goodput: f64,
+    /// The capacity seen outside `overload` (0: nothing to tell it from).
+    outside: f64,
+    /// Where `outside` comes from, e.g. `best 3 s of ramp`.
+    outside_source: String,
+    /// max(outside, goodput): what the shed fraction is measured against.
     capacity: f64,
     /// 1 − capacity/offered, at least 0.
     expected: f64,
@@ -60,11 +82,16 @@ struct Load {
 }
 
 impl Load {
-    fn of(meta: &RunMeta, m: &Measured, ov: &Stats) -> Load {
-        let base = phase_idx(meta, "baseline").and_then(|i| m.phases.get(i));
+    fn of(meta: &RunMeta, m: &Measured, ov: &Stats, secs: &[Second], expect: Option<f64>) -> Load {
         let shed = ov.count(Class::Shed);
         let offered_rate = ov.offered as f64 / ov.duration.as_secs_f64().max(1e-9);
-        let capacity = rate(ov, Class::Ok).max(base.map(|b| rate(b, Class::Ok)).unwrap_or(0.0));
+        let goodput = rate(ov, Class::Ok);
+        let (outside, outside_source) = outside_capacity(meta, m, secs, expect);
+        let capacity = if expect.is_some() {
+            outside
+        } else {
+            outside.max(goodput)
+        };
         let expected = if offered_rate > 0.0 {
             (1.0 - capacity / offered_rate).max(0.0)
         } else {
@@ -78,10 +105,89 @@ impl Load {
         Load {
             shed,
             offered_rate,
+            goodput,
+            outside,
+            outside_source,
             capacity,
             expected,
             measured,
         }
+    }
+}
+
+/// The capacity seen outside the `overload` phase, and where it comes from:
+/// `expect_capacity`, else the larger of the ramp's best ok/s sustained for
+/// [`SUSTAINED_S`] seconds and the baseline's ok/s.
+fn outside_capacity(
+    meta: &RunMeta,
+    m: &Measured,
+    secs: &[Second],
+    expect: Option<f64>,
+) -> (f64, String) {
+    if let Some(c) = expect {
+        return (c, "expect_capacity".into());
+    }
+    let base = phase_idx(meta, "baseline")
+        .and_then(|i| m.phases.get(i))
+        .map(|b| rate(b, Class::Ok))
+        .unwrap_or(0.0);
+    let ramp = phase_idx(meta, "ramp").and_then(|ri| {
+        let (a, b) = window(meta, ri);
+        // Whole seconds inside the ramp, in order.
+        let ok: Vec<f64> = secs
+            .iter()
+            .filter(|s| s.t as f64 >= a.floor() && (s.t + 1) as f64 <= b.ceil())
+            .map(|s| s.ok as f64)
+            .collect();
+        ok.windows(SUSTAINED_S.min(ok.len()).max(1))
+            .map(|w| w.iter().sum::<f64>() / w.len() as f64)
+            .max_by(f64::total_cmp)
+    });
+    match ramp {
+        Some(r) if r >= base => (r, format!("best {SUSTAINED_S} s of ramp")),
+        _ if base > 0.0 => (base, "baseline".into()),
+        _ => (0.0, "nothing outside the overload".into()),
+    }
+}
+
+/// Check 4: the overload's ok/s against the capacity seen outside it.
+fn goodput_held(load: &Load) -> Check {
+    const NAME: &str = "goodput held";
+    let (got, cap) = (load.goodput, load.outside);
+    let expected = format!(
+        "≥ {:.0}% of the capacity ≈ {cap:.0}/s ({})",
+        GOODPUT_FLOOR * 100.0,
+        load.outside_source
+    );
+    if cap <= 0.0 {
+        return check(
+            NAME,
+            Status::NotApplicable,
+            format!("{got:.0} ok/s; no capacity seen outside the overload to compare with"),
+            expected,
+        );
+    }
+    let share = got / cap;
+    if share >= GOODPUT_FLOOR {
+        check(
+            NAME,
+            Status::Pass,
+            format!(
+                "{got:.0} ok/s against a capacity of ≈{cap:.0}/s ({:.0}%)",
+                share * 100.0
+            ),
+            expected,
+        )
+    } else {
+        check(
+            NAME,
+            Status::Fail,
+            format!(
+                "goodput collapsed: {got:.0} ok/s against a capacity of ≈{cap:.0}/s ({:.0}%)",
+                share * 100.0
+            ),
+            expected,
+        )
     }
 }
 
@@ -183,7 +289,7 @@ fn admitted_p99(ov: &Stats, bound: Option<&Bound>) -> Check {
     }
 }
 
-/// Check 4: the measured shed fraction within ±[`SHED_TOLERANCE`] of the excess.
+/// Check 5: the measured shed fraction within ±[`SHED_TOLERANCE`] of the excess.
 fn shed_fraction(load: &Load) -> Check {
     let (expected, measured, offered_rate) = (load.expected, load.measured, load.offered_rate);
     let capacity = load.capacity;
@@ -206,7 +312,7 @@ fn shed_fraction(load: &Load) -> Check {
     )
 }
 
-/// Check 5: no timeouts, resets or connect errors from `ramp` to the end.
+/// Check 6: no timeouts, resets or connect errors from `ramp` to the end.
 fn no_transport_errors(meta: &RunMeta, m: &Measured) -> Check {
     let mut bad = [0u64; 3];
     let mut dropped = 0;
@@ -240,7 +346,7 @@ fn no_transport_errors(meta: &RunMeta, m: &Measured) -> Check {
     )
 }
 
-/// Check 6: recovery within the `recovery` phase, and the seconds it took.
+/// Check 7: recovery within the `recovery` phase, and the seconds it took.
 fn recovery(
     meta: &RunMeta,
     budgets: &[Budget],
@@ -306,13 +412,19 @@ fn recovered(recovery_s: Option<f64>, b: &Bound, span: f64) -> Check {
 }
 
 /// The verdict: PASS when no check failed, with its headline.
-fn verdict(checks: Vec<Check>, load: &Load, recovery_s: Option<f64>) -> OverloadVerdict {
+fn verdict(
+    checks: Vec<Check>,
+    load: &Load,
+    recovery_s: Option<f64>,
+    ov: &Stats,
+) -> OverloadVerdict {
     let pass = checks.iter().all(|c| c.status != Status::Fail);
     let text = if pass {
         format!(
-            "shedding works: {:.0}% shed at {:.0}/s offered (capacity ≈ {:.0}/s){}",
+            "shedding works: {:.0}% shed at {:.0}/s offered, {:.0} ok/s held (capacity ≈ {:.0}/s){}",
             load.measured * 100.0,
             load.offered_rate,
+            load.goodput,
             load.capacity,
             recovery_s
                 .map(|r| format!(", recovered {r:.0}s after the overload"))
@@ -331,9 +443,23 @@ fn verdict(checks: Vec<Check>, load: &Load, recovery_s: Option<f64>) -> Overload
         checks,
         offered_rate: load.offered_rate,
         capacity_estimate: load.capacity,
+        capacity_source: load.outside_source.clone(),
+        goodput: load.goodput,
+        ok_latency: split(ov, Class::Ok),
+        shed_latency: split(ov, Class::Shed),
         expected_shed_fraction: load.expected,
         shed_fraction: load.measured,
         recovery_s,
         text,
     }
+}
+
+/// p50/p99 of one class over a phase (`None`: no such answer).
+pub fn split(s: &Stats, c: Class) -> Option<LatencySplit> {
+    let h = s.latency(Some(c));
+    (!h.is_empty()).then(|| LatencySplit {
+        count: h.len(),
+        p50_ms: ms_q(&h, 0.5),
+        p99_ms: ms_q(&h, 0.99),
+    })
 }

@@ -3,7 +3,7 @@
 //! a leak verdict against the profile's `verdicts.leaks` thresholds.
 
 use super::rules::*;
-use super::trend::{per_hour, trend};
+use super::trend::{per_hour, trend, MIN_LEAK_POINTS, MIN_LEAK_WINDOW_S};
 use super::verdict::{LeakStatus, SoakVerdict, Trend};
 use crate::evidence::ServerSide;
 use crate::metrics::{LatencyWindows, Measured};
@@ -94,19 +94,44 @@ pub(super) fn soak(
     let text = match status {
         LeakStatus::Leak => format!("LEAK: {}; {drift_text}", leaking.join("; ")),
         LeakStatus::Degrading => format!("no series leaks, but latency degraded: {drift_text}"),
-        LeakStatus::NoLeak => format!(
-            "no leak: {} series flat within thresholds; {drift_text}",
-            trends
+        LeakStatus::NoLeak => {
+            let stepped: Vec<&str> = trends
                 .iter()
-                .filter(|t| t.threshold_per_hour.is_some())
-                .count()
-        ),
+                .filter(|t| t.reason.is_some())
+                .map(|t| t.series.as_str())
+                .collect();
+            format!(
+                "no leak: {} series within thresholds{}; {drift_text}",
+                trends
+                    .iter()
+                    .filter(|t| t.threshold_per_hour.is_some() && t.note.is_none())
+                    .count(),
+                if stepped.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        " ({} rose over the window but not steadily through it: a step or a settling, not a leak)",
+                        stepped.join(", ")
+                    )
+                }
+            )
+        }
         LeakStatus::Unknown => format!(
             "leaks unknown: {}; {drift_text}",
             if !server.is_some_and(|s| s.has_target_data()) {
                 "no server-side collectors configured (memory, threads, fds, connections unseen)"
+                    .to_string()
+            } else if to - from < MIN_LEAK_WINDOW_S
+                || trends
+                    .iter()
+                    .any(|t| t.threshold_per_hour.is_some() && t.note.is_some())
+            {
+                format!(
+                    "inconclusive: {:.0} s of data after the warm-up (a per-hour leak verdict needs ≥ {MIN_LEAK_WINDOW_S:.0} s and ≥ {MIN_LEAK_POINTS} samples of a series)",
+                    to - from
+                )
             } else {
-                "no leak-relevant series with enough samples after the warm-up"
+                "no leak-relevant series with enough samples after the warm-up".to_string()
             }
         ),
     };

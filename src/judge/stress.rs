@@ -26,8 +26,9 @@ pub(super) fn stress_verdict(
         .phases
         .iter()
         .zip(&m.phases)
-        .take_while(|(_, s)| s.completed() + s.dropped > 0)
         .enumerate()
+        .filter(|(_, (p, _))| !p.is_warmup())
+        .take_while(|(_, (_, s))| s.completed() + s.dropped > 0)
         .map(|(i, (p, s))| step_row(meta, budgets, i, p, s, server))
         .collect();
     let breach = st

@@ -195,6 +195,20 @@ pub struct Summary {
     pub verdicts: Option<Verdicts>,
 }
 
+/// The whole run less its warm-up phase (`None`: there is none, the run is it).
+fn judged_run(meta: &RunMeta, m: &Measured) -> Option<Stats> {
+    meta.phases.iter().any(|p| p.is_warmup()).then(|| {
+        let mut run = Stats::default();
+        for (p, s) in meta.phases.iter().zip(&m.phases) {
+            if !p.is_warmup() {
+                run.merge(s);
+                run.duration += s.duration;
+            }
+        }
+        run
+    })
+}
+
 /// Evaluate budgets and assemble the summary.
 pub fn build(
     meta: RunMeta,
@@ -207,6 +221,7 @@ pub fn build(
 ) -> Summary {
     let phase_idx = |name: &str| meta.phases.iter().position(|p| p.name == name);
     let is_stress = matches!(meta.shape, ShapeKind::Stress { .. });
+    let judged = judged_run(&meta, m);
     let mut verdicts = Vec::new();
     for b in budgets {
         match &b.phase {
@@ -221,7 +236,15 @@ pub fn build(
             }
             // In a stress run the unscoped budgets find the knee step by step.
             None if is_stress => {}
-            None => verdicts.push(b.evaluate(&m.run)),
+            // Every phase but the warm-up.
+            None => match &judged {
+                Some(run) => {
+                    let mut v = b.evaluate(run);
+                    v.scope = "run less warm-up".into();
+                    verdicts.push(v);
+                }
+                None => verdicts.push(b.evaluate(&m.run)),
+            },
         }
     }
     let stress = if let ShapeKind::Stress {

@@ -64,11 +64,57 @@ pub fn theil_sen(pts: &[(f64, f64)]) -> Option<f64> {
     })
 }
 
-/// Fewer samples or a shorter span than this gives no verdict.
-const MIN_POINTS: usize = 5;
-const MIN_SPAN_S: f64 = 5.0;
+/// A leak verdict needs at least this many seconds of samples after the
+/// warm-up: a per-hour claim from less is an extrapolation, so a shorter
+/// window is *inconclusive* (said in the trend's note), never a leak.
+pub const MIN_LEAK_WINDOW_S: f64 = 60.0;
+/// …and at least this many samples in that window.
+pub const MIN_LEAK_POINTS: usize = 10;
+/// The growth over the window must exceed this many robust standard
+/// deviations of the residuals around the Theil–Sen line.
+const NOISE_SIGMAS: f64 = 3.0;
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    })
+}
+
+/// Seconds the samples cover: first to last, plus one typical interval.
+fn covered_s(w: &[(f64, f64)]) -> f64 {
+    let (Some(a), Some(b)) = (w.first(), w.last()) else {
+        return 0.0;
+    };
+    let mut dts: Vec<f64> = w.windows(2).map(|p| p[1].0 - p[0].0).collect();
+    b.0 - a.0 + median(&mut dts).unwrap_or(0.0)
+}
+
+/// Robust noise of `w` around the line of slope `slope` (per second):
+/// 1.4826 × the median absolute deviation of the residuals.
+fn noise(w: &[(f64, f64)], slope: f64) -> f64 {
+    let mut r: Vec<f64> = w.iter().map(|(t, y)| y - slope * t).collect();
+    let m = median(&mut r).unwrap_or(0.0);
+    let mut dev: Vec<f64> = r.iter().map(|x| (x - m).abs()).collect();
+    1.4826 * median(&mut dev).unwrap_or(0.0)
+}
 
 /// The trend of one series over `[from, to)` against its threshold.
+///
+/// A series is flagged as leaking only when it grows *steadily through the
+/// window*: the Theil–Sen slope is above the threshold over the whole
+/// window **and** in each half of it, the least-squares fit reaches
+/// `min_r2`, and the growth over the window exceeds 3σ of the noise around
+/// the line. A one-off step followed by a plateau rises in one half only:
+/// not a leak, however steep its slope over the whole window. A window
+/// shorter than [`MIN_LEAK_WINDOW_S`] or with fewer than [`MIN_LEAK_POINTS`]
+/// samples is inconclusive (`note`), never flagged.
 pub fn trend(name: &str, pts: &[(f64, f64)], from: f64, to: f64, th: &LeakThresholds) -> Trend {
     let w: Vec<(f64, f64)> = pts
         .iter()
@@ -76,10 +122,7 @@ pub fn trend(name: &str, pts: &[(f64, f64)], from: f64, to: f64, th: &LeakThresh
         .filter(|(t, _)| *t >= from && *t < to)
         .collect();
     let threshold = th.for_series(name).map(|(_, v)| v);
-    let span = match (w.first(), w.last()) {
-        (Some(a), Some(b)) => b.0 - a.0,
-        _ => 0.0,
-    };
+    let covered = covered_s(&w);
     let mut t = Trend {
         series: name.into(),
         points: w.len(),
@@ -89,21 +132,68 @@ pub fn trend(name: &str, pts: &[(f64, f64)], from: f64, to: f64, th: &LeakThresh
         threshold_per_hour: threshold,
         flagged: false,
         note: None,
+        halves_per_hour: None,
+        noise: None,
+        reason: None,
     };
-    if w.len() < MIN_POINTS || span < MIN_SPAN_S {
-        t.note = Some(format!(
-            "too few samples after the warm-up ({} over {span:.0}s)",
-            w.len()
-        ));
-        return t;
-    }
     if let Some((slope, _, r2)) = least_squares(&w) {
         t.ols_slope_per_hour = slope * 3600.0;
         t.r2 = r2;
     }
-    t.slope_per_hour = theil_sen(&w).unwrap_or(0.0) * 3600.0;
-    t.flagged = threshold.is_some_and(|lim| t.slope_per_hour > lim && t.r2 >= th.min_r2);
+    let slope = theil_sen(&w).unwrap_or(0.0);
+    t.slope_per_hour = slope * 3600.0;
+    // To the second, as the note says it: samples every second over a 60-s
+    // window cover 60 s, give or take their jitter.
+    if w.len() < MIN_LEAK_POINTS || covered.round() < MIN_LEAK_WINDOW_S {
+        t.note = Some(format!(
+            "inconclusive: {covered:.0} s of data ({} samples) after the warm-up; a per-hour leak verdict needs ≥ {MIN_LEAK_WINDOW_S:.0} s and ≥ {MIN_LEAK_POINTS} samples",
+            w.len()
+        ));
+        return t;
+    }
+    let (a, b) = (w[0].0, w[w.len() - 1].0);
+    let mid = (a + b) / 2.0;
+    let first: Vec<(f64, f64)> = w.iter().copied().filter(|p| p.0 < mid).collect();
+    let second: Vec<(f64, f64)> = w.iter().copied().filter(|p| p.0 >= mid).collect();
+    let halves = theil_sen(&first)
+        .zip(theil_sen(&second))
+        .map(|(x, y)| (x * 3600.0, y * 3600.0));
+    t.halves_per_hour = halves;
+    let sigma = noise(&w, slope);
+    t.noise = Some(sigma);
+    let growth = slope * (b - a);
+    let Some(lim) = threshold else {
+        return t;
+    };
+    let rising = t.slope_per_hour > lim && t.r2 >= th.min_r2;
+    if !rising {
+        return t;
+    }
+    t.reason = match halves {
+        None => Some("too few samples in one half of the window to tell a steady rise".into()),
+        Some((h1, h2)) if h1 <= lim || h2 <= lim => Some(format!(
+            "not a steady rise: {} in the first half, {} in the second (a step or a settling, then a plateau)",
+            per_hour(name, h1),
+            per_hour(name, h2)
+        )),
+        Some(_) if growth <= NOISE_SIGMAS * sigma => Some(format!(
+            "growth {} over the window is within the noise (3σ = {})",
+            amount(name, growth),
+            amount(name, NOISE_SIGMAS * sigma)
+        )),
+        Some(_) => None,
+    };
+    t.flagged = t.reason.is_none();
     t
+}
+
+/// An amount in the series' unit.
+fn amount(series: &str, v: f64) -> String {
+    if series.ends_with("_bytes") {
+        format!("{:.2}MB", v / 1e6)
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 /// Show a per-hour value in the series' unit.

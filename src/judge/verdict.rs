@@ -138,8 +138,22 @@ pub struct OverloadVerdict {
     pub checks: Vec<Check>,
     /// Offered per second during the `overload` phase.
     pub offered_rate: f64,
-    /// max(ok/s in `baseline`, ok/s in `overload`): what the service showed it can serve.
+    /// What the shed fraction is measured against: `expect_capacity`, else
+    /// the capacity seen outside `overload` (best 3 s of `ramp`, or the
+    /// baseline) raised to the overload's own ok/s when that is higher.
     pub capacity_estimate: f64,
+    /// Where the capacity seen outside `overload` comes from.
+    #[serde(default)]
+    pub capacity_source: String,
+    /// ok/s during `overload` (the "goodput held" check).
+    #[serde(default)]
+    pub goodput: f64,
+    /// Admitted (ok) and shed latency during `overload`, apart: fast 503s
+    /// must not make the phase's p50 read better than the baseline's.
+    #[serde(default)]
+    pub ok_latency: Option<LatencySplit>,
+    #[serde(default)]
+    pub shed_latency: Option<LatencySplit>,
     /// 1 − capacity/offered, at least 0.
     pub expected_shed_fraction: f64,
     /// Shed answers / offered during `overload`.
@@ -147,6 +161,14 @@ pub struct OverloadVerdict {
     /// Seconds from the end of `overload` until p99 is within bound and no answer is shed.
     pub recovery_s: Option<f64>,
     pub text: String,
+}
+
+/// p50/p99 (ms) of one outcome class over a phase.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct LatencySplit {
+    pub count: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -188,9 +210,20 @@ pub struct Trend {
     pub ols_slope_per_hour: f64,
     pub r2: f64,
     pub threshold_per_hour: Option<f64>,
+    /// A leak: rising steadily through the window (see [`super::trend::trend`]).
     pub flagged: bool,
+    /// Why there is no verdict on this series (e.g. `inconclusive: 42 s of data`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Theil–Sen slope per hour in the first and second half of the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halves_per_hour: Option<(f64, f64)>,
+    /// Robust noise (1.4826 × MAD of the residuals), in the series' unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<f64>,
+    /// Why a slope over the threshold is still not a leak (a step, noise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

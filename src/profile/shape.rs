@@ -22,6 +22,9 @@ pub enum Shape {
         duration: Duration,
         #[serde(default, with = "humantime_serde")]
         ramp_up: Option<Duration>,
+        /// A warm-up phase before the measured ones (see [`Warmup`]).
+        #[serde(default)]
+        warmup: Option<Warmup>,
     },
     /// Step the level up until `max` (or the first step that breaks a budget).
     Stress {
@@ -37,6 +40,9 @@ pub enum Shape {
         /// Fail the run (exit 99) when the knee is below this level.
         #[serde(default)]
         expect_capacity: Option<Level>,
+        /// A warm-up phase before the measured ones (see [`Warmup`]).
+        #[serde(default)]
+        warmup: Option<Warmup>,
     },
     /// Hold a level for hours to expose leaks and drift.
     Soak {
@@ -46,9 +52,10 @@ pub enum Shape {
         duration: Duration,
         #[serde(default, with = "humantime_serde")]
         ramp_up: Option<Duration>,
-        /// Left out of leak trends (JIT, caches and pools warming up).
-        #[serde(default, with = "humantime_serde")]
-        warmup: Option<Duration>,
+        /// Left out of leak trends (JIT, caches and pools warming up): the
+        /// first part of `duration`, run as the `warmup` phase.
+        #[serde(default)]
+        warmup: Option<Warmup>,
     },
     /// Baseline, then `factor`× at once, then baseline again.
     Spike {
@@ -61,6 +68,9 @@ pub enum Shape {
         spike_duration: Duration,
         #[serde(with = "humantime_serde")]
         recovery_duration: Duration,
+        /// A warm-up phase before the measured ones (see [`Warmup`]).
+        #[serde(default)]
+        warmup: Option<Warmup>,
     },
     /// Drive past capacity to check load shedding.
     Overload {
@@ -79,13 +89,55 @@ pub enum Shape {
         /// Shed responses (503/429) must come back faster than this (p99).
         #[serde(default = "fast_fail", with = "humantime_serde")]
         fast_fail: Duration,
+        /// The capacity the shed checks measure against (default: the best
+        /// ok/s sustained for 3 s in `ramp`, or the baseline's).
+        #[serde(default)]
+        expect_capacity: Option<Level>,
+        /// A warm-up phase before the measured ones (see [`Warmup`]).
+        #[serde(default)]
+        warmup: Option<Warmup>,
     },
     /// A free list of ramps: each stage moves linearly from the previous target to its own.
     Stages {
         #[serde(default)]
         start: Level,
         stages: Vec<Stage>,
+        /// A warm-up phase before the measured ones (see [`Warmup`]).
+        #[serde(default)]
+        warmup: Option<Warmup>,
     },
+}
+
+/// `warmup:` of any shape: `warmup: 30s` (at the shape's first level) or
+/// `warmup: { duration: 30s, rate: 50/s }`. It runs as its own phase named
+/// `warmup`, before the measured phases (for soak: the first part of
+/// `duration`, after `ramp_up`), and nothing judges it: budgets, the knee,
+/// verdicts, gates and leak trends all leave it out.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Warmup {
+    For(#[serde(with = "humantime_serde")] Duration),
+    At {
+        #[serde(with = "humantime_serde")]
+        duration: Duration,
+        #[serde(default, alias = "vus")]
+        rate: Option<Level>,
+    },
+}
+
+impl Warmup {
+    pub fn duration(&self) -> Duration {
+        match self {
+            Warmup::For(d) | Warmup::At { duration: d, .. } => *d,
+        }
+    }
+    /// The level it runs at: its own `rate`, else the shape's first level.
+    pub fn level(&self, first: f64) -> f64 {
+        match self {
+            Warmup::At { rate: Some(r), .. } => r.0,
+            _ => first,
+        }
+    }
 }
 
 fn yes() -> bool {
@@ -193,6 +245,14 @@ impl Builder {
         });
         self.at += duration;
     }
+
+    /// The `warmup` phase, held at its level (the shape's `first` unless it gives a rate).
+    fn warmup(&mut self, w: Option<&Warmup>, first: f64) {
+        if let Some(w) = w {
+            let level = w.level(first);
+            self.push(crate::vocab::WARMUP.into(), w.duration(), level, level);
+        }
+    }
 }
 
 /// A level of `shape:` at which a phase would send nothing.
@@ -257,7 +317,7 @@ impl Shape {
                 0,
                 "give the level past capacity, e.g. 1200/s",
             ),
-            Shape::Stages { start, stages } => {
+            Shape::Stages { start, stages, .. } => {
                 let mut prev = start.0;
                 for (i, st) in stages.iter().enumerate() {
                     if prev <= 0.0 && st.target.0 <= 0.0 && !st.duration.is_zero() {
@@ -277,7 +337,45 @@ impl Shape {
         }
     }
 
+    /// The shape's `warmup:`, whichever the shape.
+    pub fn warmup(&self) -> Option<&Warmup> {
+        match self {
+            Shape::Constant { warmup, .. }
+            | Shape::Stress { warmup, .. }
+            | Shape::Soak { warmup, .. }
+            | Shape::Spike { warmup, .. }
+            | Shape::Overload { warmup, .. }
+            | Shape::Stages { warmup, .. } => warmup.as_ref(),
+        }
+    }
+
+    /// `warmup:` must last, and send something.
+    fn validate_warmup(&self) -> Result<(), String> {
+        let Some(w) = self.warmup() else {
+            return Ok(());
+        };
+        if w.duration().is_zero() {
+            return Err("shape: warmup must be longer than 0s".into());
+        }
+        if let Warmup::At { rate: Some(r), .. } = w {
+            if r.0 <= 0.0 {
+                return Err("shape: warmup.rate must be above 0 (or leave it out: the warm-up then runs at the shape's first level)".into());
+            }
+        }
+        if let Shape::Soak { duration, .. } = self {
+            if w.duration() >= *duration {
+                return Err(format!(
+                    "shape.soak: warmup ({}) is the first part of duration ({}) and must be shorter than it",
+                    humantime::format_duration(w.duration()),
+                    humantime::format_duration(*duration)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn validate(&self, model: Model) -> Result<(), String> {
+        self.validate_warmup()?;
         let nonzero = |d: &Duration, what: &str| {
             if d.is_zero() {
                 Err(format!("shape: {what} must be longer than 0s"))
@@ -359,10 +457,12 @@ impl Shape {
                 rate,
                 duration,
                 ramp_up,
+                warmup,
             } => {
                 if let Some(r) = ramp_up {
                     b.push("ramp-up".into(), *r, 0.0, rate.0);
                 }
+                b.warmup(warmup.as_ref(), rate.0);
                 b.push("main".into(), *duration, rate.0, rate.0);
                 ShapeKind::Constant
             }
@@ -373,7 +473,9 @@ impl Shape {
                 max,
                 stop_on_breach,
                 expect_capacity,
+                warmup,
             } => {
+                b.warmup(warmup.as_ref(), start.0);
                 let mut level = start.0;
                 let mut i = 1;
                 while level <= max.0 + 1e-9 {
@@ -395,9 +497,12 @@ impl Shape {
                 if let Some(r) = ramp_up {
                     b.push("ramp-up".into(), *r, 0.0, rate.0);
                 }
-                b.push("soak".into(), *duration, rate.0, rate.0);
+                // The warm-up is the first part of the soak's duration.
+                let warm = warmup.as_ref().map(Warmup::duration).unwrap_or_default();
+                b.warmup(warmup.as_ref(), rate.0);
+                b.push("soak".into(), duration.saturating_sub(warm), rate.0, rate.0);
                 ShapeKind::Soak {
-                    warmup: warmup.map(|w| w.mul_f64(scale)),
+                    warmup: warmup.as_ref().map(|w| w.duration().mul_f64(scale)),
                 }
             }
             Shape::Spike {
@@ -406,7 +511,9 @@ impl Shape {
                 baseline_duration,
                 spike_duration,
                 recovery_duration,
+                warmup,
             } => {
+                b.warmup(warmup.as_ref(), baseline.0);
                 let peak = baseline.0 * factor;
                 b.push(
                     "baseline".into(),
@@ -431,7 +538,10 @@ impl Shape {
                 duration,
                 recovery_duration,
                 fast_fail,
+                expect_capacity,
+                warmup,
             } => {
+                b.warmup(warmup.as_ref(), baseline.0);
                 b.push(
                     "baseline".into(),
                     *baseline_duration,
@@ -450,9 +560,20 @@ impl Shape {
                 );
                 ShapeKind::Overload {
                     fast_fail: *fast_fail,
+                    expect_capacity: expect_capacity.map(|l| l.0),
                 }
             }
-            Shape::Stages { start, stages } => {
+            Shape::Stages {
+                start,
+                stages,
+                warmup,
+            } => {
+                let first = if start.0 > 0.0 {
+                    start.0
+                } else {
+                    stages.first().map(|s| s.target.0).unwrap_or(0.0)
+                };
+                b.warmup(warmup.as_ref(), first);
                 let mut prev = start.0;
                 for (i, s) in stages.iter().enumerate() {
                     let name = s.name.clone().unwrap_or_else(|| format!("stage-{}", i + 1));
@@ -490,6 +611,7 @@ mod tests {
             max: Level(500.0),
             stop_on_breach: true,
             expect_capacity: None,
+            warmup: None,
         };
         let p = s.compile(Model::Open, 1.0);
         assert_eq!(p.phases.len(), 5);
@@ -511,8 +633,60 @@ mod tests {
                 duration: Duration::from_secs(10),
                 target: Level(100.0),
             }],
+            warmup: None,
         };
         let p = s.compile(Model::Open, 1.0);
         assert!((p.phases[0].level_at(Duration::from_secs(5)) - 50.0).abs() < 1e-9);
+    }
+
+    fn parse(yaml: &str) -> Shape {
+        serde_saphyr::from_str(yaml).expect("shape")
+    }
+
+    #[test]
+    fn every_shape_takes_a_warmup_phase() {
+        // At the shape's first level by default…
+        let p =
+            parse("stress: { start: 10/s, step: 10/s, step_duration: 2s, max: 30/s, warmup: 3s }")
+                .compile(Model::Open, 1.0);
+        assert_eq!(p.phases[0].info.name, "warmup");
+        assert_eq!((p.phases[0].from, p.phases[0].to), (10.0, 10.0));
+        assert_eq!(p.phases[0].info.duration, Duration::from_secs(3));
+        assert_eq!(p.phases[1].info.name, "step-1");
+        assert_eq!(p.phases[1].info.start, Duration::from_secs(3));
+        assert_eq!(p.total(), Duration::from_secs(9));
+        // …or at its own rate.
+        let p = parse("overload: { baseline: 50/s, rate: 500/s, baseline_duration: 2s, duration: 2s, recovery_duration: 2s, warmup: { duration: 4s, rate: 20/s } }")
+            .compile(Model::Open, 1.0);
+        assert_eq!(p.phases[0].info.name, "warmup");
+        assert_eq!(p.phases[0].to, 20.0);
+        assert_eq!(p.phases[1].info.name, "baseline");
+        for y in [
+            "constant: { rate: 5/s, duration: 2s, warmup: 1s }",
+            "spike: { baseline: 5/s, baseline_duration: 1s, spike_duration: 1s, recovery_duration: 1s, warmup: 1s }",
+            "stages: { stages: [ { duration: 2s, target: 5/s } ], warmup: 1s }",
+        ] {
+            let p = parse(y).compile(Model::Open, 1.0);
+            assert_eq!(p.phases[0].info.name, "warmup", "{y}");
+            assert_eq!(p.phases[0].to, 5.0, "{y}");
+        }
+    }
+
+    #[test]
+    fn a_soak_warmup_is_the_first_part_of_its_duration() {
+        let s = parse("soak: { rate: 100/s, duration: 10s, ramp_up: 2s, warmup: 3s }");
+        s.validate(Model::Open).expect("valid");
+        let p = s.compile(Model::Open, 1.0);
+        let names: Vec<&str> = p.phases.iter().map(|p| p.info.name.as_str()).collect();
+        assert_eq!(names, ["ramp-up", "warmup", "soak"]);
+        assert_eq!(p.total(), Duration::from_secs(12), "same length as before");
+        assert_eq!(p.phases[2].info.start, Duration::from_secs(5));
+        assert!(
+            matches!(p.kind, ShapeKind::Soak { warmup: Some(w) } if w == Duration::from_secs(3))
+        );
+        let long = parse("soak: { rate: 100/s, duration: 10s, warmup: 10s }");
+        assert!(long.validate(Model::Open).is_err());
+        let zero = parse("stress: { start: 1/s, step: 1/s, step_duration: 1s, max: 2/s, warmup: { duration: 2s, rate: 0/s } }");
+        assert!(zero.validate(Model::Open).is_err());
     }
 }

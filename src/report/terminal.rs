@@ -7,7 +7,8 @@ use std::fmt::Write as _;
 use crate::budgets::Status;
 use crate::judge::summary::ScopeSummary;
 use crate::judge::trend::per_hour;
-use crate::judge::{StressResult, Summary, Verdicts};
+use crate::judge::{LatencySplit, StressResult, Summary, Verdicts};
+use crate::vocab::{ShapeKind, WARMUP};
 
 /// A latency in ms, in the unit that reads best.
 pub(crate) fn fmt_ms(v: f64) -> String {
@@ -167,13 +168,53 @@ fn phase_table(o: &mut String, s: &Summary) {
         }
     }
     phase_row(o, &s.totals);
+    if matches!(s.meta.shape, ShapeKind::Overload { .. }) {
+        ok_vs_shed(o, s);
+    }
+}
+
+/// Overload runs: admitted and shed latency apart, phase by phase, so fast
+/// 503s do not make a phase's p50 read better than the baseline's.
+fn ok_vs_shed(o: &mut String, s: &Summary) {
+    let _ = writeln!(
+        o,
+        "
+{:<12} {:>9} {:>9} {:>9}   {:>9} {:>9} {:>9}",
+        "phase", "ok", "ok p50", "ok p99", "shed", "shed p50", "shed p99"
+    );
+    let cell = |p: &ScopeSummary, class: &str| match p.by_class.get(class) {
+        Some(c) if c.count > 0 => (
+            c.count.to_string(),
+            fmt_ms(c.latency.p50),
+            fmt_ms(c.latency.p99),
+        ),
+        _ => ("0".into(), "-".into(), "-".into()),
+    };
+    for p in s.phases.iter().filter(|p| p.requests > 0) {
+        let (ok, ok50, ok99) = cell(p, "ok");
+        let (sh, sh50, sh99) = cell(p, "shed");
+        let _ = writeln!(
+            o,
+            "{:<12} {ok:>9} {ok50:>9} {ok99:>9}   {sh:>9} {sh50:>9} {sh99:>9}",
+            phase_name(&p.name)
+        );
+    }
+}
+
+/// `warm-up` for the warm-up phase (sent, judged by nothing).
+fn phase_name(name: &str) -> &str {
+    if name == WARMUP {
+        "warm-up"
+    } else {
+        name
+    }
 }
 
 fn phase_row(o: &mut String, p: &ScopeSummary) {
     let _ = writeln!(
         o,
-        "{:<12} {:>12} {:>9} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
-        p.name,
+        "{:<12} {:>12} {:>9} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>9}  {}{}",
+        phase_name(&p.name),
         p.label,
         p.requests,
         p.rps,
@@ -182,7 +223,12 @@ fn phase_row(o: &mut String, p: &ScopeSummary) {
         fmt_ms(p.latency.p99),
         fmt_ms(p.latency.p999),
         fmt_ms(p.latency.max),
-        errors_by_kind(p)
+        errors_by_kind(p),
+        if p.name == WARMUP {
+            "  (not judged)"
+        } else {
+            ""
+        }
     );
 }
 
@@ -325,6 +371,23 @@ fn verdicts(o: &mut String, v: &Verdicts) {
                 c.expected
             );
         }
+        let split = |l: Option<LatencySplit>| {
+            l.map(|l| {
+                format!(
+                    "p50 {} p99 {} ({})",
+                    fmt_ms(l.p50_ms),
+                    fmt_ms(l.p99_ms),
+                    l.count
+                )
+            })
+            .unwrap_or_else(|| "none".into())
+        };
+        let _ = writeln!(
+            o,
+            "    overload latency: ok {} · shed {}",
+            split(ov.ok_latency),
+            split(ov.shed_latency)
+        );
     }
     if let Some(so) = &v.soak {
         for t in so.trends.iter().filter(|t| t.note.is_none()) {
@@ -338,6 +401,10 @@ fn verdicts(o: &mut String, v: &Verdicts) {
                 t.threshold_per_hour
                     .map(|l| format!(", limit {}", per_hour(&t.series, l)))
                     .unwrap_or_default()
+                    + &t.reason
+                        .as_ref()
+                        .map(|r| format!(" — {r}"))
+                        .unwrap_or_default()
             );
         }
     }

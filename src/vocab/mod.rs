@@ -18,5 +18,5 @@ pub mod series;
 pub mod units;
 
 pub use clock::RunClock;
-pub use phase::{Model, PhaseInfo, RunObserver, ShapeKind, WindowStats};
+pub use phase::{Model, PhaseInfo, RunObserver, ShapeKind, WindowStats, WARMUP};
 pub use units::{Level, PerHour, Percent};

@@ -44,6 +44,10 @@ pub enum ShapeKind {
     Overload {
         #[serde(with = "humantime_serde")]
         fast_fail: Duration,
+        /// `shape.overload.expect_capacity`: the capacity the shed checks
+        /// measure against instead of the one seen on the way up.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expect_capacity: Option<f64>,
     },
     Stages,
 }
@@ -81,9 +85,17 @@ pub struct PhaseInfo {
     pub level: Option<f64>,
 }
 
+/// The name of the warm-up phase (`shape.<kind>.warmup`): sent, recorded and
+/// shown, but judged by nothing (budgets, the knee, verdicts, gates, leak trends).
+pub const WARMUP: &str = "warmup";
+
 impl PhaseInfo {
     pub fn end(&self) -> Duration {
         self.start + self.duration
+    }
+    /// The warm-up phase, left out of every judgement.
+    pub fn is_warmup(&self) -> bool {
+        self.name == WARMUP
     }
 }
 

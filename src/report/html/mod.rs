@@ -24,11 +24,13 @@ use crate::budgets::Status as GateStatus;
 use crate::judge::summary::ScopeSummary;
 use crate::judge::trend::per_hour;
 use crate::judge::{
-    OverloadVerdict, SoakVerdict, SpikeVerdict, Status, StressVerdict, Summary, Verdicts,
+    LatencySplit, OverloadVerdict, SoakVerdict, SpikeVerdict, Status, StressVerdict, Summary,
+    Verdicts,
 };
 use crate::metrics::series::Row;
-use crate::metrics::{hlog, new_hist, CLASSES};
+use crate::metrics::{hlog, new_hist, Class, CLASSES};
 use crate::rundir;
+use crate::vocab::{ShapeKind, WARMUP};
 pub use charts::esc;
 use charts::*;
 use server::server_section;
@@ -94,6 +96,10 @@ fn distributions(
     s: &Summary,
 ) -> Result<Vec<(String, hdrhistogram::Histogram<u64>)>, ReportError> {
     let mut per: BTreeMap<String, hdrhistogram::Histogram<u64>> = BTreeMap::new();
+    // Overload runs: a phase's ok and shed answers apart (fast 503s would
+    // pull a merged line down below the baseline's).
+    let split = matches!(s.meta.shape, ShapeKind::Overload { .. });
+    let mut by_class: BTreeMap<(String, bool), hdrhistogram::Histogram<u64>> = BTreeMap::new();
     let mut all = new_hist();
     hlog::for_each(&dir.join(rundir::LATENCY_LOG), |iv| {
         match iv.tag.as_deref() {
@@ -101,7 +107,13 @@ fn distributions(
                 let _ = all.add(&iv.hist);
             }
             Some(t) => {
-                if let Some((phase, _, hlog::TagKind::Latency)) = hlog::parse_tag(t) {
+                if let Some((phase, class, hlog::TagKind::Latency)) = hlog::parse_tag(t) {
+                    if split && matches!(class, Class::Ok | Class::Shed) {
+                        let _ = by_class
+                            .entry((phase.to_string(), class == Class::Shed))
+                            .or_insert_with(new_hist)
+                            .add(&iv.hist);
+                    }
                     let _ = per
                         .entry(phase.to_string())
                         .or_insert_with(new_hist)
@@ -111,12 +123,24 @@ fn distributions(
         }
     })?;
     // Plan order, then the run; too many steps make an unreadable chart.
-    let mut out: Vec<(String, hdrhistogram::Histogram<u64>)> = s
-        .phases
-        .iter()
-        .filter_map(|p| per.remove(&p.name).map(|h| (p.name.clone(), h)))
-        .filter(|(_, h)| !h.is_empty())
-        .collect();
+    let mut out: Vec<(String, hdrhistogram::Histogram<u64>)> = Vec::new();
+    for p in &s.phases {
+        let shed = by_class.remove(&(p.name.clone(), true));
+        match shed {
+            Some(sh) if !sh.is_empty() => {
+                if let Some(ok) = by_class.remove(&(p.name.clone(), false)) {
+                    out.push((format!("{} ok", p.name), ok));
+                }
+                out.push((format!("{} shed", p.name), sh));
+            }
+            _ => {
+                if let Some(h) = per.remove(&p.name) {
+                    out.push((p.name.clone(), h));
+                }
+            }
+        }
+    }
+    out.retain(|(_, h)| !h.is_empty());
     if out.len() > 7 {
         let keep = out.split_off(out.len() - 6);
         out = keep;
@@ -527,6 +551,26 @@ fn overload_checks(o: &mut String, ov: &OverloadVerdict) {
         );
     }
     let _ = writeln!(o, "</table>");
+    let split = |l: Option<LatencySplit>| {
+        l.map(|l| {
+            format!(
+                "p50 {} · p99 {} ({})",
+                fmt_ms(&l.p50_ms),
+                fmt_ms(&l.p99_ms),
+                l.count
+            )
+        })
+        .unwrap_or_else(|| "none".into())
+    };
+    let _ = writeln!(
+        o,
+        "<p class=\"meta\">overload phase: ok {} — shed {}; goodput {:.0} ok/s, capacity ≈ {:.0}/s ({})</p>",
+        esc(&split(ov.ok_latency)),
+        esc(&split(ov.shed_latency)),
+        ov.goodput,
+        ov.capacity_estimate,
+        esc(&ov.capacity_source)
+    );
 }
 
 /// The spike: the bound, when p99 came back, the errors.
@@ -570,7 +614,10 @@ fn soak_trends(o: &mut String, so: &SoakVerdict) {
             match (&t.note, t.threshold_per_hour) {
                 (Some(n), _) => format!("<td class=\"l na\">{}</td>", esc(n)),
                 (None, None) => "<td class=\"l na\">no threshold</td>".into(),
-                (None, Some(_)) => pass_cell(!t.flagged),
+                (None, Some(_)) => match &t.reason {
+                    Some(r) => format!("<td class=\"l pass\">PASS — {}</td>", esc(r)),
+                    None => pass_cell(!t.flagged),
+                },
             }
         );
     }
@@ -590,7 +637,11 @@ fn phase_table(o: &mut String, s: &Summary) {
         let _ = writeln!(
             o,
             "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&p.name),
+            if p.name == WARMUP {
+                "warm-up (not judged)".to_string()
+            } else {
+                esc(&p.name)
+            },
             esc(&p.label),
             p.offered_rate,
             p.throughput,
@@ -613,6 +664,9 @@ fn phase_table(o: &mut String, s: &Summary) {
     }
     row(o, &s.totals);
     let _ = writeln!(o, "</table>");
+    if matches!(s.meta.shape, ShapeKind::Overload { .. }) {
+        ok_vs_shed(o, s);
+    }
     // Errors by kind, so none is lost.
     let mut kinds = Vec::new();
     for c in CLASSES.iter().skip(1) {
@@ -627,6 +681,30 @@ fn phase_table(o: &mut String, s: &Summary) {
             esc(&kinds.join(" · "))
         );
     }
+}
+
+/// Overload runs: admitted and shed latency apart, phase by phase.
+fn ok_vs_shed(o: &mut String, s: &Summary) {
+    let _ = writeln!(o, "<h3>Admitted vs shed latency</h3><p class=\"meta\">fast 503s are not fast service: ok and shed answers apart</p><table><tr><th class=\"l\">phase</th><th>ok</th><th>ok p50</th><th>ok p99</th><th>shed</th><th>shed p50</th><th>shed p99</th></tr>");
+    let cell = |p: &ScopeSummary, class: &str| match p.by_class.get(class) {
+        Some(c) if c.count > 0 => format!(
+            "<td>{}</td><td>{}</td><td>{}</td>",
+            c.count,
+            fmt_ms(&c.latency.p50),
+            fmt_ms(&c.latency.p99)
+        ),
+        _ => "<td>0</td><td>-</td><td>-</td>".into(),
+    };
+    for p in s.phases.iter().filter(|p| p.requests > 0) {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"l\">{}</td>{}{}</tr>",
+            esc(&p.name),
+            cell(p, "ok"),
+            cell(p, "shed")
+        );
+    }
+    let _ = writeln!(o, "</table>");
 }
 
 fn budget_table(o: &mut String, s: &Summary) {
