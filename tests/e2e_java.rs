@@ -501,3 +501,53 @@ fn leak_flagged_healthy_not_jdk21() {
 fn leak_flagged_healthy_not_jdk17() {
     leak_flagged_healthy_not(java::jdk17());
 }
+
+// ---------------------------------------------------------------------------
+// Warm-up: a cold JVM is judged once it is warm (issue 11)
+
+/// A freshly started JVM answers its first seconds slowly (class loading,
+/// the first JIT compilations): without a warm-up the first stress step
+/// would be judged on that. With `warmup:` the load is sent first as its own
+/// phase, judged by nothing, and the first step meets a warm service.
+#[test]
+fn warmup_lets_a_cold_jvm_be_judged_warm() {
+    let _g = load::serial();
+    let jdk = java::jdk17();
+    // No Target::warm here: cold on purpose.
+    let t = Target::start(&jdk, &["-Xmx256m"], "warmup");
+    let profile = load::profile(
+        r#"
+name: e2e-warmup
+target: { url: "{url}", timeout: 10s }
+requests: [ { path: "/fast" } ]
+load: { connections: 16 }
+shape: { stress: { start: 40/s, step: 40/s, step_duration: 3s, max: 120/s, warmup: 5s } }
+budgets: [ "p99 < 200ms" ]
+"#,
+        &t.url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&profile, dir.path());
+    let s = &r.summary;
+    assert_eq!(s.phases[0].name, "warmup", "{:?}", s.phases);
+    assert!(
+        s.phases[0].requests >= 150,
+        "warm-up sent: {:?}",
+        s.phases[0]
+    );
+    let st = s
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.stress.clone())
+        .expect("a stress verdict");
+    assert!(st.steps.iter().all(|row| row.name != "warmup"), "{st:?}");
+    let first = &st.steps[0];
+    assert_eq!(first.name, "step-1");
+    assert!(
+        first.within_budget,
+        "the first step is judged on the warm JVM: {first:?}\n{}",
+        st.text
+    );
+    assert!(st.capacity.is_some_and(|c| c >= 40.0), "{}", st.text);
+    assert!(s.passed, "{:?}", s.gates);
+}
