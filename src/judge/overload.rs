@@ -45,7 +45,7 @@ pub(super) fn overload(
     fast_fail_ms: f64,
     expect_capacity: Option<f64>,
 ) -> Option<OverloadVerdict> {
-    let oi = phase_idx(meta, "overload")?;
+    let oi = meta.phase_index("overload")?;
     let ov = m.phases.get(oi)?;
     let load = Load::of(meta, m, ov, secs, expect_capacity);
     let bound = p99_bound(budgets, &["overload"]);
@@ -127,11 +127,12 @@ fn outside_capacity(
     if let Some(c) = expect {
         return (c, "expect_capacity".into());
     }
-    let base = phase_idx(meta, "baseline")
+    let base = meta
+        .phase_index("baseline")
         .and_then(|i| m.phases.get(i))
         .map(|b| rate(b, Class::Ok))
         .unwrap_or(0.0);
-    let ramp = phase_idx(meta, "ramp").and_then(|ri| {
+    let ramp = meta.phase_index("ramp").and_then(|ri| {
         let (a, b) = window(meta, ri);
         // Whole seconds inside the ramp, in order.
         let ok: Vec<f64> = secs
@@ -317,7 +318,7 @@ fn no_transport_errors(meta: &RunMeta, m: &Measured) -> Check {
     let mut bad = [0u64; 3];
     let mut dropped = 0;
     for name in ["ramp", "overload", "recovery"] {
-        if let Some(s) = phase_idx(meta, name).and_then(|i| m.phases.get(i)) {
+        if let Some(s) = meta.phase_index(name).and_then(|i| m.phases.get(i)) {
             bad[0] += s.count(Class::Timeout);
             bad[1] += s.count(Class::Reset);
             bad[2] += s.count(Class::ConnectError);
@@ -361,7 +362,7 @@ fn recovery(
         .or_else(|| p99_bound(budgets, &["recovery"]))
         .or_else(|| fallback_bound(meta, m, "baseline"));
     let (_, ov_end) = window(meta, oi);
-    let rec = phase_idx(meta, "recovery").map(|ri| window(meta, ri));
+    let rec = meta.phase_index("recovery").map(|ri| window(meta, ri));
     match (&rb, rec) {
         (Some(b), Some((_, rend))) => {
             let at = first_stable_good(secs, ov_end, rend, b.ms, true);

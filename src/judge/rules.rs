@@ -9,10 +9,6 @@ use crate::rundir::RunMeta;
 
 use super::verdict::{Check, Status};
 
-pub(super) fn phase_idx(meta: &RunMeta, name: &str) -> Option<usize> {
-    meta.phases.iter().position(|p| p.name == name)
-}
-
 pub(super) fn window(meta: &RunMeta, i: usize) -> (f64, f64) {
     let p = &meta.phases[i];
     let s = p.start.as_secs_f64();
@@ -48,7 +44,7 @@ pub fn p99_bound(budgets: &[Budget], phases: &[&str]) -> Option<Bound> {
 }
 
 pub(super) fn fallback_bound(meta: &RunMeta, m: &Measured, base: &str) -> Option<Bound> {
-    let i = phase_idx(meta, base)?;
+    let i = meta.phase_index(base)?;
     let h = m.phases.get(i)?.latency(None);
     if h.is_empty() {
         return None;

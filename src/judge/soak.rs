@@ -29,7 +29,7 @@ pub(super) fn soak(
     server: Option<&ServerSide>,
     latency: Option<&dyn LatencyWindows>,
 ) -> Option<SoakVerdict> {
-    let si = phase_idx(meta, "soak")?;
+    let si = meta.phase_index("soak")?;
     let (s0, s1) = window(meta, si);
     let from = s0 + warmup_s;
     let to = s1.min(m.run.duration.as_secs_f64()).max(from);

@@ -14,7 +14,7 @@ pub(super) fn spike(
     m: &Measured,
     secs: &[Second],
 ) -> Option<SpikeVerdict> {
-    let si = phase_idx(meta, "spike")?;
+    let si = meta.phase_index("spike")?;
     let sp = m.phases.get(si)?;
     let b = p99_bound(budgets, &["recovery", "baseline"])
         .or_else(|| fallback_bound(meta, m, "baseline"))?;

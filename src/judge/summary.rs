@@ -219,14 +219,13 @@ pub fn build(
     stopped_reason: Option<String>,
     inputs: &Inputs,
 ) -> Summary {
-    let phase_idx = |name: &str| meta.phases.iter().position(|p| p.name == name);
     let is_stress = matches!(meta.shape, ShapeKind::Stress { .. });
     let judged = judged_run(&meta, m);
     let mut verdicts = Vec::new();
     for b in budgets {
         match &b.phase {
             Some(p) => {
-                if let Some(i) = phase_idx(p) {
+                if let Some(i) = meta.phase_index(p) {
                     if let Some(s) = m.phases.get(i) {
                         if s.completed() + s.dropped > 0 || !interrupted {
                             verdicts.push(b.evaluate(s));

@@ -81,7 +81,7 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
             push(series::TARGET_FDS, t, g("fds"));
             push(series::TARGET_PROCESS_CPU_OF_CORE, t, g("cpu_pct"));
             // The process's share of the host (0–100), comparable with
-            // `target.cpu_pct`: tells a CPU-bound service from a busy host.
+            // `target.host_cpu_pct`: tells a CPU-bound service from a busy host.
             let ncpu = f("ncpu").filter(|n| *n >= 1.0);
             push(
                 series::TARGET_PROCESS_CPU_OF_HOST,
