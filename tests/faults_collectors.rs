@@ -154,3 +154,198 @@ fn pgrep_matching_a_real_process_finds_exactly_it() {
         s.errors
     );
 }
+
+/// The shared Java target with a marker argument (ignored by the target,
+/// visible to `pgrep -f`) so only this test's JVM matches.
+fn java_target(jdk: &java::Jdk, marker: &str) -> java::JavaProcess {
+    java::JavaProcess::start(
+        jdk,
+        &["-Xmx128m"],
+        "com.brunt.target.Target",
+        &["--port", "0", "--workers", "4", "--marker", marker],
+        "LISTENING ",
+    )
+}
+
+/// Item 4: the JVM is killed mid-recording and started again. The recording
+/// is started again on the new PID while its phase runs, the lost part is a
+/// gap and an error, and no empty recording is listed. With thread dumps
+/// running, a failed dump finds the new PID first.
+#[test]
+fn jfr_recording_is_rearmed_on_the_restarted_jvm() {
+    jfr_restart(true);
+}
+
+/// Item 4, with the recording alone: its own watch sees the JVM gone.
+#[test]
+fn jfr_recording_alone_notices_its_jvm_gone() {
+    jfr_restart(false);
+}
+
+fn jfr_restart(with_dumps: bool) {
+    let _s = serial();
+    let jdk = java::jdk17();
+    let sshd = sshd::Sshd::start();
+    let run_dir = tempfile::tempdir().expect("tempdir");
+    let remote_dir = run_dir.path().join("remote-tmp");
+    std::fs::create_dir_all(&remote_dir).expect("mkdir");
+    let marker = format!("faults-jfr-{}", std::process::id());
+    let mut jvm = BTreeMap::new();
+    jvm.insert(
+        "thread-dump".to_string(),
+        if with_dumps {
+            ProbeOverride {
+                every: Some(Duration::from_millis(1000)),
+                max: Some(30),
+                ..Default::default()
+            }
+        } else {
+            off()
+        },
+    );
+    jvm.insert("thread-dump-json".to_string(), off());
+    jvm.insert("heap".to_string(), off());
+    jvm.insert(
+        "jfr".to_string(),
+        ProbeOverride {
+            phase: Some("main".into()),
+            ..Default::default()
+        },
+    );
+    let cfg = CollectorsConfig {
+        transport: sshd.transport(),
+        target: TargetConfig {
+            pgrep: Some(format!("--marker {marker}")),
+            jcmd: jdk.jcmd().display().to_string(),
+            ..Default::default()
+        },
+        collect: vec![CollectEntry {
+            use_: "jvm".into(),
+            probes: jvm,
+        }],
+        generator: GeneratorConfig {
+            enabled: false,
+            ..Default::default()
+        },
+        remote_dir: remote_dir.display().to_string(),
+        ..Default::default()
+    };
+    // `main` runs 0-14 s (the JVM is killed at ~3 s), then `tail` 14-16 s.
+    let phases = vec![
+        PhaseInfo {
+            index: 0,
+            name: "main".into(),
+            label: "test".into(),
+            start: Duration::ZERO,
+            duration: Duration::from_secs(14),
+            level: None,
+        },
+        PhaseInfo {
+            index: 1,
+            name: "tail".into(),
+            label: "test".into(),
+            start: Duration::from_secs(14),
+            duration: Duration::from_secs(2),
+            level: None,
+        },
+    ];
+    let first = java_target(&jdk, &marker);
+    let old = first.pid;
+    let clock = RunClock::now();
+    let set = start(
+        &cfg,
+        CollectorContext {
+            clock,
+            run_dir: run_dir.path().to_path_buf(),
+            phases: phases.clone(),
+            p99_threshold: None,
+            base_dir: None,
+        },
+    )
+    .expect("start collectors");
+    let obs = set.observer();
+    obs.phase_started(&phases[0], &clock);
+    thread::sleep(Duration::from_secs(3));
+    let killed_at = clock.elapsed().as_secs_f64();
+    drop(first); // SIGKILL: the JVM never gets to write its recording
+    let second = java_target(&jdk, &marker);
+    let restarted_at = clock.elapsed().as_secs_f64();
+    assert!(
+        restarted_at < 10.0,
+        "the second JVM took until {restarted_at:.1} s to start: too little of `main` left"
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while clock.elapsed() < Duration::from_secs(14) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(100));
+    }
+    obs.phase_started(&phases[1], &clock);
+    thread::sleep(Duration::from_secs(2));
+    let s = set.finish();
+    let log = std::fs::read_to_string(run_dir.path().join("diagnostics/collectors.jsonl"))
+        .unwrap_or_default();
+    let ctx = format!(
+        "artifacts {:#?}\ngaps {:#?}\nerrors {:#?}\n{log}",
+        s.artifacts, s.gaps, s.errors
+    );
+
+    let pids: Vec<u32> = s.target_pids.iter().map(|p| p.pid).collect();
+    assert_eq!(pids, vec![old, second.pid], "{ctx}");
+    // No empty artifact is listed, and each listed file is there, whole.
+    for a in &s.artifacts {
+        assert!(a.bytes > 0, "an empty artifact is listed: {a:?}");
+        let len = std::fs::metadata(run_dir.path().join(&a.file))
+            .map(|m| m.len())
+            .unwrap_or(0);
+        assert_eq!(len, a.bytes, "{} on disk", a.file);
+    }
+    // One recording, from the new JVM, readable by the JDK's own `jfr`.
+    let jfrs: Vec<_> = s.artifacts.iter().filter(|a| a.kind == "jfr").collect();
+    assert_eq!(jfrs.len(), 1, "{ctx}");
+    let rec = jfrs[0];
+    assert_eq!(rec.pid, Some(second.pid), "{ctx}");
+    assert!(
+        rec.t >= restarted_at - 0.5 && rec.t < 14.0,
+        "re-armed at {} s, not within `main` after the restart at {restarted_at:.1} s",
+        rec.t
+    );
+    let out = Command::new(jdk.jfr())
+        .arg("summary")
+        .arg(run_dir.path().join(&rec.file))
+        .output()
+        .expect("jfr summary");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("jdk.") && text.contains("Chunks"),
+        "`jfr summary` does not read the recording: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The lost part is a gap of the `jfr` probe, from the first recording's
+    // start (before the kill) to the new one's start.
+    let gap = s
+        .gaps
+        .iter()
+        .find(|g| g.probe.as_deref() == Some("jfr"))
+        .unwrap_or_else(|| panic!("no gap recorded for the lost recording\n{ctx}"));
+    assert!(
+        gap.from_t < killed_at && (gap.to_t - rec.t).abs() < 0.01,
+        "gap {gap:?} against the kill at {killed_at:.1} s and the restart at {} s",
+        rec.t
+    );
+    assert!(
+        gap.reason.contains(&format!("PID {old}")),
+        "the gap says which JVM was lost: {gap:?}"
+    );
+    assert!(
+        s.errors
+            .iter()
+            .any(|e| e.message.contains("lost") && e.message.contains("JFR")),
+        "the loss is not in collectors.errors\n{ctx}"
+    );
+    assert!(
+        std::fs::read_dir(&remote_dir)
+            .expect("readdir")
+            .next()
+            .is_none(),
+        "remote temp files left behind"
+    );
+}

@@ -84,6 +84,13 @@ fn pick_jcmd(out: &str, re: &Regex) -> Option<u32> {
     })
 }
 
+/// Is process `pid` still there? (`/proc/PID` exists: any user's process, no attach.)
+pub fn alive(t: &mut dyn Transport, pid: u32) -> Result<bool, CollectorError> {
+    let cmd = format!("[ -d /proc/{pid} ] && echo alive || echo gone");
+    let out = t.exec(&cmd)?.check(&cmd)?;
+    Ok(out.stdout_str().trim() == "alive")
+}
+
 /// Major version of the JVM at `pid` (`jcmd PID VM.version`).
 pub fn java_major(
     t: &mut dyn Transport,

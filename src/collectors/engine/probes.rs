@@ -190,10 +190,12 @@ impl Engine {
                 .map_err(|e| CollectorError::io(&local, e))?;
             out.stdout.len() as u64
         };
-        self.record_artifact(i, name, t, phase, bytes, reason);
-        Ok(())
+        self.record_artifact(i, name, t, phase, bytes, reason, pid)
     }
 
+    /// List a file brought back in `diagnostics/` — unless it is empty: an
+    /// empty dump or recording is no evidence, so it is removed and an error.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn record_artifact(
         &mut self,
         i: usize,
@@ -202,7 +204,16 @@ impl Engine {
         phase: String,
         bytes: u64,
         reason: &str,
-    ) {
+        pid: Option<u32>,
+    ) -> Result<(), CollectorError> {
+        if bytes == 0 {
+            let local = self.dir.join(&file);
+            let _ = std::fs::remove_file(&local);
+            return Err(CollectorError::Other(format!(
+                "{} came back empty (0 bytes): not kept",
+                self.probes[i].def.name
+            )));
+        }
         let p = &self.probes[i];
         let a = ArtifactInfo {
             collector: p.collector.clone(),
@@ -217,13 +228,14 @@ impl Engine {
             phase,
             bytes,
             reason: reason.to_string(),
-            pid: self.pid,
+            pid,
         };
         self.event(
             "artifact",
             json!({"probe": a.probe, "file": a.file, "bytes": a.bytes, "reason": a.reason}),
         );
         self.rep.artifacts.push(a);
+        Ok(())
     }
 
     fn tail(&mut self, i: usize, pid: Option<u32>) -> Result<(), CollectorError> {
