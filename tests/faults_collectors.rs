@@ -349,3 +349,103 @@ fn jfr_restart(with_dumps: bool) {
         "remote temp files left behind"
     );
 }
+
+/// `brunt run` (the binary) of a short profile against the built-in target
+/// whose collectors reach the real sshd through `known_hosts`; returns the
+/// run directory, stdout and summary.json.
+fn run_with_known_hosts(
+    sshd: &sshd::Sshd,
+    known_hosts: &std::path::Path,
+) -> (tempfile::TempDir, String, serde_json::Value) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let profile = dir.path().join("p.yaml");
+    std::fs::write(
+        &profile,
+        format!(
+            r#"name: server-side
+target: {{ url: builtin }}
+requests: [ {{ name: fast, path: /fast }} ]
+load: {{ model: open, connections: 4, workers: 1 }}
+shape: {{ constant: {{ rate: 20/s, duration: 3s }} }}
+budgets: [ "p99 < 2s" ]
+collectors:
+  transport: {{ kind: ssh, host: 127.0.0.1, port: {port}, user: {user}, key: "{key}", known_hosts: "{kh}", connect_timeout: 3s }}
+  collect:
+    - {{ use: linux-host, probes: {{ host: {{ every: 500ms }} }} }}
+"#,
+            port = sshd.port,
+            user = sshd.user,
+            key = sshd.client_key.display(),
+            kh = known_hosts.display(),
+        ),
+    )
+    .expect("profile");
+    let out_dir = dir.path().join("run");
+    let out = Command::new(env!("CARGO_BIN_EXE_brunt"))
+        .arg("run")
+        .arg(&profile)
+        .arg("--out")
+        .arg(&out_dir)
+        .arg("--plain")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run brunt");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "brunt run failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("summary.json")).expect("summary.json"),
+    )
+    .expect("summary.json parses");
+    (dir, stdout, summary)
+}
+
+/// Item 6: the collectors are refused (the target's host key is not the one
+/// in known_hosts, as after a reinstall or an attack): the run says plainly
+/// that it has no server side — summary.json, the terminal and report.html.
+#[test]
+fn refused_collectors_say_the_server_side_is_missing() {
+    let _s = serial();
+    let sshd = sshd::Sshd::start();
+    let other = sshd::keygen(sshd.dir.path(), "other_host", "");
+    let wrong = sshd.dir.path().join("known_hosts_wrong");
+    std::fs::write(
+        &wrong,
+        format!("[127.0.0.1]:{} {}\n", sshd.port, sshd::pub_line(&other)),
+    )
+    .expect("known_hosts");
+    let (dir, stdout, summary) = run_with_known_hosts(&sshd, &wrong);
+    let ss = &summary["server_side"];
+    assert_eq!(ss["status"], "missing", "{ss}");
+    let reason = ss["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("host key") && reason.contains("127.0.0.1"),
+        "the reason names the refused host key: {ss}"
+    );
+    assert!(
+        stdout.contains("server side MISSING") && stdout.contains("host key"),
+        "the terminal does not say it:\n{stdout}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("run/report.html")).expect("report.html");
+    assert!(
+        html.contains("server side MISSING"),
+        "report.html does not say it"
+    );
+    assert!(
+        !html.contains("no server-side collectors configured"),
+        "report.html says no collectors were configured: they were, and were refused"
+    );
+
+    // The same run with the right known_hosts: the server side is there.
+    let (_dir, stdout, summary) = run_with_known_hosts(&sshd, &sshd.known_hosts);
+    assert_eq!(
+        summary["server_side"]["status"], "ok",
+        "{}",
+        summary["server_side"]
+    );
+    assert!(!stdout.contains("server side MISSING"), "{stdout}");
+}

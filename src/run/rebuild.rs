@@ -49,7 +49,7 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     s.set_stop_kind(kind);
     s.set_generator(generator);
     if let Some(o) = old {
-        s.collectors = o.collectors;
+        s.set_collectors(o.collectors);
         s.findings = o.findings;
     }
     rundir::write_json(&dir.join(rundir::SUMMARY), &s)?;
