@@ -195,18 +195,19 @@ impl ServerSide {
 
     /// Judge it from the collectors' index (`summary.json`'s `collectors`,
     /// kept as JSON: the judge does not depend on the collectors) and whether
-    /// `evidence.json` held anything from the target.
-    pub fn of(collectors: Option<&serde_json::Value>, evidence: bool, meta: &RunMeta) -> Self {
+    /// `evidence.json` held anything from the target; `shard` is the run's
+    /// (index from 0, count).
+    pub fn of(collectors: Option<&serde_json::Value>, evidence: bool, shard: (u32, u32)) -> Self {
         use ServerSideStatus as S;
         const UNSEEN: &str = "no target CPU, memory, threads or locks were seen, so causes and leaks cannot be attributed";
         let Some(c) = collectors else {
             return if evidence {
                 ServerSide::new(S::Ok, None, "server side: evidence.json".into())
-            } else if meta.shard_index > 0 {
+            } else if shard.0 > 0 {
                 let why = format!(
                     "shard {} of {}: only shard 1 samples the target",
-                    meta.shard_index + 1,
-                    meta.shard_count
+                    shard.0 + 1,
+                    shard.1
                 );
                 ServerSide::new(
                     S::NotCollected,
@@ -238,7 +239,7 @@ impl ServerSide {
         let artifacts = list("artifacts").len();
         let (errors, gaps) = (list("errors"), list("gaps"));
         if transport == "none" && rows == 0 && artifacts == 0 && !evidence {
-            return ServerSide::of(None, false, meta);
+            return ServerSide::of(None, false, shard);
         }
         if rows == 0 && artifacts == 0 && !evidence {
             let reason = errors
@@ -459,7 +460,7 @@ pub fn build(
     let server_side = ServerSide::of(
         None,
         shape_verdicts.as_ref().is_some_and(|v| v.server_side),
-        &meta,
+        (meta.shard_index, meta.shard_count),
     );
     Summary {
         schema: SUMMARY_SCHEMA.into(),
@@ -508,7 +509,8 @@ impl Summary {
     /// summary written before that field existed would have said.
     pub fn server_side(&self) -> ServerSide {
         let evidence = self.verdicts.as_ref().is_some_and(|v| v.server_side);
-        ServerSide::of(self.collectors.as_ref(), evidence, &self.meta)
+        let shard = (self.meta.shard_index, self.meta.shard_count);
+        ServerSide::of(self.collectors.as_ref(), evidence, shard)
     }
 
     /// The gates that keep the run from passing.
@@ -582,4 +584,57 @@ pub fn merge_notes(m: &MergedFrom) -> Vec<String> {
         ));
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ServerSide, ServerSideStatus as S};
+    use serde_json::json;
+
+    fn of(c: serde_json::Value, evidence: bool) -> ServerSide {
+        ServerSide::of(Some(&c), evidence, (0, 1))
+    }
+
+    #[test]
+    fn server_side_status_from_the_collectors_index() {
+        assert_eq!(ServerSide::of(None, false, (0, 1)).status, S::NotConfigured);
+        assert_eq!(ServerSide::of(None, false, (2, 4)).status, S::NotCollected);
+        assert_eq!(ServerSide::of(None, true, (0, 1)).status, S::Ok);
+        // Only the generator ran: no target collectors.
+        assert_eq!(
+            of(json!({"transport": "none"}), false).status,
+            S::NotConfigured
+        );
+        let refused = of(
+            json!({"transport": "ssh a@h:22", "streams": [{"name": "host", "rows": 0}],
+                   "errors": [{"probe": "x/y", "message": "first"},
+                              {"probe": "transport", "message": "host key of h:22 does NOT match"}]}),
+            false,
+        );
+        assert_eq!(refused.status, S::Missing);
+        assert_eq!(
+            refused.reason.as_deref(),
+            Some("host key of h:22 does NOT match")
+        );
+        assert!(refused.text.contains("MISSING"), "{}", refused.text);
+        let gapped = of(
+            json!({"transport": "local", "streams": [{"name": "host", "rows": 9}],
+                   "gaps": [{"from_t": 1.0, "to_t": 3.5, "reason": "JFR lost"}]}),
+            true,
+        );
+        assert_eq!(gapped.status, S::Partial);
+        assert!(gapped.text.contains("2.5 s") && gapped.text.contains("JFR lost"));
+        let no_pid = of(
+            json!({"transport": "local", "streams": [{"name": "host", "rows": 9}],
+                   "errors": [{"probe": "jvm/heap", "message": "target process not found"}]}),
+            true,
+        );
+        assert_eq!(no_pid.status, S::Partial);
+        let fine = of(
+            json!({"transport": "local", "streams": [{"name": "host", "rows": 9}],
+                   "target_pids": [{"pid": 7}]}),
+            true,
+        );
+        assert_eq!((fine.status, fine.reason), (S::Ok, None));
+    }
 }
