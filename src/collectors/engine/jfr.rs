@@ -12,6 +12,7 @@
 
 use serde_json::json;
 
+use super::probes::Taken;
 use super::{Engine, JfrActive, JfrLost};
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
@@ -178,8 +179,15 @@ impl Engine {
             Ok((name, n))
         })();
         self.probes[i].count += 1;
-        let recorded = res.and_then(|(name, n)| {
-            self.record_artifact(i, name, active.t, active.phase, n, "jfr", pid)
+        let recorded = res.and_then(|(file, bytes)| {
+            let taken = Taken {
+                file,
+                t: active.t,
+                phase: active.phase,
+                bytes,
+                pid,
+            };
+            self.record_artifact(i, taken, "jfr")
         });
         if let Err(e) = recorded {
             self.fail(i, e);
