@@ -149,45 +149,133 @@ pub fn read(path: &Path) -> Result<Vec<Interval>, HlogError> {
     Ok(out)
 }
 
+/// The log's last second, left out because its final line was cut short
+/// (a full disk, a kill mid-write): what reached the disk before it reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CutSecond {
+    pub path: String,
+    /// The cut line's number (1-based).
+    pub line: usize,
+    /// The second it belonged to, left out whole (its other lines too), so
+    /// that second's tagged and untagged lines never disagree.
+    pub second: Option<u64>,
+}
+
+impl std::fmt::Display for CutSecond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: line {} is cut short (the write stopped mid-line)",
+            self.path, self.line
+        )?;
+        match self.second {
+            Some(s) => write!(
+                f,
+                "; second {s} is left out, every second before it is read"
+            ),
+            None => write!(f, "; it is skipped"),
+        }
+    }
+}
+
+/// Stream the intervals of a log; a cut final line is skipped (see
+/// [`for_each_noting`] to learn whether one was).
+pub fn for_each(path: &Path, f: impl FnMut(Interval)) -> Result<(), HlogError> {
+    for_each_noting(path, f).map(|_| ())
+}
+
 /// Stream the intervals of a log line by line, so a caller that merges them
-/// holds one line and one decoded histogram at a time, never the whole file
-/// (an 8-hour soak's log is ~100 MB, ~10^5 lines of ~184 KiB each once decoded).
-pub fn for_each(path: &Path, mut f: impl FnMut(Interval)) -> Result<(), HlogError> {
+/// holds one second's lines and decoded histograms at a time, never the whole
+/// file (an 8-hour soak's log is ~100 MB, ~10^5 lines of ~184 KiB each once
+/// decoded). A final line that does not parse was cut short: its second is
+/// left out and returned; a bad line anywhere else is an error.
+pub fn for_each_noting(
+    path: &Path,
+    mut f: impl FnMut(Interval),
+) -> Result<Option<CutSecond>, HlogError> {
     let mut input = io::BufReader::new(File::open(path)?);
     let mut de = Deserializer::new();
     let name = path.display().to_string();
     let mut line = Vec::with_capacity(4096);
     let mut no = 0usize;
+    // The intervals of the second being read, handed on when the next starts.
+    let mut pending: Vec<Interval> = Vec::new();
     loop {
         line.clear();
         if input.read_until(b'\n', &mut line)? == 0 {
-            return Ok(());
+            pending.drain(..).for_each(&mut f);
+            return Ok(None);
         }
         no += 1;
-        let parse = |message: String| HlogError::Parse {
-            path: name.clone(),
-            line: no,
-            message,
-        };
-        // Each line parses on its own: the crate keeps no state across lines
-        // (StartTime and BaseTime come back as entries, timestamps stay raw).
-        for entry in IntervalLogIterator::new(&line) {
-            let entry = entry.map_err(|e| parse(format!("{e:?}")))?;
-            if let LogEntry::Interval(ih) = entry {
-                let bytes = base64::engine::general_purpose::STANDARD
-                    .decode(ih.encoded_histogram())
-                    .map_err(|e| parse(format!("base64: {e}")))?;
-                let hist: Histogram<u64> = de
-                    .deserialize(&mut bytes.as_slice())
-                    .map_err(|e| parse(format!("histogram: {e:?}")))?;
-                f(Interval {
-                    start: ih.start_timestamp(),
-                    tag: ih.tag().map(|t| t.as_str().to_string()),
-                    hist,
-                });
+        match parse_line(&line, &mut de) {
+            Ok(Some(iv)) => {
+                if pending.first().is_some_and(|p| p.start != iv.start) {
+                    pending.drain(..).for_each(&mut f);
+                }
+                pending.push(iv);
+            }
+            Ok(None) => {}
+            Err(message) => {
+                if !input.fill_buf()?.is_empty() {
+                    return Err(HlogError::Parse {
+                        path: name,
+                        line: no,
+                        message,
+                    });
+                }
+                // The last line: cut short. Its second goes with it.
+                let second = leading_second(&line).or(pending.first().map(|p| p.start.as_secs()));
+                if second.is_some_and(|s| pending.first().is_some_and(|p| p.start.as_secs() != s)) {
+                    pending.drain(..).for_each(&mut f);
+                }
+                return Ok(Some(CutSecond {
+                    path: name,
+                    line: no,
+                    second,
+                }));
             }
         }
     }
+}
+
+/// One line: `Some` interval, `None` for comments and the legend.
+fn parse_line(line: &[u8], de: &mut Deserializer) -> Result<Option<Interval>, String> {
+    let mut out = None;
+    // Each line parses on its own: the crate keeps no state across lines
+    // (StartTime and BaseTime come back as entries, timestamps stay raw).
+    for entry in IntervalLogIterator::new(line) {
+        let entry = entry.map_err(|e| format!("{e:?}"))?;
+        if let LogEntry::Interval(ih) = entry {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(ih.encoded_histogram())
+                .map_err(|e| format!("base64: {e}"))?;
+            let hist: Histogram<u64> = de
+                .deserialize(&mut bytes.as_slice())
+                .map_err(|e| format!("histogram: {e:?}"))?;
+            out = Some(Interval {
+                start: ih.start_timestamp(),
+                tag: ih.tag().map(|t| t.as_str().to_string()),
+                hist,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The whole seconds a (possibly cut) interval line starts at, if that much
+/// of it is there: `[Tag=…,]<start>,<len>,…`.
+fn leading_second(line: &[u8]) -> Option<u64> {
+    let text = std::str::from_utf8(line).ok()?;
+    let rest = match text.strip_prefix("Tag=") {
+        Some(r) => r.split_once(',')?.1,
+        None => text,
+    };
+    let (start, _) = rest.split_once(',')?;
+    start
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| s as u64)
 }
 
 /// What a tagged line holds.
