@@ -204,12 +204,18 @@ pub fn main() -> i32 {
             eprintln!("error: {e:#}");
             exit::FAILURE
         }
+        Err(Failure::Exit(code, e)) => {
+            eprintln!("error: {e:#}");
+            code
+        }
     }
 }
 
 enum Failure {
     Bad(anyhow::Error),
     Other(anyhow::Error),
+    /// A failure with its own exit code (a run directory that cannot be written).
+    Exit(i32, anyhow::Error),
 }
 
 impl From<BadInput> for Failure {
@@ -447,6 +453,8 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     let result = run::execute_spec(spec, opts).map_err(|e| {
         if e.is_bad_input() {
             Failure::Bad(anyhow!(e))
+        } else if e.is_write_failure() {
+            Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
         } else {
             Failure::Other(anyhow!(e))
         }
