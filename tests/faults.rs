@@ -299,7 +299,8 @@ fn a_cut_last_line_of_the_latency_log_and_the_time_series_is_skipped_with_a_warn
     );
     assert!(
         text.contains(&format!("second {last} is left out")),
-        "{text}"
+        "last {last}: {text}\nlog:\n{}",
+        std::fs::read_to_string(only_log.join("latency.hlog")).unwrap_or_default()
     );
     let s = json(&only_log.join("summary.json"));
     assert_eq!(

@@ -117,6 +117,10 @@ impl Recording {
         series: SeriesWriter,
         live: Arc<engine::Live>,
     ) -> Result<Recorded, RunError> {
+        let events = EventLog::create(&self.dir).inspect_err(|_| {
+            // The load has started: never let it run with nothing recorded.
+            self.stop.store(true, Ordering::Relaxed);
+        })?;
         let mut st = State {
             agg: Aggregator::new(self.workers),
             phases: (0..self.plan.phases.len())
@@ -130,7 +134,7 @@ impl Recording {
                 .collect(),
             hlog,
             series,
-            events: EventLog::create(&self.dir)?,
+            events,
             generator: GeneratorHealth::default(),
             announced: None,
             judged: 0,
