@@ -234,7 +234,7 @@ const SNIFF_CHUNK: usize = 1 << 20;
 
 /// Whether a (non-JFR) file can be a text dump, a JSON dump or a pinning
 /// log, decided from its first bytes and a streaming scan — never by reading
-/// it whole: binary data (a NUL byte, or invalid UTF-8 in more than 1 % of
+/// it whole: binary data (a NUL byte, or invalid UTF-8 in more than 10 % of
 /// the first 64 KiB) is refused from its head, and text without any of the
 /// formats' markers after one pass of 1-MiB chunks. Looser than the parsers'
 /// own `looks_like_*` checks, which still decide afterwards.
@@ -257,7 +257,7 @@ fn sniff_text(path: &Path, name: &str) -> Result<(), DiagError> {
         });
     }
     let invalid = invalid_utf8_bytes(head);
-    if invalid * 100 > head.len() {
+    if invalid * 10 > head.len() {
         return Err(DiagError::Binary {
             file: name.to_string(),
             why: format!("{invalid} of its first {} bytes are not UTF-8", head.len()),
