@@ -1,7 +1,8 @@
 //! Faults that must lose nothing and say nothing wrong (issue 12), with the
 //! real parts on 127.0.0.1: a disk that fills mid-run (a real, small tmpfs;
 //! needs root, and says so), a cut last line in the run directory's files,
-//! `brunt report` after a double Ctrl-C with local collectors, and
+//! `brunt report` after a double Ctrl-C (local collectors) or a kill -9 (a
+//! real JVM's thread dumps), a target killed and restarted mid-run, and
 //! `brunt analyze` on large files that are not diagnostics (peak memory
 //! measured with `/usr/bin/time -v`).
 
@@ -646,4 +647,108 @@ fn a_target_killed_and_restarted_mid_run_is_counted_and_the_load_resumes() {
         .map(|r| r.count(brunt::metrics::Class::Ok))
         .sum();
     assert!(ok_after > 0, "no ok answer after the restart: {rows:?}");
+}
+
+/// Issue 12.8 with a real JVM: after a `kill -9` mid-run, `brunt report`
+/// rebuilds the collectors' artifacts and target PID from
+/// `diagnostics/collectors.jsonl`, and diagnoses the dumps into findings.
+#[test]
+fn report_after_a_kill_rebuilds_the_jvm_collectors_artifacts_and_findings() {
+    let jdk = java::jdk17();
+    let target = java::JavaTarget::start(&jdk, &java::TargetOpts::default());
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().join("jvm.yaml");
+    std::fs::write(
+        &p,
+        format!(
+            r#"
+name: jvm-killed
+target: {{ url: "http://127.0.0.1:{port}", timeout: 5s }}
+requests: [ {{ path: "/contended?ms=20" }} ]
+load: {{ connections: 16 }}
+shape: {{ constant: {{ rate: 20/s, duration: 40s }} }}
+collectors:
+  target: {{ pid: {pid}, port: {port}, jcmd: "{jcmd}" }}
+  collect:
+    - use: jvm
+      probes:
+        thread-dump: {{ every: 1s }}
+        thread-dump-json: {{ enabled: false }}
+        heap: {{ enabled: false }}
+        jfr: {{ enabled: false }}
+"#,
+            port = target.port,
+            pid = target.proc.pid,
+            jcmd = jdk.jcmd().display()
+        ),
+    )
+    .expect("profile");
+    let run = d.path().join("run");
+    let mut child = brunt()
+        .arg("run")
+        .arg(&p)
+        .arg("--out")
+        .arg(&run)
+        .arg("--quiet")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn brunt");
+    let events = run.join("diagnostics").join("collectors.jsonl");
+    let artifacts_logged = || {
+        std::fs::read_to_string(&events)
+            .unwrap_or_default()
+            .matches("\"event\":\"artifact\"")
+            .count()
+    };
+    let t = Instant::now();
+    while artifacts_logged() < 2 {
+        if t.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("no two thread dumps within 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().expect("kill -9 brunt");
+    let _ = child.wait();
+    assert!(!run.join("summary.json").exists());
+    let logged = artifacts_logged();
+    let dumps = std::fs::read_dir(run.join("diagnostics"))
+        .expect("diagnostics")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("thread-dump-"))
+        .count();
+
+    let o = brunt().arg("report").arg(&run).output().expect("report");
+    assert_eq!(o.status.code(), Some(exit::INTERRUPTED), "{}", out(&o));
+    let s = json(&run.join("summary.json"));
+    let c = &s["collectors"];
+    let arts = c["artifacts"].as_array().expect("artifacts");
+    assert_eq!(arts.len(), logged, "{c}");
+    // A dump being written at the kill may be on disk without its event.
+    assert!(
+        dumps >= logged && dumps <= logged + 1,
+        "{dumps} files, {logged} logged"
+    );
+    for a in arts {
+        assert_eq!(a["collector"], "jvm", "{a}");
+        assert_eq!(a["probe"], "thread-dump", "{a}");
+        assert_eq!(a["pid"].as_u64(), Some(u64::from(target.proc.pid)), "{a}");
+        let f = a["file"].as_str().expect("file");
+        assert!(run.join(f).is_file(), "{f}");
+    }
+    let pids: Vec<u64> = c["target_pids"]
+        .as_array()
+        .expect("target_pids")
+        .iter()
+        .filter_map(|p| p["pid"].as_u64())
+        .collect();
+    assert_eq!(pids, [u64::from(target.proc.pid)], "{c}");
+    assert!(
+        s["findings"].as_array().is_some_and(|f| !f.is_empty()),
+        "no findings from {logged} dumps: {}",
+        s["findings"]
+    );
+    assert!(run.join("findings.json").is_file());
+    assert!(run.join("diagnostics").join("evidence.json").is_file());
 }
