@@ -507,7 +507,13 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
 }
 
 fn report(dir: &std::path::Path) -> Result<i32, Failure> {
-    let s = crate::run::rebuild::rebuild(dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
+    let s = crate::run::rebuild::rebuild(dir).map_err(|e| {
+        if e.is_write_failure() {
+            Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
+        } else {
+            Failure::Bad(anyhow!(e))
+        }
+    })?;
     crate::report::html::write(dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
     print!("{}", crate::report::terminal::render(&s));
     println!(
