@@ -526,7 +526,8 @@ fn analyze_refuses_large_files_that_are_not_diagnostics_in_bounded_memory() {
         "{text}"
     );
     assert!(kb < RSS_BOUND_KB, "peak RSS {kb} KiB on 64 MB of log text");
-    assert!(took < Duration::from_secs(20), "{took:?}");
+    // (A debug build scans ~15 MB/s on a busy 2-core machine; release far faster.)
+    assert!(took < Duration::from_secs(40), "{took:?}");
 
     // Real diagnostics from a real JVM still analyse through the same entry.
     let target = java::JavaTarget::start(&java::jdk17(), &java::TargetOpts::default());
