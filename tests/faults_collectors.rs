@@ -182,6 +182,9 @@ fn jfr_recording_alone_notices_its_jvm_gone() {
     jfr_restart(false);
 }
 
+/// Seconds of the `main` phase the JFR recording is for.
+const MAIN_S: u64 = 20;
+
 fn jfr_restart(with_dumps: bool) {
     let _s = serial();
     let jdk = java::jdk17();
@@ -230,21 +233,21 @@ fn jfr_restart(with_dumps: bool) {
         remote_dir: remote_dir.display().to_string(),
         ..Default::default()
     };
-    // `main` runs 0-14 s (the JVM is killed at ~3 s), then `tail` 14-16 s.
+    // `main` runs 0-20 s (the JVM is killed once its recording runs), then `tail` 20-22 s.
     let phases = vec![
         PhaseInfo {
             index: 0,
             name: "main".into(),
             label: "test".into(),
             start: Duration::ZERO,
-            duration: Duration::from_secs(14),
+            duration: Duration::from_secs(MAIN_S),
             level: None,
         },
         PhaseInfo {
             index: 1,
             name: "tail".into(),
             label: "test".into(),
-            start: Duration::from_secs(14),
+            start: Duration::from_secs(MAIN_S),
             duration: Duration::from_secs(2),
             level: None,
         },
@@ -265,17 +268,31 @@ fn jfr_restart(with_dumps: bool) {
     .expect("start collectors");
     let obs = set.observer();
     obs.phase_started(&phases[0], &clock);
-    thread::sleep(Duration::from_secs(3));
+    // Kill only once the recording runs (a jcmd attach to a fresh JVM on a
+    // busy machine can take seconds), bounded.
+    let events = run_dir.path().join("diagnostics/collectors.jsonl");
+    let wait = Instant::now() + Duration::from_secs(12);
+    while !std::fs::read_to_string(&events)
+        .unwrap_or_default()
+        .contains("\"jfr-start\"")
+    {
+        assert!(
+            Instant::now() < wait,
+            "the first recording did not start within 12 s"
+        );
+        thread::sleep(Duration::from_millis(100));
+    }
+    thread::sleep(Duration::from_millis(500));
     let killed_at = clock.elapsed().as_secs_f64();
     drop(first); // SIGKILL: the JVM never gets to write its recording
     let second = java_target(&jdk, &marker);
     let restarted_at = clock.elapsed().as_secs_f64();
     assert!(
-        restarted_at < 10.0,
+        restarted_at < MAIN_S as f64 - 5.0,
         "the second JVM took until {restarted_at:.1} s to start: too little of `main` left"
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while clock.elapsed() < Duration::from_secs(14) && Instant::now() < deadline {
+    let deadline = Instant::now() + Duration::from_secs(MAIN_S + 5);
+    while clock.elapsed() < Duration::from_secs(MAIN_S) && Instant::now() < deadline {
         thread::sleep(Duration::from_millis(100));
     }
     obs.phase_started(&phases[1], &clock);
@@ -304,7 +321,7 @@ fn jfr_restart(with_dumps: bool) {
     let rec = jfrs[0];
     assert_eq!(rec.pid, Some(second.pid), "{ctx}");
     assert!(
-        rec.t >= restarted_at - 0.5 && rec.t < 14.0,
+        rec.t >= restarted_at - 0.5 && rec.t < MAIN_S as f64,
         "re-armed at {} s, not within `main` after the restart at {restarted_at:.1} s",
         rec.t
     );

@@ -124,9 +124,11 @@ impl Engine {
     }
 
     fn push_jfr_gap(&mut self, i: usize, from_t: f64, to_t: f64, reason: String) {
+        // Whole, so `brunt report` can rebuild the gap from the event log.
         self.event(
             "gap",
-            json!({"probe": self.probes[i].def.name, "from_t": from_t, "to_t": to_t}),
+            json!({"probe": self.probes[i].def.name, "from_t": from_t, "to_t": to_t,
+                   "reason": reason, "missed": 1}),
         );
         self.rep.gaps.push(GapInfo {
             lane: self.lane.to_string(),
