@@ -29,6 +29,8 @@ pub(super) struct Recording {
     pub stop: Arc<AtomicBool>,
     pub observers: Vec<Arc<dyn RunObserver>>,
     pub progress: Progress,
+    /// Live export to Prometheus: gets every window as it is written.
+    pub export: Option<Arc<crate::export::Exporter>>,
 }
 
 pub(super) struct Recorded {
@@ -163,6 +165,9 @@ impl Recording {
             };
             for w in st.agg.ready(now_window) {
                 let stats = st.write(&w, &live)?;
+                if let Some(e) = &self.export {
+                    e.window(&w, stats.in_flight);
+                }
                 for o in &self.observers {
                     o.window(&stats);
                 }
