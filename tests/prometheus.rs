@@ -438,3 +438,47 @@ collectors:
         "the report charts node CPU"
     );
 }
+
+#[test]
+fn pool_waiters_read_from_prometheus_make_the_knee_cause_contention() {
+    let _g = load::serial();
+    // No host CPU query: the waiters alone are the server-side evidence.
+    let prom = prometheus(&[]);
+    let srv = load::demo(DemoConfig::default());
+    let p = load::profile(
+        &format!(
+            r#"
+name: prom-pool
+target: {{ url: "{{url}}", timeout: 2s }}
+requests: [ {{ path: "/slow?ms=5" }} ]
+load: {{ model: open, connections: 32 }}
+shape: {{ stress: {{ start: 20/s, step: 20/s, max: 40/s, step_duration: 3s }} }}
+budgets: [ "p99 < 2ms" ]
+collectors:
+  generator: {{ enabled: false }}
+  prometheus:
+    url: {base}
+    every: 1s
+    queries: [ {{ name: hikari-pending, series: target.pool_waiters, query: "vector(12)" }} ]
+"#,
+            base = prom.base
+        ),
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&p, dir.path());
+    let st = r
+        .summary
+        .verdicts
+        .clone()
+        .and_then(|v| v.stress)
+        .expect("a stress verdict");
+    assert_eq!(st.first_breach.as_deref(), Some("step-1"), "{}", st.text);
+    assert_eq!(st.cause, brunt::judge::Cause::Contention, "{}", st.text);
+    assert!(
+        st.text
+            .contains("12 threads waiting for a pooled connection"),
+        "{}",
+        st.text
+    );
+}

@@ -57,6 +57,8 @@ pub struct ExportConfig {
     /// After the run, wait this long at most for one scrape of the final
     /// figures, so a scraping Prometheus holds the end of the run.
     pub linger: Duration,
+    /// Say on stderr when the end of the run waits for that scrape.
+    pub say: bool,
 }
 
 /// What the exporter did, for the run's stderr line and the tests.
@@ -80,6 +82,7 @@ pub struct Exporter {
     nudge: Mutex<Option<SyncSender<()>>>,
     pusher: Mutex<Option<JoinHandle<()>>>,
     linger: Duration,
+    say: bool,
 }
 
 impl Exporter {
@@ -138,6 +141,7 @@ impl Exporter {
             nudge: Mutex::new(nudge),
             pusher: Mutex::new(pusher),
             linger: cfg.linger,
+            say: cfg.say,
         })
     }
 
@@ -176,6 +180,13 @@ impl Exporter {
         let mut final_scraped = false;
         if let Some((stop, h)) = self.server.lock().ok().and_then(|mut s| s.take()) {
             let until = Instant::now() + self.linger;
+            if self.say && !self.linger.is_zero() && self.final_scrapes.load(Ordering::Relaxed) == 0
+            {
+                eprintln!(
+                    "metrics: waiting up to {} for a scrape of the final figures",
+                    humantime::format_duration(self.linger)
+                );
+            }
             while Instant::now() < until && self.final_scrapes.load(Ordering::Relaxed) == 0 {
                 std::thread::sleep(Duration::from_millis(50));
             }

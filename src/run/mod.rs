@@ -265,6 +265,7 @@ fn start_export(
         linger: opts
             .metrics_linger
             .unwrap_or(std::time::Duration::from_secs(15)),
+        say: opts.progress != Progress::Quiet,
     };
     let e = crate::export::Exporter::start(export).map_err(|e| match e {
         crate::export::ExportError::BadUrl(_) => RunError::Invalid(e.to_string()),
