@@ -3,7 +3,8 @@
 //!
 //! Data flows one way, and so do the imports (each module may import only
 //! those below it; `python3 ../shared/tools/module-cycles.py src` checks):
-//! profile → engine → metrics (the recorder) → judge → report, and
+//! profile → engine → metrics (the recorder) → judge → report (and
+//! metrics → export, the live Prometheus view), and
 //! collectors → diagnosis → evidence → judge → report. `run` wires one run
 //! together; `rundir` owns the files a run leaves.
 //!

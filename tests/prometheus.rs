@@ -324,6 +324,21 @@ fn an_unreachable_remote_write_is_counted_never_fatal() {
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
 }
 
+/// Wait until Prometheus has two scrapes of the node (rate needs two).
+fn wait_for_node_rate(prom: &Prom) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while prom
+        .query(r#"count(rate(node_cpu_seconds_total{mode="idle"}[3s]))"#)
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < until,
+            "no node_exporter data in Prometheus"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 fn node_exporter() -> (Proc, String) {
     let port = free_port();
     let log = std::env::temp_dir().join(format!("brunt-node-exporter-{port}.log"));
@@ -344,18 +359,7 @@ fn the_prometheus_source_puts_node_cpu_and_pool_waiters_into_evidence_and_the_re
     let _g = load::serial();
     let (_node, node_addr) = node_exporter();
     let prom = prometheus(&[("node", node_addr.clone())]);
-    // Wait until Prometheus has two scrapes of the node (rate needs two).
-    let until = Instant::now() + Duration::from_secs(20);
-    while prom
-        .query(r#"count(rate(node_cpu_seconds_total{mode="idle"}[5s]))"#)
-        .is_empty()
-    {
-        assert!(
-            Instant::now() < until,
-            "no node_exporter data in Prometheus"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    wait_for_node_rate(&prom);
     let srv = load::demo(DemoConfig::default());
     let p = load::profile(
         &format!(
@@ -481,4 +485,49 @@ collectors:
         "{}",
         st.text
     );
+}
+
+#[test]
+fn range_mode_reads_node_cpu_once_at_the_end_on_the_run_clock() {
+    let _g = load::serial();
+    let (_node, node_addr) = node_exporter();
+    let prom = prometheus(&[("node", node_addr.clone())]);
+    wait_for_node_rate(&prom);
+    let srv = load::demo(DemoConfig::default());
+    let p = load::profile(
+        &format!(
+            r#"
+name: prom-range
+target: {{ url: "{{url}}" }}
+requests: [ {{ path: "/" }} ]
+shape: {{ constant: {{ rate: 50/s, duration: 6s }} }}
+collectors:
+  generator: {{ enabled: false }}
+  prometheus: {{ url: {base}, mode: range, every: 1s, instance: "{node_addr}", window: 3s, use: [prometheus-node] }}
+"#,
+            base = prom.base
+        ),
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&p, dir.path());
+    assert_eq!(r.summary.totals.offered, 300);
+    let rows = std::fs::read_to_string(dir.path().join("diagnostics/prometheus.jsonl"))
+        .expect("the source's stream");
+    let cpu: Vec<serde_json::Value> = rows
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["query"] == "host-cpu")
+        .collect();
+    // Prometheus scraped the node since before the run: a point per second of it.
+    assert!(cpu.len() >= 4, "{rows}");
+    for v in &cpu {
+        let t = v["t"].as_f64().expect("t");
+        assert!((-0.5..8.0).contains(&t), "{v}");
+        if (0.5..5.5).contains(&t) {
+            assert_eq!(v["phase"], "main", "{v}");
+        }
+    }
+    let ev = std::fs::read_to_string(dir.path().join("diagnostics/evidence.json")).expect("ev");
+    assert!(ev.contains("target.host_cpu_pct"), "{ev}");
 }

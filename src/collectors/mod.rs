@@ -307,6 +307,7 @@ pub fn start(
     let prometheus = match &cfg.prometheus {
         Some(p) => {
             let src = prometheus::Source {
+                mode: p.mode,
                 url: p.url.clone(),
                 token: p
                     .bearer_token_env

@@ -1,6 +1,7 @@
 //! The Prometheus source (`collectors.prometheus`): named PromQL instant
 //! queries against a Prometheus server every `every`, on a thread of its
-//! own, each answer one row of `diagnostics/prometheus.jsonl`
+//! own (or, `mode: range`, one range query per query once the load has
+//! ended, at `every` steps), each answer one row of `diagnostics/prometheus.jsonl`
 //! (`{"t", "phase", "query", "series", "value"}`, `t` on the run clock from
 //! the answer's own timestamp). `rundir::evidence` turns the rows into
 //! evidence series under each query's `series` name, so the knee's cause,
@@ -23,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::error::CollectorError;
 use super::store::{Jsonl, PhaseTracker};
 use super::{ErrorInfo, GapInfo, StreamInfo};
-use crate::profile::collectors::{PromQuery, PrometheusSource};
+use crate::profile::collectors::{PromMode, PromQuery, PrometheusSource};
 use crate::vocab::series;
 
 /// Built-in query sets: name → YAML text (the files in `collectors/`).
@@ -169,6 +170,7 @@ pub struct Report {
 
 /// The running source's settings.
 pub struct Source {
+    pub mode: PromMode,
     pub url: String,
     pub token: Option<String>,
     pub every: Duration,
@@ -206,6 +208,13 @@ impl Source {
             .into();
         let endpoint = format!("{}/api/v1/query", self.url.trim_end_matches('/'));
         let start_unix = self.tracker.clock().start_unix();
+        if self.mode == PromMode::Range {
+            // Nothing during the load: wait for its end, then ask once per query.
+            let _ = rx.recv();
+            self.range(&mut out, &mut rep, start_unix);
+            rep.stream = Some(self.stream_info(out.rows));
+            return rep;
+        }
         let mut next = Instant::now();
         loop {
             match rx.recv_timeout(next.saturating_duration_since(Instant::now())) {
@@ -234,13 +243,124 @@ impl Source {
                 next = Instant::now() + self.every;
             }
         }
-        rep.stream = Some(StreamInfo {
-            name: "prometheus".into(),
-            file: format!("{}/{STREAM}", crate::vocab::files::DIAGNOSTICS),
-            rows: out.rows,
-        });
+        rep.stream = Some(self.stream_info(out.rows));
         rep
     }
+
+    fn stream_info(&self, rows: u64) -> StreamInfo {
+        StreamInfo {
+            name: "prometheus".into(),
+            file: format!("{}/{STREAM}", crate::vocab::files::DIAGNOSTICS),
+            rows,
+        }
+    }
+
+    /// One range query per query over the whole run, at `every` steps.
+    fn range(&self, out: &mut Jsonl, rep: &mut Report, start_unix: f64) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(10)))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let endpoint = format!("{}/api/v1/query_range", self.url.trim_end_matches('/'));
+        let end_unix = start_unix + self.tracker.t();
+        let step = format!("{}", self.every.as_secs_f64());
+        for q in &self.queries {
+            let t = self.tracker.t();
+            let mut req = agent
+                .get(&endpoint)
+                .query("query", &q.promql)
+                .query("start", format!("{start_unix:.3}"))
+                .query("end", format!("{end_unix:.3}"))
+                .query("step", &step);
+            if let Some(tok) = &self.token {
+                req = req.header("Authorization", format!("Bearer {tok}"));
+            }
+            let answer = req
+                .call()
+                .map_err(|e| format!("{endpoint}: {e}"))
+                .and_then(|mut r| {
+                    let code = r.status().as_u16();
+                    r.body_mut()
+                        .with_config()
+                        .limit(16 << 20)
+                        .read_to_string()
+                        .map_err(|e| format!("{endpoint}: reading the answer: {e}"))
+                        .and_then(|text| parse_range(code, &text))
+                });
+            match answer {
+                Ok(points) => {
+                    for (ts, v) in points {
+                        let at = ts - start_unix;
+                        let mut m = serde_json::Map::new();
+                        m.insert("query".into(), q.name.clone().into());
+                        m.insert("series".into(), q.series.clone().into());
+                        m.insert("value".into(), v.into());
+                        let phase = phase_at(self.tracker.phases(), at);
+                        if let Err(e) = out.row(at, &phase, m) {
+                            rep.note(t, &q.name, e.to_string(), self.every);
+                            break;
+                        }
+                    }
+                }
+                Err(e) => rep.note(t, &q.name, e, self.every),
+            }
+        }
+    }
+}
+
+/// The phase running `t` s after the run start (`pre`, `post` outside).
+fn phase_at(phases: &[crate::vocab::PhaseInfo], t: f64) -> String {
+    if phases.first().is_some_and(|p| t < p.start.as_secs_f64()) || t < 0.0 {
+        return "pre".into();
+    }
+    phases
+        .iter()
+        .find(|p| p.start.as_secs_f64() <= t && t < p.end().as_secs_f64())
+        .map(|p| p.name.clone())
+        .unwrap_or_else(|| "post".into())
+}
+
+/// The points of a range query's one series (non-finite values dropped).
+pub fn parse_range(code: u16, text: &str) -> Result<Vec<(f64, f64)>, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|_| {
+        format!(
+            "HTTP {code}: not a Prometheus API answer: {}",
+            text.chars().take(120).collect::<String>()
+        )
+    })?;
+    if v.get("status").and_then(|s| s.as_str()) != Some("success") {
+        let err = v
+            .get("error")
+            .and_then(|e| e.as_str())
+            .unwrap_or("unknown error");
+        return Err(format!("HTTP {code}: {err}"));
+    }
+    let r = v
+        .pointer("/data/result")
+        .and_then(|r| r.as_array())
+        .ok_or("answer without a result")?;
+    let series = match r.len() {
+        0 => return Err("no data (the query matched no series)".into()),
+        1 => &r[0],
+        n => {
+            return Err(format!(
+                "{n} series: aggregate the query (sum, avg, max) so it gives one number"
+            ))
+        }
+    };
+    let values = series
+        .get("values")
+        .and_then(|v| v.as_array())
+        .ok_or("a matrix without values")?;
+    Ok(values
+        .iter()
+        .filter_map(|p| {
+            let ts = p.get(0)?.as_f64()?;
+            let v = p.get(1)?.as_str()?.parse::<f64>().ok()?;
+            v.is_finite().then_some((ts, v))
+        })
+        .collect())
 }
 
 impl Report {
@@ -357,6 +477,7 @@ mod tests {
         PrometheusSource {
             url: "http://127.0.0.1:9090".into(),
             bearer_token_env: None,
+            mode: PromMode::Instant,
             every: Duration::from_secs(1),
             instance: "app:9100".into(),
             window: "10s".into(),
@@ -437,5 +558,9 @@ mod tests {
             .contains("HTTP 502"));
         let nan = r#"{"status":"success","data":{"resultType":"scalar","result":[1,"NaN"]}}"#;
         assert!(parse_answer(200, nan).is_err());
+        let matrix = r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[10,"1"],[11,"NaN"],[12,"3.5"]]}]}}"#;
+        assert_eq!(parse_range(200, matrix), Ok(vec![(10.0, 1.0), (12.0, 3.5)]));
+        let none = r#"{"status":"success","data":{"resultType":"matrix","result":[]}}"#;
+        assert!(parse_range(200, none).unwrap_err().contains("no data"));
     }
 }

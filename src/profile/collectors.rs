@@ -49,7 +49,11 @@ pub struct PrometheusSource {
     /// Environment variable holding a bearer token (sent as `Authorization: Bearer …`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bearer_token_env: Option<String>,
-    /// How often every query runs.
+    /// `instant` (default): every query every `every` during the run;
+    /// `range`: one range query per query when the load has ended, at `every` steps.
+    #[serde(default)]
+    pub mode: PromMode,
+    /// How often every query runs (the step of a range query).
     #[serde(default = "d_prom_every", with = "humantime_serde")]
     pub every: Duration,
     /// Value of `{instance}` in queries (a regex on the `instance` label).
@@ -64,6 +68,15 @@ pub struct PrometheusSource {
     /// Queries of the profile itself.
     #[serde(default)]
     pub queries: Vec<PromQuery>,
+}
+
+/// When the Prometheus source asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromMode {
+    #[default]
+    Instant,
+    Range,
 }
 
 /// One named PromQL query: it must give one number (a scalar, or a vector
