@@ -531,3 +531,92 @@ collectors:
     let ev = std::fs::read_to_string(dir.path().join("diagnostics/evidence.json")).expect("ev");
     assert!(ev.contains("target.host_cpu_pct"), "{ev}");
 }
+
+/// nginx in front of Prometheus, answering 401 unless `Authorization: Bearer <token>`.
+fn nginx_guard(upstream: &str, token: &str) -> (Proc, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let d = dir.path().display();
+    let conf = format!(
+        r#"worker_processes 1; daemon off; master_process off;
+pid {d}/nginx.pid; error_log {d}/error.log warn;
+events {{ worker_connections 64; }}
+http {{ access_log off;
+  client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
+  server {{ listen 127.0.0.1:{port};
+    location / {{
+      if ($http_authorization != "Bearer {token}") {{ return 401 "no\n"; }}
+      proxy_pass {upstream};
+    }} }} }}
+"#
+    );
+    std::fs::write(dir.path().join("nginx.conf"), conf).expect("conf");
+    let child = Command::new(binary("nginx"))
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-c")
+        .arg(dir.path().join("nginx.conf"))
+        .arg("-e")
+        .arg(dir.path().join("error.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nginx");
+    let mut p = Proc(child, format!("{d}/error.log"));
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&base, "nginx", &mut p); // a 401 is an answer
+    (p, base, dir)
+}
+
+#[test]
+fn bearer_tokens_from_the_environment_reach_prometheus_behind_a_guard() {
+    let _g = load::serial();
+    let prom = prometheus(&[]);
+    let (_nginx, guarded, _d) = nginx_guard(&prom.base, "s3cret-token");
+    // Read by this test only.
+    std::env::set_var("BRUNT_TEST_PROM_TOKEN", "s3cret-token");
+    std::env::set_var("BRUNT_TEST_PROM_WRONG", "wrong");
+    let srv = load::demo(DemoConfig::default());
+    let profile = |name: &str, var: &str| {
+        load::profile(
+            &format!(
+                r#"
+name: {name}
+target: {{ url: "{{url}}" }}
+requests: [ {{ path: "/" }} ]
+shape: {{ constant: {{ rate: 20/s, duration: 3s }} }}
+output: {{ prometheus_remote_write: "{guarded}/api/v1/write", prometheus_remote_write_token_env: {var} }}
+collectors:
+  generator: {{ enabled: false }}
+  prometheus: {{ url: "{guarded}", bearer_token_env: {var}, every: 1s, queries: [ {{ name: one, query: "vector(1)" }} ] }}
+"#
+            ),
+            &srv.base_url(),
+        )
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ok = load::run(
+        &profile("guard-ok", "BRUNT_TEST_PROM_TOKEN"),
+        &dir.path().join("ok"),
+    );
+    let c = ok.summary.collectors.as_ref().expect("collectors");
+    assert_eq!(c["errors_total"], 0, "{c}");
+    let ev = std::fs::read_to_string(dir.path().join("ok/diagnostics/evidence.json")).expect("ev");
+    assert!(ev.contains("prometheus.one"), "{ev}");
+    let pushed = prom.one(r#"last_over_time(brunt_offered_total{run="ok"}[10m])"#);
+    assert_eq!(pushed as u64, ok.summary.totals.offered);
+    // The wrong token: every query is a 401 gap, every push a counted failure; the run completes.
+    let bad = load::run(
+        &profile("guard-bad", "BRUNT_TEST_PROM_WRONG"),
+        &dir.path().join("bad"),
+    );
+    assert_eq!(bad.summary.totals.offered, 60);
+    let c = bad.summary.collectors.as_ref().expect("collectors");
+    assert!(
+        c["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("401")),
+        "{c}"
+    );
+    assert!(prom.query(r#"brunt_offered_total{run="bad"}"#).is_empty());
+}

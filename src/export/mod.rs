@@ -53,6 +53,8 @@ pub struct ExportConfig {
     pub listen: Option<SocketAddr>,
     /// POST remote-write requests here every second (push).
     pub remote_write: Option<String>,
+    /// Sent as `Authorization: Bearer …` with each push.
+    pub remote_write_token: Option<String>,
     pub labels: Labels,
     /// After the run, wait this long at most for one scrape of the final
     /// figures, so a scraping Prometheus holds the end of the run.
@@ -125,9 +127,10 @@ impl Exporter {
             Some(url) => {
                 let (tx, rx) = sync_channel(1);
                 let f = figures.clone();
+                let token = cfg.remote_write_token.clone();
                 let h = std::thread::Builder::new()
                     .name("brunt-remote-write".into())
-                    .spawn(move || push_loop(&url, &f, rx))?;
+                    .spawn(move || push_loop(&url, token.as_deref(), &f, rx))?;
                 (Some(tx), Some(h))
             }
             None => (None, None),
@@ -291,7 +294,7 @@ fn serve(l: std::net::TcpListener, state: Served, stop: tokio::sync::oneshot::Re
 const PUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Push the figures at each nudge, and once more when the channel closes.
-fn push_loop(url: &str, figures: &Arc<Mutex<Figures>>, rx: Receiver<()>) {
+fn push_loop(url: &str, token: Option<&str>, figures: &Arc<Mutex<Figures>>, rx: Receiver<()>) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(PUSH_TIMEOUT))
         .http_status_as_error(false)
@@ -315,9 +318,11 @@ fn push_loop(url: &str, figures: &Arc<Mutex<Figures>>, rx: Receiver<()>) {
         let result = encode::remote_write_body(&encode::write_request(&fams, ts))
             .map_err(|e| e.to_string())
             .and_then(|body| {
-                agent
-                    .post(url)
-                    .header("Content-Encoding", "snappy")
+                let mut req = agent.post(url);
+                if let Some(t) = token {
+                    req = req.header("Authorization", format!("Bearer {t}"));
+                }
+                req.header("Content-Encoding", "snappy")
                     .header("Content-Type", "application/x-protobuf")
                     .header("X-Prometheus-Remote-Write-Version", "0.1.0")
                     .header("User-Agent", concat!("brunt/", env!("CARGO_PKG_VERSION")))

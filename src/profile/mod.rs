@@ -360,6 +360,10 @@ pub struct OutputSpec {
     /// (e.g. `http://prometheus:9090/api/v1/write`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prometheus_remote_write: Option<String>,
+    /// Environment variable holding a bearer token for remote-write
+    /// (sent as `Authorization: Bearer …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_remote_write_token_env: Option<String>,
 }
 
 /// The dotted key path of a block-style YAML line (`shape.constant.duration`),

@@ -250,14 +250,25 @@ fn start_export(
     if opts.metrics_listen.is_none() && remote_write.is_none() {
         return Ok(None);
     }
+    let remote_write_token = match &spec.profile.output.prometheus_remote_write_token_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| {
+                    RunError::Invalid(format!(
+                        "output.prometheus_remote_write_token_env: environment variable {var} is not set"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
     let export = crate::export::ExportConfig {
         listen: opts.metrics_listen,
         remote_write,
+        remote_write_token,
         labels: crate::export::Labels {
-            run: dir
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| spec.profile.name.clone()),
+            run: run_label(&spec.profile.name, dir, opts),
             shard: format!("{}/{}", opts.shard.index + 1, opts.shard.count.max(1)),
             phases: plan.phases.iter().map(|p| p.info.name.clone()).collect(),
             requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
@@ -275,6 +286,22 @@ fn start_export(
         eprintln!("metrics: http://{a}/metrics");
     }
     Ok(Some(Arc::new(e)))
+}
+
+/// The `run` label: the run directory's name; for shards stepping together
+/// (`--start-at`), the profile's name and that start, so every shard's
+/// series carry the same value and Grafana sums them.
+fn run_label(profile: &str, dir: &Path, opts: &RunOptions) -> String {
+    let start = opts
+        .start_at
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok());
+    match start {
+        Some(t) if opts.shard.count > 1 => format!("{}-{}", sanitize(profile), t.as_secs()),
+        _ => dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| sanitize(profile)),
+    }
 }
 
 /// Push the final figures and give a scraping Prometheus its last look.
