@@ -478,6 +478,19 @@ collectors:
         .and_then(|v| v.stress)
         .expect("a stress verdict");
     assert_eq!(st.first_breach.as_deref(), Some("step-1"), "{}", st.text);
+    // The breaking step's top finding is the waiters read from Prometheus.
+    let top = st.steps[0]
+        .top_finding
+        .as_ref()
+        .expect("a finding in step-1");
+    assert_eq!(top.kind, "pool", "{top:?}");
+    // A saturated generator outranks every server-side cause by design (its
+    // latencies are not trustworthy); on a quiet machine the waiters decide.
+    if st.cause == brunt::judge::Cause::GeneratorSaturated {
+        eprintln!("generator saturated on this loaded machine: {}", st.text);
+        assert!(st.text.contains("generator was saturated"), "{}", st.text);
+        return;
+    }
     assert_eq!(st.cause, brunt::judge::Cause::Contention, "{}", st.text);
     assert!(
         st.text
