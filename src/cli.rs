@@ -61,7 +61,12 @@ enum Cmd {
     },
     /// Rebuild summary.json, report.html and the terminal summary from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
-    Report { dir: PathBuf },
+    Report {
+        dir: PathBuf,
+        /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
     /// Merge the run directories of N shards (`run --shard i/N`) into one: histograms added, budgets judged on the union.
     #[command(after_help = EXIT_CODES)]
     Merge {
@@ -71,6 +76,9 @@ enum Cmd {
         /// The merged run directory (must not exist or be empty).
         #[arg(long)]
         out: PathBuf,
+        /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Print a Kubernetes manifest (ConfigMap + Indexed Job) that runs PROFILE as N shards, then the commands to gather and merge.
     #[command(after_help = EXIT_CODES)]
@@ -115,6 +123,9 @@ struct RunArgs {
     /// Empty an existing run directory given with --out first (without it, a non-empty --out is refused).
     #[arg(long)]
     force: bool,
+    /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
     #[command(flatten)]
     overrides: Overrides,
 }
@@ -362,7 +373,8 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             stall_every,
             stall_for,
         } => demo_target(&listen, stall_every.as_deref(), &stall_for),
-        Cmd::Merge { dirs, out } => {
+        Cmd::Merge { dirs, out, junit } => {
+            check_junit(junit.as_deref())?;
             let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
             // Like a single run's directory: the page stands beside the summary.
             if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary) {
@@ -370,11 +382,12 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             }
             print!("{}", crate::report::terminal::render(&merged.summary));
             println!("run directory: {}", merged.dir.display());
+            write_junit(junit.as_deref(), &merged.summary)?;
             Ok(merged.exit_code())
         }
         Cmd::K8s(args) => k8s(args),
         Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
-        Cmd::Report { dir } => report(&dir),
+        Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
         Cmd::Compare { run_a, run_b, json } => compare(&run_a, &run_b, json),
     }
 }
@@ -421,6 +434,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         Some(_) => return Err(BadInput(anyhow!("--start-at: expected Unix seconds")).into()),
         None => None,
     };
+    check_junit(a.junit.as_deref())?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_by = Arc::new(OnceLock::new());
     install_stop_signals(stop.clone(), stopped_by.clone());
@@ -457,6 +471,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     if html.exists() {
         println!("report: {}", html.display());
     }
+    write_junit(a.junit.as_deref(), &result.summary)?;
     Ok(result.exit_code())
 }
 
@@ -498,7 +513,8 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
     Ok(exit::PASS)
 }
 
-fn report(dir: &std::path::Path) -> Result<i32, Failure> {
+fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32, Failure> {
+    check_junit(junit)?;
     let s = crate::run::rebuild::rebuild(dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
     crate::report::html::write(dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
     print!("{}", crate::report::terminal::render(&s));
@@ -506,7 +522,25 @@ fn report(dir: &std::path::Path) -> Result<i32, Failure> {
         "report: {}",
         dir.join(crate::report::html::REPORT_FILE).display()
     );
+    write_junit(junit, &s)?;
     Ok(s.exit_code())
+}
+
+/// A `--junit` path that cannot be written is refused before any work (exit 2).
+fn check_junit(path: Option<&std::path::Path>) -> Result<(), Failure> {
+    match path {
+        Some(p) => crate::report::junit::check_path(p).map_err(|e| Failure::Bad(anyhow!(e))),
+        None => Ok(()),
+    }
+}
+
+/// Write the JUnit file; failing to is an error (exit 1): CI would miss its results.
+fn write_junit(path: Option<&std::path::Path>, s: &crate::judge::Summary) -> Result<(), Failure> {
+    if let Some(p) = path {
+        crate::report::junit::write(p, s).map_err(|e| Failure::Other(anyhow!(e)))?;
+        println!("junit: {}", p.display());
+    }
+    Ok(())
 }
 
 fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, Failure> {
