@@ -83,7 +83,10 @@ enum Cmd {
     /// Print a Kubernetes manifest (ConfigMap + Indexed Job) that runs PROFILE as N shards, then the commands to gather and merge.
     #[command(after_help = EXIT_CODES)]
     K8s(K8sArgs),
-    /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A).
+    /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A); with --fail-if, a regression gate.
+    #[command(
+        after_help = "Conditions: METRIC OP CHANGE [in PHASE] — METRIC p50 p90 p95 p99 p99.9 max mean throughput rps requests errors shed error_rate; OP > >= < <=; CHANGE relative to A (+10%, -5%) or absolute (+50ms, -20/s, +100, +1pp for error_rate). Scope: the run without its warm-up, or `in PHASE`.\nExit codes: 0 no condition holds · 99 a condition holds or has no data in either run · 2 bad input (a condition, a directory) · 1 any other failure."
+    )]
     Compare {
         /// The run before (the reference).
         run_a: PathBuf,
@@ -92,6 +95,9 @@ enum Cmd {
         /// Print the comparison as JSON.
         #[arg(long)]
         json: bool,
+        /// Fail (exit 99) when B moved from A past this, e.g. 'p99 > +10%', 'throughput < -5%'. Repeatable.
+        #[arg(long = "fail-if", value_name = "COND")]
+        fail_if: Vec<String>,
     },
 }
 
@@ -388,7 +394,12 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Cmd::K8s(args) => k8s(args),
         Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
         Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
-        Cmd::Compare { run_a, run_b, json } => compare(&run_a, &run_b, json),
+        Cmd::Compare {
+            run_a,
+            run_b,
+            json,
+            fail_if,
+        } => compare(&run_a, &run_b, json, &fail_if),
     }
 }
 
@@ -543,8 +554,19 @@ fn write_junit(path: Option<&std::path::Path>, s: &crate::judge::Summary) -> Res
     Ok(())
 }
 
-fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, Failure> {
-    let c = crate::report::compare::compare(a, b).map_err(|e| Failure::Bad(anyhow!(e)))?;
+fn compare(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    json: bool,
+    fail_if: &[String],
+) -> Result<i32, Failure> {
+    let conditions = fail_if
+        .iter()
+        .map(|t| t.parse::<crate::report::compare::Condition>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::Bad(anyhow!(e)))?;
+    let c = crate::report::compare::compare_gated(a, b, &conditions)
+        .map_err(|e| Failure::Bad(anyhow!(e)))?;
     if json {
         println!(
             "{}",
@@ -553,5 +575,5 @@ fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, 
     } else {
         print!("{}", crate::report::compare::render(&c));
     }
-    Ok(exit::PASS)
+    Ok(c.exit_code())
 }
