@@ -59,6 +59,16 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Watch the run writing DIR from another terminal: the live view (plain lines when piped), then its summary once it has ended.
+    #[command(
+        after_help = "Exit codes: the run's own once it has ended (0 every gate met · 99 a gate failed · 105 interrupted) · 2 no run writes DIR · 1 the run stopped writing without a summary (killed?) or any other failure."
+    )]
+    Watch {
+        dir: PathBuf,
+        /// How long to wait for the run to start writing DIR (its run.json).
+        #[arg(long, default_value = "30s")]
+        wait: String,
+    },
     /// Rebuild summary.json, report.html and the terminal summary from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
     Report {
@@ -393,6 +403,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         }
         Cmd::K8s(args) => k8s(args),
         Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
+        Cmd::Watch { dir, wait } => watch(&dir, &wait),
         Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
         Cmd::Compare {
             run_a,
@@ -535,6 +546,15 @@ fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32,
     );
     write_junit(junit, &s)?;
     Ok(s.exit_code())
+}
+
+fn watch(dir: &std::path::Path, wait: &str) -> Result<i32, Failure> {
+    let wait =
+        humantime::parse_duration(wait).map_err(|e| BadInput(anyhow!("--wait {wait}: {e}")))?;
+    match crate::report::live::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
+        crate::report::live::WatchEnd::Finished(s) => Ok(s.exit_code()),
+        crate::report::live::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
+    }
 }
 
 /// A `--junit` path that cannot be written is refused before any work (exit 2).

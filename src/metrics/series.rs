@@ -130,47 +130,50 @@ pub fn read(path: &Path) -> io::Result<Vec<Row>> {
     let mut rows = Vec::new();
     for (i, line) in f.lines().enumerate() {
         let line = line?;
-        if i == 0 || line.trim().is_empty() {
+        if i == 0 {
             continue;
         }
-        let v: Vec<&str> = line.split(',').collect();
-        // Classes only ever get appended: a file from before `unfinished`
-        // has fewer class columns, in the same order.
-        let Some(k) = v
-            .len()
-            .checked_sub(4 + 9)
-            .filter(|k| (8..=CLASSES.len()).contains(k))
-        else {
-            continue;
-        };
-        let n = |s: &str| s.parse::<u64>().ok();
-        let ms = |s: &str| s.parse::<f64>().ok().map(|x| (x * 1000.0).round() as u64);
-        let parsed = (|| {
-            let mut counts = [0u64; CLASSES.len()];
-            for (i, c) in counts.iter_mut().take(k).enumerate() {
-                *c = n(v[4 + i])?;
-            }
-            let t = &v[4 + k..];
-            Some(Row {
-                second: n(v[0])?,
-                phase: v[1].to_string(),
-                offered: n(v[2])?,
-                dropped: n(v[3])?,
-                counts,
-                shed_retry_after: n(t[0])?,
-                in_flight: n(t[1])?,
-                sched_lag_us: ms(t[2])?,
-                busy_pct: t[3].parse().ok()?,
-                p50_us: ms(t[4])?,
-                p90_us: ms(t[5])?,
-                p99_us: ms(t[6])?,
-                max_us: ms(t[7])?,
-                svc_p99_us: ms(t[8])?,
-            })
-        })();
-        if let Some(r) = parsed {
+        if let Some(r) = parse_row(&line) {
             rows.push(r);
         }
     }
     Ok(rows)
+}
+
+/// One data line of the file; `None` for the header, a blank or torn line.
+/// (Also what `brunt watch` reads as the file grows.)
+pub fn parse_row(line: &str) -> Option<Row> {
+    if line.trim().is_empty() {
+        return None;
+    }
+    let v: Vec<&str> = line.split(',').collect();
+    // Classes only ever get appended: a file from before `unfinished`
+    // has fewer class columns, in the same order.
+    let k = v
+        .len()
+        .checked_sub(4 + 9)
+        .filter(|k| (8..=CLASSES.len()).contains(k))?;
+    let n = |s: &str| s.parse::<u64>().ok();
+    let ms = |s: &str| s.parse::<f64>().ok().map(|x| (x * 1000.0).round() as u64);
+    let mut counts = [0u64; CLASSES.len()];
+    for (i, c) in counts.iter_mut().take(k).enumerate() {
+        *c = n(v[4 + i])?;
+    }
+    let t = &v[4 + k..];
+    Some(Row {
+        second: n(v[0])?,
+        phase: v[1].to_string(),
+        offered: n(v[2])?,
+        dropped: n(v[3])?,
+        counts,
+        shed_retry_after: n(t[0])?,
+        in_flight: n(t[1])?,
+        sched_lag_us: ms(t[2])?,
+        busy_pct: t[3].parse().ok()?,
+        p50_us: ms(t[4])?,
+        p90_us: ms(t[5])?,
+        p99_us: ms(t[6])?,
+        max_us: ms(t[7])?,
+        svc_p99_us: ms(t[8])?,
+    })
 }

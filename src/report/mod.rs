@@ -10,6 +10,7 @@ pub mod analysis;
 pub mod compare;
 pub mod html;
 pub mod junit;
+pub mod live;
 pub mod terminal;
 
 use std::path::PathBuf;
