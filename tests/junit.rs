@@ -198,3 +198,52 @@ fn a_junit_path_that_cannot_be_written_is_refused_before_the_load() {
     );
     assert!(!run.exists(), "nothing was run");
 }
+
+#[test]
+fn an_interrupted_run_passes_nothing_in_junit() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let profile = d.path().join("long.yaml");
+    std::fs::write(
+        &profile,
+        "name: long\ntarget: { url: builtin }\nrequests: [ { path: /fast } ]\nshape: { constant: { rate: 20/s, duration: 60s } }\nbudgets: [ \"p99 < 5s\" ]\n",
+    )
+    .expect("write profile");
+    let run = d.path().join("run");
+    let xml = d.path().join("junit.xml");
+    let child = brunt()
+        .arg("run")
+        .arg(&profile)
+        .arg("--out")
+        .arg(&run)
+        .arg("--quiet")
+        .arg("--junit")
+        .arg(&xml)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("brunt runs");
+    // Stop it once it has measured a few seconds (as a cancelled CI job would).
+    let t0 = std::time::Instant::now();
+    while !std::fs::read_to_string(run.join("timeseries.csv")).is_ok_and(|t| t.lines().count() > 3)
+    {
+        assert!(t0.elapsed().as_secs() < 30, "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let kill = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let o = child.wait_with_output().expect("brunt ends");
+    assert_eq!(o.status.code(), Some(exit::INTERRUPTED), "{}", out(&o));
+    let cases = read_with_junitparser(&xml);
+    assert_eq!(cases.len(), 2, "{cases:?}");
+    assert_eq!(cases[0].0, "budget: p99 < 5s [run]");
+    assert_eq!(cases[0].1, "skipped", "met only up to the stop: {cases:?}");
+    assert!(cases[0].2.contains("interrupted"), "{cases:?}");
+    assert_eq!(
+        (cases[1].0.as_str(), cases[1].1.as_str()),
+        ("run: completed", "error")
+    );
+    assert!(cases[1].2.contains("SIGTERM"), "{cases:?}");
+}
