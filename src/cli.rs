@@ -130,7 +130,7 @@ struct RunArgs {
     /// Start the load at this Unix time (seconds), so shards step together.
     #[arg(long, value_name = "UNIX_SECONDS")]
     start_at: Option<f64>,
-    /// Plain progress lines instead of a live bar.
+    /// Plain progress lines instead of the live view (the default when stderr is not a terminal).
     #[arg(long)]
     plain: bool,
     /// No progress output.

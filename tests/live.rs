@@ -5,7 +5,14 @@
 //! the sparkline, outcomes, the server side (the local host collector's
 //! CPU) — then the summary once the run has ended. Piped, `brunt watch`
 //! prints plain lines and the summary. Load: the built-in demo target on
-//! 127.0.0.1, 10 s at most 50/s.
+//! 127.0.0.1, 10 s at most 50/s; and the Java test target (JDK 17, local
+//! transport) past its one-monitor capacity, where the view shows the
+//! BLOCKED threads of the newest `jcmd Thread.print` and its finding.
+
+#[path = "support/java.rs"]
+mod java;
+#[path = "support/load.rs"]
+mod load;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -46,7 +53,7 @@ impl Tmux {
     fn start(name: &str, cmd: &str) -> Tmux {
         let socket = format!("brunt-test-{}-{name}", std::process::id());
         let o = Command::new("tmux")
-            .args(["-L", &socket, "new-session", "-d", "-x", "160", "-y", "45", cmd])
+            .args(["-L", &socket, "new-session", "-d", "-x", "200", "-y", "45", cmd])
             .output()
             .unwrap_or_else(|e| {
                 panic!("tmux is needed for the live-view tests ({e}): run tests/setup.sh or `apt-get install tmux`")
@@ -243,4 +250,89 @@ fn brunt_watch_piped_prints_plain_lines_while_the_run_goes_on() {
         .expect("brunt watch");
     assert_eq!(o.status.code(), Some(exit::BAD_INPUT), "{}", out(&o));
     assert!(out(&o).contains("no run is writing here"), "{}", out(&o));
+}
+
+#[test]
+fn the_view_shows_blocked_threads_and_the_finding_of_the_newest_dump() {
+    let _g = load::serial();
+    let jdk = java::jdk17();
+    let marker = format!("live-view-{}", std::process::id());
+    let jvm = java::JavaProcess::start(
+        &jdk,
+        &["-Xmx256m"],
+        "com.brunt.target.Target",
+        &["--port", "0", "--workers", "16", "--marker", &marker],
+        "LISTENING ",
+    );
+    let port: u16 = jvm
+        .ready_line
+        .trim_start_matches("LISTENING ")
+        .trim()
+        .parse()
+        .expect("the target's port");
+    let d = tempfile::tempdir().expect("tempdir");
+    let profile = d.path().join("jvm.yaml");
+    // One monitor held 10 ms per request: ≈ 100/s at most; 150/s queues
+    // the 16 workers on it (BLOCKED) for the whole run.
+    std::fs::write(
+        &profile,
+        format!(
+            r#"
+name: live-jvm
+target: {{ url: "http://127.0.0.1:{port}", timeout: 10s }}
+requests: [ {{ path: "/contended?ms=10" }} ]
+load: {{ connections: 64 }}
+shape: {{ constant: {{ rate: 150/s, duration: 12s }} }}
+collectors:
+  transport: {{ kind: local }}
+  target: {{ pgrep: "java .*{marker}", port: {port}, jcmd: "{jcmd}" }}
+  collect:
+    - use: linux-host
+      probes: {{ host: {{ every: 1s }} }}
+    - use: jvm
+      probes: {{ thread-dump: {{ every: 2s, max: 8 }}, thread-dump-json: {{ enabled: false }}, heap: {{ enabled: false }}, jfr: {{ enabled: false }} }}
+"#,
+            jcmd = jdk.jcmd().display()
+        ),
+    )
+    .expect("write profile");
+    let run = d.path().join("run");
+    let cmd = format!(
+        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
+        profile.display(),
+        run.display()
+    );
+    let tmux = Tmux::start("jvm", &cmd);
+    // The newest frame's lines (the view redraws in place).
+    let last_line = |s: &str, prefix: &str| {
+        s.lines()
+            .filter(|l| l.starts_with(prefix))
+            .next_back()
+            .unwrap_or("")
+            .to_string()
+    };
+    // The first dumps may show start-up contention (class initialisation);
+    // the steady state is the Inventory monitor.
+    let view = tmux.wait_for(
+        Duration::from_secs(40),
+        "BLOCKED threads in the view",
+        |s| {
+            let l = last_line(s, "server");
+            l.contains("threads BLOCKED in the last dump")
+                && l.contains("target CPU ")
+                && last_line(s, "finding").contains("BLOCKED on `com.brunt.target.Inventory`")
+        },
+    );
+    let server = last_line(&view, "server");
+    let blocked: usize = server
+        .split(" threads BLOCKED")
+        .next()
+        .and_then(|h| h.rsplit(" · ").next())
+        .and_then(|h| h.split(" of ").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("blocked count: {server}\n---\n{view}"));
+    assert!(blocked >= 2, "workers queue on the monitor: {server}");
+    tmux.wait_for(Duration::from_secs(90), "end of the run", |s| {
+        s.contains("EXIT ")
+    });
 }

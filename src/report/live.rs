@@ -9,7 +9,8 @@
 //! A view is several lines: the phase and time left, offered vs achieved, in
 //! flight, p50/p99 of the last second with a sparkline of the last minute's
 //! p99, outcomes by class, and the latest server-side figures (target CPU,
-//! BLOCKED threads in the last dump, that dump's most severe finding). On a
+//! BLOCKED threads in the last dump; on a line of its own, that dump's most
+//! severe finding). On a
 //! terminal it is redrawn in place through `indicatif` (already brunt's
 //! progress crate: it handles the redraw, wrapping and hidden terminals);
 //! piped, brunt prints the plain progress line instead
@@ -271,6 +272,10 @@ impl LiveView {
         }
         lines.push(format!("outcomes {}", outcomes.join(" · ")));
         lines.push(format!("server   {}", self.server_line()));
+        // On its own line: a finding is long, and a terminal cuts lines at its width.
+        if let Some(f) = &self.server.finding {
+            lines.push(format!("finding  {f} (newest dump)"));
+        }
         lines.join("\n")
     }
 
@@ -285,9 +290,6 @@ impl LiveView {
         }
         if let Some((b, n)) = s.blocked {
             parts.push(format!("{b} of {n} threads BLOCKED in the last dump"));
-        }
-        if let Some(f) = &s.finding {
-            parts.push(format!("newest finding: {f}"));
         }
         if parts.is_empty() {
             "no server-side figures yet (no collectors, or none sampled so far)".into()
@@ -709,6 +711,6 @@ Full thread dump OpenJDK 64-Bit Server VM (17.0.9+9 mixed mode):
             view.contains("2 of 3 threads BLOCKED in the last dump"),
             "{view}"
         );
-        assert!(view.contains("newest finding: "), "{view}");
+        assert!(view.contains("\nfinding  "), "{view}");
     }
 }
