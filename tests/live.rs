@@ -306,8 +306,7 @@ collectors:
     // The newest frame's lines (the view redraws in place).
     let last_line = |s: &str, prefix: &str| {
         s.lines()
-            .filter(|l| l.starts_with(prefix))
-            .next_back()
+            .rfind(|l| l.starts_with(prefix))
             .unwrap_or("")
             .to_string()
     };
