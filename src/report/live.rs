@@ -570,6 +570,11 @@ impl RunView {
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }
+
+    /// Leave the view as it is (the run stops on an error printed below it).
+    pub fn abandon(&self) {
+        self.bar.abandon();
+    }
 }
 
 #[cfg(test)]

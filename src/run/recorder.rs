@@ -1,7 +1,8 @@
 //! The recorder thread: takes the workers' windows, writes them second by
 //! second (interval log, time series, events), tells observers, shows
 //! progress (the live view of `report::live` on a terminal, the plain line
-//! otherwise), and stops a stress run at its first breach.
+//! otherwise), and stops a stress run at its first breach. A write that
+//! fails (a full disk) stops the load at once: nothing is measured blind.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -120,6 +121,10 @@ impl Recording {
         series: SeriesWriter,
         live: Arc<engine::Live>,
     ) -> Result<Recorded, RunError> {
+        let events = EventLog::create(&self.dir).inspect_err(|_| {
+            // The load has started: never let it run with nothing recorded.
+            self.stop.store(true, Ordering::Relaxed);
+        })?;
         let mut st = State {
             agg: Aggregator::new(self.workers),
             phases: (0..self.plan.phases.len())
@@ -133,7 +138,7 @@ impl Recording {
                 .collect(),
             hlog,
             series,
-            events: EventLog::create(&self.dir)?,
+            events,
             generator: GeneratorHealth::default(),
             announced: None,
             judged: 0,
@@ -171,7 +176,22 @@ impl Recording {
                 self.clock.elapsed().as_secs()
             };
             for w in st.agg.ready(now_window) {
-                let (stats, rows) = st.write(&w, &live)?;
+                let (stats, rows) = match st.write(&w, &live) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // The disk is full (or gone): measuring blind would
+                        // load the target for nothing. Stop the load now.
+                        self.stop.store(true, Ordering::Relaxed);
+                        if let Some(v) = &view {
+                            v.abandon();
+                        }
+                        return Err(RunError::Recording {
+                            dir: self.dir.clone(),
+                            second: w.second,
+                            cause: Box::new(e),
+                        });
+                    }
+                };
                 for o in &self.observers {
                     o.window(&stats);
                 }
