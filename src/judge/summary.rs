@@ -231,16 +231,24 @@ impl ServerSide {
         let text_of = |v: &serde_json::Value, k: &str| {
             v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string()
         };
-        let transport = c.get("transport").and_then(|v| v.as_str()).unwrap_or("?");
-        let rows: u64 = list("streams")
+        let streams = list("streams");
+        let rows: u64 = streams
             .iter()
             .filter_map(|s| s.get("rows").and_then(|r| r.as_u64()))
             .sum();
         let artifacts = list("artifacts").len();
         let (errors, gaps) = (list("errors"), list("gaps"));
-        if transport == "none" && rows == 0 && artifacts == 0 && !evidence {
-            return ServerSide::of(None, false, shard);
-        }
+        // `none`: no transport lane ran; a source of its own (Prometheus) may have.
+        let transport = match c.get("transport").and_then(|v| v.as_str()) {
+            Some("none") | None => {
+                if streams.is_empty() && artifacts == 0 && errors.is_empty() && !evidence {
+                    return ServerSide::of(None, false, shard);
+                }
+                let names: Vec<String> = streams.iter().map(|s| text_of(s, "name")).collect();
+                names.join(", ")
+            }
+            Some(t) => t.to_string(),
+        };
         if rows == 0 && artifacts == 0 && !evidence {
             let reason = errors
                 .iter()
