@@ -127,6 +127,10 @@ pub struct GapInfo {
     pub reason: String,
     /// Probe runs that could not happen during the gap.
     pub missed: u64,
+    /// The probe whose data is missing (a JFR recording lost with its JVM);
+    /// absent when the whole lane was down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

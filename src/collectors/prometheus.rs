@@ -393,6 +393,7 @@ impl Report {
             to_t,
             reason: message,
             missed: 1,
+            probe: None,
         });
     }
 }

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use super::ReportError;
 use crate::budgets::Status as GateStatus;
-use crate::judge::summary::ScopeSummary;
+use crate::judge::summary::{ScopeSummary, ServerSideStatus};
 use crate::judge::trend::per_hour;
 use crate::judge::{
     LatencySplit, OverloadVerdict, SoakVerdict, SpikeVerdict, Status, StressVerdict, Summary,
@@ -464,6 +464,19 @@ fn verdict_section(o: &mut String, s: &Summary) {
             esc(&g.text)
         );
     }
+    // Before the verdicts: their causes and leaks rest on the server side.
+    let ss = s.server_side();
+    if ss.status != ServerSideStatus::Ok {
+        let cls = match ss.status {
+            ServerSideStatus::Missing | ServerSideStatus::Partial => " bad",
+            _ => "",
+        };
+        let _ = writeln!(
+            o,
+            "<div class=\"verdict{cls}\" id=\"server-side\">{}</div>",
+            esc(&ss.text)
+        );
+    }
     gate_table(o, s);
     let Some(v) = &s.verdicts else { return };
     for h in v.headlines() {
@@ -473,12 +486,6 @@ fn verdict_section(o: &mut String, s: &Summary) {
             h
         };
         let _ = writeln!(o, "<div class=\"verdict\">{}</div>", esc(&h));
-    }
-    if !v.server_side {
-        let _ = writeln!(
-            o,
-            "<div class=\"verdict\">no server-side collectors configured: causes (CPU, locks, pools) and leaks cannot be attributed</div>"
-        );
     }
     verdict_details(o, v);
 }
