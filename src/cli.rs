@@ -58,6 +58,10 @@ enum Cmd {
         /// Print the analysis as JSON (the findings.json schema).
         #[arg(long)]
         json: bool,
+        /// Also draw the JFR recordings' CPU flame graph into OUT.svg (the
+        /// waiting one into OUT.wait.svg), each with its `.folded` stacks.
+        #[arg(long, value_name = "OUT.svg")]
+        flamegraph: Option<PathBuf>,
     },
     /// Rebuild summary.json, report.html and the terminal summary from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
@@ -373,7 +377,15 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             Ok(merged.exit_code())
         }
         Cmd::K8s(args) => k8s(args),
-        Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
+        Cmd::Analyze {
+            paths,
+            json,
+            flamegraph,
+        } => Ok(crate::report::analysis::analyze_cli(
+            &paths,
+            json,
+            flamegraph.as_deref(),
+        )?),
         Cmd::Report { dir } => report(&dir),
         Cmd::Compare { run_a, run_b, json } => compare(&run_a, &run_b, json),
     }
