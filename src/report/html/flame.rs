@@ -84,11 +84,15 @@ pub(super) fn section(o: &mut String, dir: &Path, s: &Summary) {
         .and_then(|v| v.stress.as_ref())
         .and_then(|st| Some((st.capacity_step.clone()?, st.first_breach.clone()?)));
     if let Some((last_ok, first_bad)) = knee {
+        // The recording spans the run: a step without stacks of a kind had
+        // none (no wait over JFR's threshold), so it compares as empty.
+        let empty = Stacks::new();
         for kind in [FlameKind::Wait, FlameKind::Cpu] {
             let get = |p: &str| graphs.get(&(Some(file_part(p)), kind));
-            let (Some(before), Some(after)) = (get(&last_ok), get(&first_bad)) else {
+            let Some(after) = get(&first_bad) else {
                 continue;
             };
+            let before = get(&last_ok).unwrap_or(&empty);
             let title = format!(
                 "{} at the knee: {last_ok} → {first_bad} (red grew, blue shrank)",
                 flame::kind_title(kind)
