@@ -85,14 +85,26 @@ fn json_pool_waits(jdk: &Jdk, virtual_threads: bool) {
     let file = p.dump_json("pools.json");
     let text = std::fs::read_to_string(&file).expect("json dump");
     let a = analyze(std::slice::from_ref(&file));
-    let what = format!("JDK {m} {}", if virtual_threads { "virtual" } else { "platform" });
+    let what = format!(
+        "JDK {m} {}",
+        if virtual_threads {
+            "virtual"
+        } else {
+            "platform"
+        }
+    );
     let d = brunt::diagnosis::json::parse_json_dump(&text, "pools.json").expect("parse");
     for (harness, kind, caller) in KINDS {
         let f = a
             .findings
             .iter()
             .find(|f| matches!(&f.detail, Detail::PoolWait { pool_kind, .. } if pool_kind == kind))
-            .unwrap_or_else(|| panic!("{what}: no {kind} pool wait in\n{}", brunt::report::analysis::render_text(&a)));
+            .unwrap_or_else(|| {
+                panic!(
+                    "{what}: no {kind} pool wait in\n{}",
+                    brunt::report::analysis::render_text(&a)
+                )
+            });
         let Detail::PoolWait {
             waiters,
             app_frames,
@@ -106,7 +118,9 @@ fn json_pool_waits(jdk: &Jdk, virtual_threads: bool) {
         let expect: Vec<String> = (1..=3).map(|i| format!("{harness}-waiter-{i}")).collect();
         assert_eq!(w, expect, "{what} {kind}");
         assert!(
-            app_frames.first().is_some_and(|(fr, n)| fr.starts_with(caller) && *n == 3),
+            app_frames
+                .first()
+                .is_some_and(|(fr, n)| fr.starts_with(caller) && *n == 3),
             "{what} {kind}: caller {app_frames:?}"
         );
         for name in &expect {
@@ -125,7 +139,9 @@ fn json_pool_waits(jdk: &Jdk, virtual_threads: bool) {
         .findings
         .iter()
         .find_map(|f| match &f.detail {
-            Detail::ThreadStates { inferred, states, .. } => Some((f.summary.clone(), *inferred, states.clone())),
+            Detail::ThreadStates {
+                inferred, states, ..
+            } => Some((f.summary.clone(), *inferred, states.clone())),
             _ => None,
         })
         .expect("thread states");
@@ -228,8 +244,10 @@ fn contended_monitor_is_one_finding_jdk21() {
     assert!(!waiters.contains(&holder));
     assert!(waiters.len() >= 5);
     assert!(
-        !a.findings.iter().any(|f| matches!(f.detail, Detail::StackCluster { .. })
-            && f.summary.contains("Inventory.reserve")),
+        !a.findings
+            .iter()
+            .any(|f| matches!(f.detail, Detail::StackCluster { .. })
+                && f.summary.contains("Inventory.reserve")),
         "{}",
         brunt::report::analysis::render_text(&a)
     );
@@ -246,7 +264,8 @@ fn jfr_count(jdk: &Jdk, file: &Path, ty: &str) -> u64 {
         .output()
         .expect("run jfr summary");
     assert!(out.status.success());
-    let re = Regex::new(&format!(r"(?m)^\s+{}\s+(\d+)\s+\d+\s*$", regex::escape(ty))).expect("regex");
+    let re =
+        Regex::new(&format!(r"(?m)^\s+{}\s+(\d+)\s+\d+\s*$", regex::escape(ty))).expect("regex");
     re.captures(&String::from_utf8_lossy(&out.stdout))
         .and_then(|c| c[1].parse().ok())
         .unwrap_or(0)
@@ -281,7 +300,9 @@ fn assert_no_idle_above_info(a: &Analysis, what: &str) {
             _ => vec![f.summary.clone()],
         };
         assert!(
-            !stack.iter().any(|s| IDLE_MARKS.iter().any(|m| s.contains(m))),
+            !stack
+                .iter()
+                .any(|s| IDLE_MARKS.iter().any(|m| s.contains(m))),
             "{what}: idle wait above INFO: {}\n{stack:#?}",
             f.summary
         );
@@ -352,7 +373,10 @@ fn recordings(jdk: &Jdk) {
         );
         let samples = jfr_count(jdk, rec, "jdk.ExecutionSample");
         // The harness only waits: samples are the target's to show.
-        assert!(samples > 0 || rec == &pool_rec, "{what}: no execution samples");
+        assert!(
+            samples > 0 || rec == &pool_rec,
+            "{what}: no execution samples"
+        );
         assert_eq!(flame::total(&cpu), samples, "{what}");
         // The hottest methods are application frames, their samples within the total.
         let r = parse_jfr_file(rec).expect("parse");
@@ -374,7 +398,9 @@ fn recordings(jdk: &Jdk) {
             .filter(|f| f.kind == Some(FlameKind::Wait))
             .map(|f| &f.stacks),
     );
-    assert!(wait.keys().any(|k| k.contains("com.brunt.target.Inventory.reserve")));
+    assert!(wait
+        .keys()
+        .any(|k| k.contains("com.brunt.target.Inventory.reserve")));
     assert!(wait
         .keys()
         .any(|k| k.contains("org.apache.commons.pool2.impl.GenericObjectPool.borrowObject")));
@@ -390,13 +416,20 @@ fn recordings(jdk: &Jdk) {
             .arg(&out)
             .output()
             .expect("run brunt analyze");
-        assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+        assert!(
+            st.status.success(),
+            "{}",
+            String::from_utf8_lossy(&st.stderr)
+        );
         let svg = std::fs::read_to_string(&out).expect("flame.svg");
         assert!(svg.contains("<svg") && svg.contains("samples"));
         let wait_svg = std::fs::read_to_string(out.with_extension("wait.svg")).expect("wait.svg");
         assert!(wait_svg.contains("com.brunt.target.Inventory.reserve"));
         let folded = std::fs::read_to_string(out.with_extension("folded")).expect("flame.folded");
-        assert_eq!(flame::total(&flame::parse_folded(&folded)), flame::total(&cpu_of(&a)));
+        assert_eq!(
+            flame::total(&flame::parse_folded(&folded)),
+            flame::total(&cpu_of(&a))
+        );
         // A dump has no stacks to draw: bad input, exit 2.
         let p2 = java::start_pool_harness(jdk, &["pool2"], 1);
         let dump = p2.save("d.txt", &p2.thread_print());

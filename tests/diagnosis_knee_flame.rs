@@ -133,7 +133,11 @@ budgets: [ "p99 < 150ms" ]
     }
     let frame = "com.brunt.target.Inventory.reserve";
     for (p, s) in &steps {
-        eprintln!("{p}: {} ms waiting, {} ms through {frame}", flame::total(s), through(s, frame));
+        eprintln!(
+            "{p}: {} ms waiting, {} ms through {frame}",
+            flame::total(s),
+            through(s, frame)
+        );
     }
     // The step within budget may have had no wait over JFR's 10 ms threshold.
     let none = BTreeMap::new();
@@ -147,7 +151,10 @@ budgets: [ "p99 < 150ms" ]
     // The report embeds the whole-run graphs and the knee's difference.
     let html = std::fs::read_to_string(run_dir.join("report.html")).expect("report.html");
     assert!(html.contains("id=\"flame-wait\""));
-    assert!(html.contains("id=\"flame-diff-wait\""), "no differential graph");
+    assert!(
+        html.contains("id=\"flame-diff-wait\""),
+        "no differential graph"
+    );
     // In the differential SVG the monitor frame reads as grown (`+N%`).
     let svg = flame::diff_svg(before, after, "knee", FlameKind::Wait, false).expect("diff");
     let grown = svg

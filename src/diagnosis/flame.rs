@@ -51,7 +51,9 @@ pub fn parse_folded(text: &str) -> BTreeMap<String, u64> {
 }
 
 /// Adds stacks of several recordings or phases (counts add; nothing is averaged).
-pub fn merge<'a>(parts: impl IntoIterator<Item = &'a BTreeMap<String, u64>>) -> BTreeMap<String, u64> {
+pub fn merge<'a>(
+    parts: impl IntoIterator<Item = &'a BTreeMap<String, u64>>,
+) -> BTreeMap<String, u64> {
     let mut m = BTreeMap::new();
     for p in parts {
         for (k, n) in p {
@@ -66,7 +68,11 @@ pub fn total(stacks: &BTreeMap<String, u64>) -> u64 {
     stacks.values().sum()
 }
 
-fn options(title: &str, kind: FlameKind, interactive: bool) -> inferno::flamegraph::Options<'static> {
+fn options(
+    title: &str,
+    kind: FlameKind,
+    interactive: bool,
+) -> inferno::flamegraph::Options<'static> {
     let mut o = inferno::flamegraph::Options::default();
     // Files beside the recording zoom and search; a copy inside report.html
     // (a page without scripts) is a picture.
@@ -91,7 +97,11 @@ pub fn svg(
     }
     let text = to_folded(stacks);
     let mut out = vec![];
-    inferno::flamegraph::from_lines(&mut options(title, kind, interactive), text.lines(), &mut out)?;
+    inferno::flamegraph::from_lines(
+        &mut options(title, kind, interactive),
+        text.lines(),
+        &mut out,
+    )?;
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
@@ -122,7 +132,11 @@ pub fn diff_svg(
     )?;
     let text = String::from_utf8_lossy(&lines).into_owned();
     let mut out = vec![];
-    inferno::flamegraph::from_lines(&mut options(title, kind, interactive), text.lines(), &mut out)?;
+    inferno::flamegraph::from_lines(
+        &mut options(title, kind, interactive),
+        text.lines(),
+        &mut out,
+    )?;
     Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
@@ -236,7 +250,9 @@ mod tests {
             parse_name("rec.jfr.all.cpu.folded"),
             Some(("rec.jfr".into(), None, FlameKind::Cpu))
         );
-        assert!(svg(&m, "t", FlameKind::Cpu, false).unwrap().contains("<svg"));
+        assert!(svg(&m, "t", FlameKind::Cpu, false)
+            .unwrap()
+            .contains("<svg"));
         assert!(matches!(
             svg(&BTreeMap::new(), "t", FlameKind::Cpu, true),
             Err(FlameError::Empty(_))

@@ -99,7 +99,11 @@ pub fn render_text(a: &Analysis) -> String {
 /// analysis to stdout. Returns the exit code: 0 analysed, 2 when no input
 /// could be read (bad input) or a flame graph was asked of inputs without
 /// JFR stacks.
-pub fn analyze_cli(paths: &[PathBuf], json: bool, flamegraph: Option<&Path>) -> anyhow::Result<i32> {
+pub fn analyze_cli(
+    paths: &[PathBuf],
+    json: bool,
+    flamegraph: Option<&Path>,
+) -> anyhow::Result<i32> {
     match Analysis::from_paths(paths, &Options::default()) {
         Ok(a) => {
             if json {
@@ -150,7 +154,10 @@ fn write_flamegraphs(a: &Analysis, out: &Path) -> anyhow::Result<i32> {
                 eprintln!("wrote {} and {}", path.display(), folded.display());
                 wrote += 1;
             }
-            Err(FlameError::Empty(k)) => eprintln!("no {k} stacks in the inputs: {} not written", path.display()),
+            Err(FlameError::Empty(k)) => eprintln!(
+                "no {k} stacks in the inputs: {} not written",
+                path.display()
+            ),
             Err(e) => return Err(e.into()),
         }
     }

@@ -516,7 +516,13 @@ pub fn start_pool_harness_with(
         args.push("--virtual");
     }
     args.extend_from_slice(kinds);
-    let p = JavaProcess::start(jdk, jvm_args, "com.brunt.target.PoolHarness", &args, "READY");
+    let p = JavaProcess::start(
+        jdk,
+        jvm_args,
+        "com.brunt.target.PoolHarness",
+        &args,
+        "READY",
+    );
     let failed: Vec<String> = p
         .stdout()
         .lines()

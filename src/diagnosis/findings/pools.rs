@@ -72,7 +72,8 @@ pub fn pool_wait_kind(t: &ThreadInfo, patterns: &[PoolPattern]) -> Option<(Strin
     let waiting_top = t.frames.iter().take(12).any(|f| {
         f.method.starts_with("jdk.internal.misc.Unsafe.park")
             || f.method.starts_with("sun.misc.Unsafe.park")
-            || f.method.starts_with("java.util.concurrent.locks.LockSupport.park")
+            || f.method
+                .starts_with("java.util.concurrent.locks.LockSupport.park")
             || f.method.starts_with("java.lang.VirtualThread.park")
             || f.method.starts_with("java.lang.Object.wait")
     });

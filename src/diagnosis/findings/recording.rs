@@ -36,7 +36,9 @@ fn contention_sites(r: &JfrRecording) -> Vec<Finding> {
     // that park is the pinning finding's fact, not a second one.
     let pinned_park = |s: &JfrSite| {
         s.event == "jdk.ThreadPark"
-            && s.stack.iter().any(|f| f.contains("VirtualThread.parkOnCarrierThread"))
+            && s.stack
+                .iter()
+                .any(|f| f.contains("VirtualThread.parkOnCarrierThread"))
             && r.pinned
                 .iter()
                 .any(|p| p.site == s.site && p.phase == s.phase)

@@ -85,8 +85,9 @@ struct StackFacts {
     _stack: Rc<Vec<Frame>>,
     folded: Rc<str>,
     idle: bool,
-    /// Index of the top application frame.
-    app: Option<usize>,
+    /// The top application frame's method, and the JDK frame on top of it.
+    app_self: Option<Rc<str>>,
+    jdk_top: Option<Rc<str>>,
     /// Distinct application methods in the stack.
     app_methods: Vec<Rc<str>>,
 }
@@ -107,7 +108,8 @@ pub(super) struct Agg<'p> {
     hot_self: HashMap<Rc<str>, SelfCount>,
     hot_total: HashMap<Rc<str>, u64>,
     facts: HashMap<*const Vec<Frame>, StackFacts>,
-    folded: HashMap<(Option<String>, FlameKind), HashMap<Rc<str>, u64>>,
+    /// (phase index, kind) → collapsed stack → count.
+    folded: HashMap<(Option<usize>, FlameKind), HashMap<Rc<str>, u64>>,
     phases: &'p [PhaseWindow],
 }
 
@@ -155,13 +157,26 @@ impl<'p> Agg<'p> {
                 _stack: stack.clone(),
                 folded: Rc::from(fold(frames)),
                 idle: is_idle_stack(frames),
-                app,
+                app_self: app
+                    .and_then(|i| frames.get(i))
+                    .map(|f| Rc::from(f.method.as_str())),
+                jdk_top: app
+                    .filter(|i| *i > 0)
+                    .and_then(|_| frames.first())
+                    .map(|f| Rc::from(f.method.as_str())),
                 app_methods,
             }
         })
     }
 
-    fn add_folded(&mut self, phase: Option<String>, kind: FlameKind, folded: Rc<str>, n: u64) {
+    /// The index of the phase holding `unix` (no allocation per event).
+    fn phase_index(&self, unix: f64) -> Option<usize> {
+        self.phases
+            .iter()
+            .position(|p| unix >= p.start_unix && unix < p.end_unix)
+    }
+
+    fn add_folded(&mut self, phase: Option<usize>, kind: FlameKind, folded: Rc<str>, n: u64) {
         *self
             .folded
             .entry((phase, kind))
@@ -172,7 +187,7 @@ impl<'p> Agg<'p> {
 
     /// A waiting stack (monitor entry, park, pinning) for the wait flame graph.
     pub(super) fn waited(&mut self, stack: &Rc<Vec<Frame>>, ms: f64, unix: f64) {
-        let phase = phase_at(self.phases, unix).map(str::to_string);
+        let phase = self.phase_index(unix);
         let f = self.facts(stack);
         if f.idle {
             return;
@@ -234,27 +249,26 @@ impl<'p> Agg<'p> {
         if let Some(top) = stack.first() {
             *self.hot.entry(top.display()).or_default() += 1;
         }
-        let phase = phase_at(self.phases, unix).map(str::to_string);
+        let phase = self.phase_index(unix);
         let f = self.facts(stack);
-        let (folded, app, methods) = (f.folded.clone(), f.app, f.app_methods.clone());
+        let (folded, app_self, jdk_top) = (f.folded.clone(), f.app_self.clone(), f.jdk_top.clone());
+        let methods = f.app_methods.clone();
         self.add_folded(phase, FlameKind::Cpu, folded, 1);
         for m in methods {
             *self.hot_total.entry(m).or_default() += 1;
         }
-        if let Some(i) = app {
-            let method = stack.get(i).map(|f| f.method.as_str()).unwrap_or("");
-            let c = self.hot_self.entry(Rc::from(method)).or_default();
+        if let Some(m) = app_self {
+            let c = self.hot_self.entry(m).or_default();
             c.samples += 1;
-            if i > 0 {
-                if let Some(top) = stack.first() {
-                    *c.jdk_top.entry(Rc::from(top.method.as_str())).or_default() += 1;
-                }
+            if let Some(top) = jdk_top {
+                *c.jdk_top.entry(top).or_default() += 1;
             }
         }
     }
 
     /// Sites by total time (pinning apart) and the hottest methods into `rec`.
     pub(super) fn finish(self, rec: &mut JfrRecording) {
+        let phases = self.phases;
         let mut sites: Vec<JfrSite> = self
             .sites
             .into_values()
@@ -313,7 +327,7 @@ impl<'p> Agg<'p> {
             .into_iter()
             .map(|((phase, kind), st)| FoldedStacks {
                 source: rec.source.clone(),
-                phase,
+                phase: phase.and_then(|i| phases.get(i)).map(|p| p.name.clone()),
                 kind: Some(kind),
                 stacks: st.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
             })

@@ -19,11 +19,13 @@ use crate::judge::Summary;
 use crate::rundir;
 
 type Stacks = BTreeMap<String, u64>;
+/// (phase, kind) → stacks; `None` = the whole recording.
+type Graphs = BTreeMap<(Option<String>, FlameKind), Stacks>;
 
 /// `.folded` files under `diagnostics/`: (phase, kind) → stacks added over
 /// recordings (`None` = whole recording), and the per-phase files' names.
-fn load(dir: &Path) -> (BTreeMap<(Option<String>, FlameKind), Stacks>, Vec<String>) {
-    let mut m: BTreeMap<(Option<String>, FlameKind), Stacks> = BTreeMap::new();
+fn load(dir: &Path) -> (Graphs, Vec<String>) {
+    let mut m: Graphs = BTreeMap::new();
     let mut files = vec![];
     let diag = dir.join(rundir::DIAGNOSTICS);
     let Ok(rd) = std::fs::read_dir(&diag) else {
