@@ -106,6 +106,8 @@ pub fn parse_jfr_phased<R: Read + Seek>(
     let mut meta_cache: MetaCache = None;
     while pos < file_len {
         let index = rec.chunks;
+        // Stacks are per chunk: their cached facts go with it (memory stays flat).
+        agg.end_chunk();
         match read_chunk(
             &mut r,
             pos,

@@ -169,6 +169,12 @@ impl<'p> Agg<'p> {
         })
     }
 
+    /// Drops the per-stack cache: stack ids and their decoded stacks belong
+    /// to one chunk, and keeping them would grow with the recording.
+    pub(super) fn end_chunk(&mut self) {
+        self.facts.clear();
+    }
+
     /// The index of the phase holding `unix` (no allocation per event).
     fn phase_index(&self, unix: f64) -> Option<usize> {
         self.phases
