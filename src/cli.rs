@@ -58,6 +58,10 @@ enum Cmd {
         /// Print the analysis as JSON (the findings.json schema).
         #[arg(long)]
         json: bool,
+        /// Also draw the JFR recordings' CPU flame graph into OUT.svg (the
+        /// waiting one into OUT.wait.svg), each with its `.folded` stacks.
+        #[arg(long, value_name = "OUT.svg")]
+        flamegraph: Option<PathBuf>,
     },
     /// Watch the run writing DIR from another terminal: the live view (plain lines when piped), then its summary once it has ended.
     #[command(
@@ -417,7 +421,15 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             Ok(merged.exit_code())
         }
         Cmd::K8s(args) => k8s(args),
-        Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
+        Cmd::Analyze {
+            paths,
+            json,
+            flamegraph,
+        } => Ok(crate::report::analysis::analyze_cli(
+            &paths,
+            json,
+            flamegraph.as_deref(),
+        )?),
         Cmd::Watch { dir, wait } => watch(&dir, &wait),
         Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
         Cmd::Compare {

@@ -617,6 +617,10 @@ fn diagnose(
             if let Err(e) = a.write_findings_json(dir) {
                 eprintln!("warning: {}: {e}", rundir::FINDINGS);
             }
+            // Flame graphs per phase beside each recording (report.html embeds them).
+            if let Err(e) = crate::diagnosis::flame::write_beside(&a.flames) {
+                eprintln!("warning: flame graphs: {e}");
+            }
             Some(a)
         }
         Err(e) => {

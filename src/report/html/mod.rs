@@ -6,13 +6,15 @@
 //! bands; offered vs achieved rate; outcomes per second; the latency
 //! distribution per phase (merged histograms from `latency.hlog`); the
 //! per-phase (and per-step) table; budgets; the server side (CPU, memory,
-//! connections, threads, findings) when `diagnostics/evidence.json` exists.
+//! connections, threads, findings) when `diagnostics/evidence.json` exists;
+//! flame graphs when the run left JFR stacks (`flame`).
 //!
 //! Every chart is an `<svg>` inside `<figure id="chart-…">`, so a test can
 //! check each one is there. Charts keep a wide right margin: plotters
 //! centres tick labels on their tick, and the last one would be clipped.
 
 mod charts;
+mod flame;
 mod server;
 
 use std::collections::BTreeMap;
@@ -240,6 +242,7 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
     phase_table(&mut o, s);
     budget_table(&mut o, s);
     server_section(&mut o, s, server.as_ref(), &bands, total)?;
+    flame::section(&mut o, dir, s);
     notes(&mut o, s);
     footer(&mut o);
     Ok(o)
