@@ -384,14 +384,34 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
     spec.check_templates(&o.env()?, profile)
         .map_err(|e| Failure::Bad(anyhow!(e)))?;
     let plan = spec.profile.plan(1.0);
+    let p = &spec.profile;
+    let steps: usize = p.scenarios.iter().map(|s| s.steps.len()).sum();
     println!(
-        "{}: OK — {} phase(s), {} total, {} request(s) in the mix, {} budget(s)",
+        "{}: OK — {} phase(s), {} total, {} request(s) and {} scenario(s) ({} step(s)) in the mix, {} budget(s)",
         profile.display(),
         plan.phases.len(),
         humantime::format_duration(plan.total()),
-        spec.profile.requests.len(),
+        p.requests.len(),
+        p.scenarios.len(),
+        steps,
         spec.budgets.len()
     );
+    for sc in &p.scenarios {
+        let names: Vec<String> = sc
+            .steps
+            .iter()
+            .map(|st| match st.think_time {
+                Some(t) => format!("{} (+{})", st.label(), humantime::format_duration(t)),
+                None => st.label(),
+            })
+            .collect();
+        println!(
+            "  scenario {} (weight {}): {}",
+            sc.name,
+            sc.weight,
+            names.join(" → ")
+        );
+    }
     for ph in &plan.phases {
         println!(
             "  {:<12} {:>12}  at {:>8}  for {}",
