@@ -106,6 +106,9 @@ struct RunArgs {
     /// Start the load at this Unix time (seconds), so shards step together.
     #[arg(long, value_name = "UNIX_SECONDS")]
     start_at: Option<f64>,
+    /// With --start-at: refuse to run (exit 3) when ready more than this long after it, e.g. 5s.
+    #[arg(long, value_name = "DURATION", requires = "start_at")]
+    max_late: Option<String>,
     /// Plain progress lines instead of a live bar.
     #[arg(long)]
     plain: bool,
@@ -176,6 +179,15 @@ struct K8sArgs {
     /// Job name (default brunt-<profile name>).
     #[arg(long)]
     job_name: Option<String>,
+    /// The URL the shards load, overriding the profile's target.url (required when it is `builtin`).
+    #[arg(long)]
+    target: Option<String>,
+    /// A Kubernetes Secret whose keys are the profile's {{ env.X }} variables (values never go into the manifest).
+    #[arg(long)]
+    secret: Option<String>,
+    /// A shard ready later than this after the shared start refuses to run (exit 3) rather than skew the merge.
+    #[arg(long, default_value = "5s")]
+    max_late: String,
 }
 
 /// Bad input (exit 2) versus other failures (exit 1).
@@ -204,12 +216,18 @@ pub fn main() -> i32 {
             eprintln!("error: {e:#}");
             exit::FAILURE
         }
+        Err(Failure::Late(e)) => {
+            eprintln!("error: {e:#}");
+            exit::LATE_START
+        }
     }
 }
 
 enum Failure {
     Bad(anyhow::Error),
     Other(anyhow::Error),
+    /// A shard ready too long after `--start-at` (exit 3).
+    Late(anyhow::Error),
 }
 
 impl From<BadInput> for Failure {
@@ -441,6 +459,12 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         Some(_) => return Err(BadInput(anyhow!("--start-at: expected Unix seconds")).into()),
         None => None,
     };
+    let max_late = match &a.max_late {
+        Some(v) => Some(
+            humantime::parse_duration(v).map_err(|e| BadInput(anyhow!("--max-late {v}: {e}")))?,
+        ),
+        None => None,
+    };
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_by = Arc::new(OnceLock::new());
     install_stop_signals(stop.clone(), stopped_by.clone());
@@ -450,6 +474,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         time_scale: a.time_scale,
         shard,
         start_at,
+        max_late,
         progress: if a.quiet {
             Progress::Quiet
         } else if a.plain {
@@ -467,6 +492,8 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     let result = run::execute_spec(spec, opts).map_err(|e| {
         if e.is_bad_input() {
             Failure::Bad(anyhow!(e))
+        } else if matches!(e, run::RunError::LateStart(_)) {
+            Failure::Late(anyhow!(e))
         } else {
             Failure::Other(anyhow!(e))
         }
@@ -511,6 +538,9 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
         results_pvc: a.results_pvc,
         hold: dur("--hold", &a.hold)?,
         job_name: a.job_name,
+        target: a.target,
+        secret: a.secret,
+        max_late: dur("--max-late", &a.max_late)?,
         ..crate::shard::k8s::K8sOptions::new(a.shards, &a.image)
     };
     let text = crate::shard::k8s::manifest(&a.profile, &opts).map_err(shard_failure)?;

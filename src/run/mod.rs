@@ -50,6 +50,9 @@ pub enum RunError {
     Internal(String),
     #[error("{0}")]
     Invalid(String),
+    /// Started more than `max_late` after the agreed start: nothing was sent.
+    #[error("{0}")]
+    LateStart(String),
 }
 
 impl RunError {
@@ -85,6 +88,10 @@ pub struct RunOptions {
     pub shard: Shard,
     /// Start the load at this wall-clock time (shards stepping together).
     pub start_at: Option<SystemTime>,
+    /// With `start_at`: refuse to run ([`RunError::LateStart`]) when this
+    /// process is ready more than this long after it (a late shard would
+    /// skew the merge).
+    pub max_late: Option<std::time::Duration>,
     pub progress: Progress,
     /// Set to stop the load early (Ctrl-C, SIGTERM); the run drains what is
     /// in flight and still writes its report, marked interrupted.
@@ -204,6 +211,21 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
     )?);
     engine::preflight(&cfg)?;
 
+    if let (Some(at), Some(max)) = (opts.start_at, opts.max_late) {
+        if let Ok(late) = SystemTime::now().duration_since(at) {
+            if late > max {
+                let at_s = at
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or_default();
+                return Err(RunError::LateStart(format!(
+                    "started {:.1} s after --start-at {at_s:.0}, more than --max-late {}: refusing to run, since a late shard would skew the merge (nothing was sent; start the shards again with a later --start-at)",
+                    late.as_secs_f64(),
+                    humantime::format_duration(max)
+                )));
+            }
+        }
+    }
     let shown_url = if demo.is_some() { "builtin" } else { &url };
     prepare_dir(&dir, &spec.profile, shown_url)?;
 
