@@ -383,3 +383,58 @@ budgets: [ "step(login).p99 < 300ms", "iteration.p99 < 2s" ]
         "{out}"
     );
 }
+
+#[test]
+fn an_optional_step_that_fails_does_not_end_its_iteration() {
+    let _g = load::serial();
+    let server = load::demo(DemoConfig::default());
+    let tmp = tempfile::tempdir().expect("tmp");
+    let p = load::profile(
+        r#"
+name: optional
+target: { url: "{url}" }
+scenarios:
+  - name: visit
+    steps:
+      - { name: banner, path: /status/500, optional: true }
+      - { name: page, path: /fast }
+      - { name: broken, path: /status/503 }
+      - { name: never, path: /fast }
+load: { model: open, workers: 1, connections: 8 }
+shape: { constant: { rate: 20/s, duration: 1s } }
+"#,
+        &server.base_url(),
+    );
+    let r = load::run(&p, tmp.path());
+    let s = &r.summary;
+    let count = |name: &str| {
+        s.requests
+            .iter()
+            .find(|q| q.name == name)
+            .map(|q| (q.requests, q.ok))
+            .unwrap_or_default()
+    };
+    let (banner, banner_ok) = count("visit/banner");
+    assert!(banner >= 15 && banner_ok == 0, "{:?}", s.requests);
+    // The optional failure went on to the next step; the required one ended it.
+    assert_eq!(count("visit/page"), (banner, banner));
+    assert_eq!(count("visit/broken"), (banner, 0));
+    assert_eq!(count("visit/never"), (0, 0));
+    let it = &s.iterations[0];
+    assert_eq!(
+        (it.iterations, it.ok, it.failed),
+        (banner, 0, banner),
+        "{it:?}"
+    );
+    // `optional` belongs to scenario steps.
+    let e = Profile::from_yaml(
+        "name: x\ntarget: { url: \"http://127.0.0.1:9\" }\nrequests: [ { path: /a, optional: true } ]\nshape: { constant: { rate: 1/s, duration: 1s } }\n",
+        Path::new("x.yaml"),
+    )
+    .expect_err("optional on a request");
+    assert!(
+        e.to_string()
+            .contains("`optional` works in scenario steps only"),
+        "{e}"
+    );
+}

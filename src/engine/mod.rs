@@ -84,6 +84,8 @@ pub struct EngineConfig {
     unit_at: Vec<Option<Unit>>,
     /// Indexed by request: the pause after a scenario step before the next one.
     think: Vec<Option<Duration>>,
+    /// Indexed by request: a scenario step whose failure does not end its iteration.
+    optional: Vec<bool>,
     pub load: LoadSpec,
     pub plan: Plan,
     pub shard: Shard,
@@ -162,6 +164,11 @@ impl EngineConfig {
             .iter()
             .map(|(_, _, r)| r.think_time)
             .collect();
+        let optional = profile
+            .all_requests()
+            .iter()
+            .map(|(_, _, r)| r.optional)
+            .collect();
         let workers = profile.load.workers.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -174,6 +181,7 @@ impl EngineConfig {
             unit_first,
             unit_at,
             think,
+            optional,
             load: profile.load.clone(),
             plan,
             shard,
@@ -388,7 +396,7 @@ pub(crate) enum Event {
 
 /// One pick of the mix on a lane's connection: a request, or each step of a
 /// scenario in order, with its think time between steps (a step that fails
-/// ends the iteration). Every exchange is bounded by the request timeout (a
+/// ends the iteration, unless it is `optional`). Every exchange is bounded by the request timeout (a
 /// timed-out connection is in an unknown state and is dropped) and handed to
 /// `report`; a scenario's iteration is reported once at its end. Returns the
 /// class of the last exchange, or `None` when nothing was sent: a `unique`
@@ -474,7 +482,8 @@ async fn send_one(
             retry_after,
         }));
         last = Some(class);
-        if class != Class::Ok {
+        let optional = cfg.optional.get(index).copied().unwrap_or(false);
+        if class != Class::Ok && !optional {
             ended = class;
             break;
         }

@@ -198,6 +198,10 @@ pub struct RequestSpec {
         skip_serializing_if = "Option::is_none"
     )]
     pub think_time: Option<Duration>,
+    /// Scenario steps only: a failure of this step does not end the
+    /// iteration (it is counted on the step; the iteration goes on).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 /// A weighted sequence of requests run in order (a user's visit).
@@ -973,6 +977,11 @@ impl Profile {
             if r.think_time.is_some() {
                 return Err(format!(
                     "request {which}: `think_time` works in scenario steps only (the pause before the next step)"
+                ));
+            }
+            if r.optional {
+                return Err(format!(
+                    "request {which}: `optional` works in scenario steps only"
                 ));
             }
         }
