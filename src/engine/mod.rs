@@ -13,6 +13,11 @@
 //!   is recorded as [`Class::Unfinished`], its latency counted to the moment
 //!   it was given up. So every offered request is accounted for:
 //!   `offered = answered (every class) + dropped`, per phase and per run.
+//! - Scenarios (`send_one`): one pick runs its steps in order on one
+//!   connection, each later step due when the one before answered plus its
+//!   think time; the whole iteration is recorded too (intended start to last
+//!   answer), and one given up at the drain is `unfinished` — for the step
+//!   under way and for its iteration.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
 
 pub mod client;

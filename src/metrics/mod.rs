@@ -1,5 +1,6 @@
 //! The recorder: every request's outcome goes into HdrHistograms per phase ×
-//! outcome class, cut into 1-s windows. Windows become the interval log
+//! outcome class (and per request of the mix, and whole scenario iterations
+//! per scenario: [`ClassHists`]), cut into 1-s windows. Windows become the interval log
 //! (`latency.hlog`), the time series (`timeseries.csv`) and the per-phase
 //! totals that budgets and reports read. Nothing is kept per request, so
 //! memory stays flat however long the run.
