@@ -438,3 +438,47 @@ shape: { constant: { rate: 20/s, duration: 1s } }
         "{e}"
     );
 }
+
+#[test]
+fn an_iteration_still_thinking_when_the_drain_ends_is_unfinished() {
+    let _g = load::serial();
+    let server = load::demo(DemoConfig::default());
+    let tmp = tempfile::tempdir().expect("tmp");
+    // Every iteration is in its 3-s think time when the 1-s plan ends, and
+    // the drain waits at most the 1-s request timeout.
+    let p = load::profile(
+        r#"
+name: drain
+target: { url: "{url}", timeout: 1s }
+scenarios:
+  - name: visit
+    steps:
+      - { name: a, path: /fast, think_time: 3s }
+      - { name: b, path: /fast }
+load: { model: open, workers: 1, connections: 64 }
+shape: { constant: { rate: 20/s, duration: 1s } }
+budgets: [ "iteration.ok.p99 < 10s" ]
+"#,
+        &server.base_url(),
+    );
+    let started = std::time::Instant::now();
+    let r = load::run(&p, tmp.path());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3) + std::time::Duration::from_secs(2)
+    );
+    let s = &r.summary;
+    let it = &s.iterations[0];
+    assert!(it.iterations >= 15, "{it:?}");
+    assert_eq!((it.ok, it.failed), (0, it.iterations), "{it:?}");
+    // Step b was never due: not offered, not counted; every a answered.
+    let b = s
+        .requests
+        .iter()
+        .find(|q| q.name == "visit/b")
+        .map(|q| q.requests);
+    assert_eq!(b, Some(0), "{:?}", s.requests);
+    assert_eq!(s.totals.offered, s.totals.requests + s.totals.dropped);
+    assert_eq!(s.totals.errors, 0, "no step failed: {:?}", s.totals);
+    // No iteration completed: NO DATA, never a pass.
+    assert_eq!(status(s, "iteration.ok.p99 < 10s"), Status::NoData);
+}
