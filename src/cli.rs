@@ -14,7 +14,7 @@ use crate::profile::ProfileError;
 use crate::run::{self, Progress, RunOptions, RunSpec};
 use crate::vocab::exit;
 
-const EXIT_CODES: &str = "Exit codes: 0 every gate met · 99 a budget failed (or a gate: knee, verdict, no data) · 105 interrupted · 2 bad input (profile, arguments) · 1 any other failure.";
+const EXIT_CODES: &str = "Exit codes: 0 every gate met · 99 a budget failed (or a gate: knee, verdict, no data) · 105 interrupted · 74 the run directory could not be written (disk full; the load stops at once) · 2 bad input (profile, arguments) · 1 any other failure.";
 
 #[derive(Parser)]
 #[command(name = "brunt", version, about = "Profile-driven HTTP load that watches the server side and tells you where — and why — it broke.", after_help = EXIT_CODES)]
@@ -216,9 +216,9 @@ pub fn main() -> i32 {
             eprintln!("error: {e:#}");
             exit::FAILURE
         }
-        Err(Failure::Late(e)) => {
+        Err(Failure::Exit(code, e)) => {
             eprintln!("error: {e:#}");
-            exit::LATE_START
+            code
         }
     }
 }
@@ -226,8 +226,8 @@ pub fn main() -> i32 {
 enum Failure {
     Bad(anyhow::Error),
     Other(anyhow::Error),
-    /// A shard ready too long after `--start-at` (exit 3).
-    Late(anyhow::Error),
+    /// A failure with its own exit code (a run directory that cannot be written).
+    Exit(i32, anyhow::Error),
 }
 
 impl From<BadInput> for Failure {
@@ -492,8 +492,10 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     let result = run::execute_spec(spec, opts).map_err(|e| {
         if e.is_bad_input() {
             Failure::Bad(anyhow!(e))
+        } else if e.is_write_failure() {
+            Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
         } else if matches!(e, run::RunError::LateStart(_)) {
-            Failure::Late(anyhow!(e))
+            Failure::Exit(exit::LATE_START, anyhow!(e))
         } else {
             Failure::Other(anyhow!(e))
         }
@@ -549,7 +551,13 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
 }
 
 fn report(dir: &std::path::Path) -> Result<i32, Failure> {
-    let s = crate::run::rebuild::rebuild(dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
+    let s = crate::run::rebuild::rebuild(dir).map_err(|e| {
+        if e.is_write_failure() {
+            Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
+        } else {
+            Failure::Bad(anyhow!(e))
+        }
+    })?;
     crate::report::html::write(dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
     print!("{}", crate::report::terminal::render(&s));
     println!(

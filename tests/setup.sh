@@ -9,10 +9,11 @@
 #   - chromium: renders report.html headless in a test
 #   - kubernetes-validate (PyPI): checks `brunt k8s` manifests against the API schemas, offline
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
+#   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
 set -euo pipefail
 
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
-  procps util-linux coreutils python3-pip chromium
+  procps util-linux coreutils time python3-pip chromium
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
   libhttpclient5-java libhttpcore5-java libslf4j-java)

@@ -1,6 +1,7 @@
 //! The recorder thread: takes the workers' windows, writes them second by
 //! second (interval log, time series, events), tells observers, shows
-//! progress, and stops a stress run at its first breach.
+//! progress, and stops a stress run at its first breach. A write that fails
+//! (a full disk) stops the load at once: nothing is measured blind.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -116,6 +117,10 @@ impl Recording {
         series: SeriesWriter,
         live: Arc<engine::Live>,
     ) -> Result<Recorded, RunError> {
+        let events = EventLog::create(&self.dir).inspect_err(|_| {
+            // The load has started: never let it run with nothing recorded.
+            self.stop.store(true, Ordering::Relaxed);
+        })?;
         let mut st = State {
             agg: Aggregator::new(self.workers),
             phases: (0..self.plan.phases.len())
@@ -129,7 +134,7 @@ impl Recording {
                 .collect(),
             hlog,
             series,
-            events: EventLog::create(&self.dir)?,
+            events,
             generator: GeneratorHealth::default(),
             announced: None,
             judged: 0,
@@ -162,7 +167,22 @@ impl Recording {
                 self.clock.elapsed().as_secs()
             };
             for w in st.agg.ready(now_window) {
-                let stats = st.write(&w, &live)?;
+                let stats = match st.write(&w, &live) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // The disk is full (or gone): measuring blind would
+                        // load the target for nothing. Stop the load now.
+                        self.stop.store(true, Ordering::Relaxed);
+                        if let Some(b) = &bar {
+                            b.abandon();
+                        }
+                        return Err(RunError::Recording {
+                            dir: self.dir.clone(),
+                            second: w.second,
+                            cause: Box::new(e),
+                        });
+                    }
+                };
                 for o in &self.observers {
                     o.window(&stats);
                 }

@@ -9,6 +9,9 @@ pub const BAD_INPUT: i32 = 2;
 /// A shard started more than `--max-late` after its `--start-at`: refused
 /// before sending anything, since a late shard would skew the merge.
 pub const LATE_START: i32 = 3;
+/// The run directory could not be written (a full disk, a read-only
+/// mount): the load was stopped at once. `EX_IOERR` of BSD's sysexits.h.
+pub const WRITE_FAILED: i32 = 74;
 /// A gate failed or had no data: a budget, the knee, a verdict (the convention k6 users know).
 pub const BUDGET_FAILED: i32 = 99;
 /// The run was interrupted (Ctrl-C, a signal) before its plan ended: never a
