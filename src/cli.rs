@@ -59,9 +59,24 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Watch the run writing DIR from another terminal: the live view (plain lines when piped), then its summary once it has ended.
+    #[command(
+        after_help = "Exit codes: the run's own once it has ended (0 every gate met · 99 a gate failed · 105 interrupted) · 2 no run writes DIR · 1 the run stopped writing without a summary (killed?) or any other failure."
+    )]
+    Watch {
+        dir: PathBuf,
+        /// How long to wait for the run to start writing DIR (its run.json).
+        #[arg(long, default_value = "30s")]
+        wait: String,
+    },
     /// Rebuild summary.json, report.html and the terminal summary from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
-    Report { dir: PathBuf },
+    Report {
+        dir: PathBuf,
+        /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
     /// Merge the run directories of N shards (`run --shard i/N`) into one: histograms added, budgets judged on the union.
     #[command(after_help = EXIT_CODES)]
     Merge {
@@ -71,11 +86,17 @@ enum Cmd {
         /// The merged run directory (must not exist or be empty).
         #[arg(long)]
         out: PathBuf,
+        /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Print a Kubernetes manifest (ConfigMap + Indexed Job) that runs PROFILE as N shards, then the commands to gather and merge.
     #[command(after_help = EXIT_CODES)]
     K8s(K8sArgs),
-    /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A).
+    /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A); with --fail-if, a regression gate.
+    #[command(
+        after_help = "Conditions: METRIC OP CHANGE [in PHASE] — METRIC p50 p90 p95 p99 p99.9 max mean throughput rps requests errors shed error_rate; OP > >= < <=; CHANGE relative to A (+10%, -5%) or absolute (+50ms, -20/s, +100, +1pp for error_rate). Scope: the run without its warm-up, or `in PHASE`.\nExit codes: 0 no condition holds · 99 a condition holds or has no data in either run · 2 bad input (a condition, a directory) · 1 any other failure."
+    )]
     Compare {
         /// The run before (the reference).
         run_a: PathBuf,
@@ -84,6 +105,9 @@ enum Cmd {
         /// Print the comparison as JSON.
         #[arg(long)]
         json: bool,
+        /// Fail (exit 99) when B moved from A past this, e.g. 'p99 > +10%', 'throughput < -5%'. Repeatable.
+        #[arg(long = "fail-if", value_name = "COND")]
+        fail_if: Vec<String>,
     },
 }
 
@@ -109,7 +133,7 @@ struct RunArgs {
     /// With --start-at: refuse to run (exit 3) when ready more than this long after it, e.g. 5s.
     #[arg(long, value_name = "DURATION", requires = "start_at")]
     max_late: Option<String>,
-    /// Plain progress lines instead of a live bar.
+    /// Plain progress lines instead of the live view (the default when stderr is not a terminal).
     #[arg(long)]
     plain: bool,
     /// No progress output.
@@ -118,6 +142,9 @@ struct RunArgs {
     /// Empty an existing run directory given with --out first (without it, a non-empty --out is refused).
     #[arg(long)]
     force: bool,
+    /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
     #[command(flatten)]
     overrides: Overrides,
 }
@@ -380,7 +407,8 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             stall_every,
             stall_for,
         } => demo_target(&listen, stall_every.as_deref(), &stall_for),
-        Cmd::Merge { dirs, out } => {
+        Cmd::Merge { dirs, out, junit } => {
+            check_junit(junit.as_deref())?;
             let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
             // Like a single run's directory: the page stands beside the summary.
             if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary) {
@@ -388,12 +416,19 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             }
             print!("{}", crate::report::terminal::render(&merged.summary));
             println!("run directory: {}", merged.dir.display());
+            write_junit(junit.as_deref(), &merged.summary)?;
             Ok(merged.exit_code())
         }
         Cmd::K8s(args) => k8s(args),
         Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
-        Cmd::Report { dir } => report(&dir),
-        Cmd::Compare { run_a, run_b, json } => compare(&run_a, &run_b, json),
+        Cmd::Watch { dir, wait } => watch(&dir, &wait),
+        Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
+        Cmd::Compare {
+            run_a,
+            run_b,
+            json,
+            fail_if,
+        } => compare(&run_a, &run_b, json, &fail_if),
     }
 }
 
@@ -465,6 +500,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         ),
         None => None,
     };
+    check_junit(a.junit.as_deref())?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_by = Arc::new(OnceLock::new());
     install_stop_signals(stop.clone(), stopped_by.clone());
@@ -506,6 +542,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     if html.exists() {
         println!("report: {}", html.display());
     }
+    write_junit(a.junit.as_deref(), &result.summary)?;
     Ok(result.exit_code())
 }
 
@@ -550,7 +587,8 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
     Ok(exit::PASS)
 }
 
-fn report(dir: &std::path::Path) -> Result<i32, Failure> {
+fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32, Failure> {
+    check_junit(junit)?;
     let s = crate::run::rebuild::rebuild(dir).map_err(|e| {
         if e.is_write_failure() {
             Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
@@ -564,11 +602,49 @@ fn report(dir: &std::path::Path) -> Result<i32, Failure> {
         "report: {}",
         dir.join(crate::report::html::REPORT_FILE).display()
     );
+    write_junit(junit, &s)?;
     Ok(s.exit_code())
 }
 
-fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, Failure> {
-    let c = crate::report::compare::compare(a, b).map_err(|e| Failure::Bad(anyhow!(e)))?;
+fn watch(dir: &std::path::Path, wait: &str) -> Result<i32, Failure> {
+    let wait =
+        humantime::parse_duration(wait).map_err(|e| BadInput(anyhow!("--wait {wait}: {e}")))?;
+    match crate::report::live::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
+        crate::report::live::WatchEnd::Finished(s) => Ok(s.exit_code()),
+        crate::report::live::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
+    }
+}
+
+/// A `--junit` path that cannot be written is refused before any work (exit 2).
+fn check_junit(path: Option<&std::path::Path>) -> Result<(), Failure> {
+    match path {
+        Some(p) => crate::report::junit::check_path(p).map_err(|e| Failure::Bad(anyhow!(e))),
+        None => Ok(()),
+    }
+}
+
+/// Write the JUnit file; failing to is an error (exit 1): CI would miss its results.
+fn write_junit(path: Option<&std::path::Path>, s: &crate::judge::Summary) -> Result<(), Failure> {
+    if let Some(p) = path {
+        crate::report::junit::write(p, s).map_err(|e| Failure::Other(anyhow!(e)))?;
+        println!("junit: {}", p.display());
+    }
+    Ok(())
+}
+
+fn compare(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    json: bool,
+    fail_if: &[String],
+) -> Result<i32, Failure> {
+    let conditions = fail_if
+        .iter()
+        .map(|t| t.parse::<crate::report::compare::Condition>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::Bad(anyhow!(e)))?;
+    let c = crate::report::compare::compare_gated(a, b, &conditions)
+        .map_err(|e| Failure::Bad(anyhow!(e)))?;
     if json {
         println!(
             "{}",
@@ -577,5 +653,5 @@ fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, 
     } else {
         print!("{}", crate::report::compare::render(&c));
     }
-    Ok(exit::PASS)
+    Ok(c.exit_code())
 }

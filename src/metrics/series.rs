@@ -187,7 +187,9 @@ pub fn read_noting(path: &Path) -> io::Result<(Vec<Row>, Skipped)> {
     Ok((rows, skipped))
 }
 
-fn parse_row(line: &str) -> Option<Row> {
+/// One data line of the file; `None` for the header or a line that is not a
+/// row (also what `brunt watch` reads as the file grows).
+pub fn parse_row(line: &str) -> Option<Row> {
     let v: Vec<&str> = line.split(',').collect();
     // Classes only ever get appended: a file from before `unfinished`
     // has fewer class columns, in the same order.
