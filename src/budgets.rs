@@ -1,8 +1,16 @@
 //! The budget language and its evaluation.
 //!
-//! A budget is `[scope.]metric op value`:
-//! - scope: a phase name (`spike`, `step-3`), an outcome class (`ok`, `shed`, …),
-//!   or both (`overload.ok.p99 < 500ms`); none = the whole run, every class;
+//! A budget is `[phase.][subject.][class.]metric op value`:
+//! - phase: a phase name (`spike`, `step-3`); none = the whole run (less
+//!   the warm-up);
+//! - subject: what is measured — none = every request; `step(NAME)` (alias
+//!   `request(NAME)`) = the requests of one step or request of the mix;
+//!   `iteration` = whole scenario iterations, `iteration(NAME)` those of one
+//!   scenario. Written with parentheses so that a name can never be read as
+//!   a phase or a class (`step(login)` is a step even when a phase is named
+//!   `login`), and so that names may hold dots and spaces (`step(GET /a.b)`);
+//! - class: an outcome class (`ok`, `shed`, …); none = every answer; for
+//!   iterations, the class an iteration ended in (`ok`: every step ok);
 //! - metric: `p50` `p75` `p90` `p95` `p99` `p99.9` `max` `mean` (latency from
 //!   the intended start), `svc.p99`-style service time, `error_rate`,
 //!   `shed_rate`, `drop_rate` (fractions), `throughput` (ok answers/s),
@@ -11,10 +19,20 @@
 //!   Units are strict: a latency needs its unit (`500ms`, not `500`) and a
 //!   rate a `%` (`1%`, not `1` or `0.01`), since a bare number is ambiguous.
 //!
-//! A budget whose scope has no answers (a class that never occurred, a phase
-//! that sent nothing) is `NO DATA`, which is not a pass.
+//! Scopes narrow one another, never replace: `spike.step(login).ok.p99` is
+//! the ok answers of step `login` during phase `spike`. The parts must come
+//! in that order. A step or iteration subject keeps no service time and no
+//! drops (a drop happens before a request or scenario is picked), so
+//! `svc.*` and `drop_rate` are refused there. A name is resolved against the
+//! profile when budgets are compiled ([`Budget::resolve`]): `step(login)`
+//! matches every scenario step named `login` (`step(shop/login)` only
+//! shop's) and a request of the mix of that name; an unknown name is an error.
 //!
-//! In YAML a budget is a string, or `{expr: "p99 < 300ms", phase: spike}`.
+//! A budget whose scope has no answers (a class that never occurred, a phase
+//! that sent nothing, a step that never ran) is `NO DATA`, which is not a pass.
+//!
+//! In YAML a budget is a string, or `{expr: "p99 < 300ms", phase: spike,
+//! step: login}` (`phase` and `step` as if written in front of the expression).
 
 use std::fmt;
 
@@ -37,6 +55,9 @@ pub enum BudgetSpec {
         expr: String,
         #[serde(default)]
         phase: Option<String>,
+        /// A step or request name, as `step(NAME).` in the expression.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step: Option<String>,
     },
 }
 
@@ -59,14 +80,31 @@ impl BudgetSpec {
     }
     pub fn parse(&self) -> Result<Budget, BudgetError> {
         let mut b = Budget::parse(self.expr())?;
-        if let BudgetSpec::Scoped { phase: Some(p), .. } = self {
-            if b.phase.is_some() {
-                return Err(BudgetError(format!(
-                    "`{}` names a phase and `phase: {p}` names another",
-                    self.expr()
-                )));
+        if let BudgetSpec::Scoped { phase, step, .. } = self {
+            if let Some(p) = phase {
+                if b.phase.is_some() {
+                    return Err(BudgetError(format!(
+                        "`{}` names a phase and `phase: {p}` names another",
+                        self.expr()
+                    )));
+                }
+                b.phase = Some(p.clone());
             }
-            b.phase = Some(p.clone());
+            if let Some(st) = step {
+                if b.subject != Subject::All {
+                    return Err(BudgetError(format!(
+                        "`{}` names a step or iterations and `step: {st}` names another",
+                        self.expr()
+                    )));
+                }
+                b.subject = Subject::Step {
+                    name: st.clone(),
+                    at: Vec::new(),
+                };
+                // Shown as if written in the expression: a verdict names its step.
+                b.text = format!("step({st}).{}", b.text);
+                b.check_subject()?;
+            }
         }
         Ok(b)
     }
@@ -107,12 +145,53 @@ impl Op {
     }
 }
 
+/// What a budget measures: every request, one step's, or whole iterations.
+/// `at` holds the indices the name resolved to ([`Budget::resolve`]):
+/// requests of the mix (scenario steps included) or scenarios.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub enum Subject {
+    #[default]
+    All,
+    Step {
+        name: String,
+        at: Vec<usize>,
+    },
+    /// `name: None`: every scenario.
+    Iteration {
+        name: Option<String>,
+        at: Vec<usize>,
+    },
+}
+
+impl Subject {
+    /// `step login`, `iterations of shop`, `iterations`; `None` for all requests.
+    pub fn describe(&self) -> Option<String> {
+        match self {
+            Subject::All => None,
+            Subject::Step { name, .. } => Some(format!("step {name}")),
+            Subject::Iteration { name: Some(n), .. } => Some(format!("iterations of {n}")),
+            Subject::Iteration { name: None, .. } => Some("iterations".into()),
+        }
+    }
+}
+
+/// What a name in a budget can be resolved against: the requests of the
+/// mix in engine order (scenario steps included) and the scenarios.
+pub struct Names<'a> {
+    /// Full names (`item`, `shop/login`) and, for scenario steps, the
+    /// step's own name (`login`).
+    pub requests: Vec<(String, Option<String>)>,
+    pub scenarios: Vec<&'a str>,
+}
+
 /// A parsed budget. `limit` is in the metric's unit: ms for latency, a
 /// fraction for rates, per second for throughput.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Budget {
     pub text: String,
     pub phase: Option<String>,
+    #[serde(default)]
+    pub subject: Subject,
     pub class: Option<Class>,
     pub metric: Metric,
     pub op: Op,
@@ -144,8 +223,53 @@ impl Budget {
             "<" => Op::Lt,
             _ => Op::Gt,
         };
+        // `step(NAME)` / `iteration(NAME)` may hold dots: split outside parentheses.
+        let all_parts = split_dots(lhs).map_err(err)?;
+        let mut subject = Subject::All;
+        let mut subject_at = None;
+        for (i, seg) in all_parts.iter().enumerate() {
+            let found = if let Some(name) = call(seg, &["step", "request"]) {
+                Some(Subject::Step {
+                    name: name.map_err(err)?,
+                    at: Vec::new(),
+                })
+            } else if *seg == "iteration" || *seg == "iterations" {
+                Some(Subject::Iteration {
+                    name: None,
+                    at: Vec::new(),
+                })
+            } else {
+                call(seg, &["iteration", "iterations"])
+                    .map(|name| {
+                        name.map(|n| Subject::Iteration {
+                            name: Some(n),
+                            at: Vec::new(),
+                        })
+                    })
+                    .transpose()
+                    .map_err(err)?
+            };
+            if let Some(sub) = found {
+                if subject_at.is_some() {
+                    return Err(err(format!(
+                        "`{lhs}`: two subjects (step(…), iteration); give one"
+                    )));
+                }
+                if i > 1 {
+                    return Err(err(format!(
+                        "`{lhs}`: `{seg}` comes first or after the phase: [phase.][step(NAME).|iteration.][class.]metric"
+                    )));
+                }
+                subject = sub;
+                subject_at = Some(i);
+            }
+        }
+        // The phase (if any) is before the subject; class and metric after it.
+        let (before, parts): (Vec<&str>, Vec<&str>) = match subject_at {
+            Some(i) => (all_parts[..i].to_vec(), all_parts[i + 1..].to_vec()),
+            None => (Vec::new(), all_parts.clone()),
+        };
         // Metrics may contain a dot (p99.9, svc.p99): find the longest metric suffix.
-        let parts: Vec<&str> = lhs.split('.').collect();
         let mut found = None;
         for k in (1..=parts.len().min(3)).rev() {
             let m = parts[parts.len() - k..].join(".");
@@ -159,13 +283,15 @@ impl Budget {
                 "`{lhs}`: unknown metric; expected p50, p90, p95, p99, p99.9, max, mean, svc.p99, error_rate, shed_rate, drop_rate, throughput, rps or requests"
             ))
         })?;
-        let mut phase = None;
+        let mut phase = before.first().map(|p| p.to_string());
         let mut class = None;
         for s in &parts[..nscope] {
             match Class::from_name(s) {
                 Some(c) if class.is_none() => class = Some(c),
                 Some(_) => return Err(err(format!("`{lhs}`: two outcome classes"))),
-                None if phase.is_none() && class.is_none() => phase = Some(s.to_string()),
+                None if phase.is_none() && class.is_none() && subject_at.is_none() => {
+                    phase = Some(s.to_string())
+                }
                 None => return Err(err(format!("`{lhs}`: `{s}` is neither a phase nor an outcome class (ok, shed, http_error, timeout, connect_error, reset, check_failed, other_error, unfinished)"))),
             }
         }
@@ -213,14 +339,106 @@ impl Budget {
                 "`{lhs}`: rates are over all classes; drop the class"
             )));
         }
-        Ok(Budget {
+        let b = Budget {
             text: t.to_string(),
             phase,
+            subject,
             class,
             metric,
             op,
             limit,
-        })
+        };
+        b.check_subject()?;
+        Ok(b)
+    }
+
+    /// The metrics a step or iteration subject cannot measure.
+    fn check_subject(&self) -> Result<(), BudgetError> {
+        let Some(what) = self.subject.describe() else {
+            return Ok(());
+        };
+        match self.metric {
+            Metric::ServiceQuantile(_) => Err(BudgetError(format!(
+                "`{}`: service time is kept for all requests only, not per {what}; budget its latency (p99) instead",
+                self.text
+            ))),
+            Metric::DropRate => Err(BudgetError(format!(
+                "`{}`: drops happen before a request or scenario is picked, so there is no drop_rate per {what}; budget drop_rate over all requests",
+                self.text
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Resolve a step or iteration name against the profile's requests and
+    /// scenarios; an unknown name is an error that lists the known ones.
+    pub fn resolve(&mut self, names: &Names<'_>) -> Result<(), BudgetError> {
+        match &mut self.subject {
+            Subject::All => Ok(()),
+            Subject::Step { name, at } => {
+                *at = names
+                    .requests
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, (full, own))| full == name || own.as_deref() == Some(name))
+                    .map(|(i, _)| i)
+                    .collect();
+                if at.is_empty() {
+                    let known: Vec<&str> = names.requests.iter().map(|(f, _)| f.as_str()).collect();
+                    return Err(BudgetError(format!(
+                        "no step or request named `{name}`; the profile has {}",
+                        known.join(", ")
+                    )));
+                }
+                Ok(())
+            }
+            Subject::Iteration { name, at } => {
+                if names.scenarios.is_empty() {
+                    return Err(BudgetError(
+                        "iterations are measured for `scenarios:` only, and the profile has none"
+                            .into(),
+                    ));
+                }
+                if let Some(n) = name {
+                    match names.scenarios.iter().position(|s| s == n) {
+                        Some(k) => *at = vec![k],
+                        None => {
+                            return Err(BudgetError(format!(
+                                "no scenario named `{n}`; the profile has {}",
+                                names.scenarios.join(", ")
+                            )))
+                        }
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether the budget is on every request (no step or iteration subject):
+    /// the only ones the knee, the p99 bound and collectors' triggers read.
+    pub fn on_all_requests(&self) -> bool {
+        self.subject == Subject::All
+    }
+
+    /// The part of `s` this budget's subject measures (`s` itself for all
+    /// requests). `split`: the scope keeps per-request histograms (a mix of
+    /// more than one request); without, the one request is all of `s`.
+    pub fn scope_of(&self, s: &Stats, split: bool) -> Stats {
+        match &self.subject {
+            Subject::All => s.clone(),
+            Subject::Step { .. } if !split => s.clone(),
+            Subject::Step { at, .. } => s.requests_scope(at),
+            Subject::Iteration { at, .. } => s.iterations_scope(at),
+        }
+    }
+
+    /// [`Budget::evaluate`] on this budget's subject within `s`.
+    pub fn evaluate_in(&self, s: &Stats, split: bool) -> Verdict {
+        match self.subject {
+            Subject::All => self.evaluate(s),
+            _ => self.evaluate(&self.scope_of(s, split)),
+        }
     }
 
     /// The measured value of this budget's metric on `s` (in the limit's unit).
@@ -323,10 +541,19 @@ impl Budget {
             Some(p) => format!("phase {p}"),
             None => "the run".into(),
         };
-        match (self.metric, self.class) {
-            (Metric::DropRate, _) => format!("nothing offered in {scope}"),
-            (_, Some(c)) => format!("no {} answers in {scope}", c.name()),
-            (_, None) => format!("no answers in {scope}"),
+        match (&self.subject, self.metric, self.class) {
+            (Subject::Step { name, .. }, _, None) => format!("step {name} never ran in {scope}"),
+            (Subject::Step { name, .. }, _, Some(c)) => {
+                format!("no {} answers of step {name} in {scope}", c.name())
+            }
+            (Subject::Iteration { .. }, _, c) => format!(
+                "no {}{} in {scope}",
+                c.map(|c| format!("{} ", c.name())).unwrap_or_default(),
+                self.subject.describe().unwrap_or_default()
+            ),
+            (Subject::All, Metric::DropRate, _) => format!("nothing offered in {scope}"),
+            (Subject::All, _, Some(c)) => format!("no {} answers in {scope}", c.name()),
+            (Subject::All, _, None) => format!("no answers in {scope}"),
         }
     }
 
@@ -363,6 +590,49 @@ fn ms(v: u64, h: &hdrhistogram::Histogram<u64>) -> f64 {
     } else {
         v as f64 / 1e6
     }
+}
+
+/// Split `a.step(x.y).p99` on the dots outside parentheses.
+fn split_dots(lhs: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut from = 0;
+    for (i, c) in lhs.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '.' if depth == 0 => {
+                out.push(lhs[from..i].trim());
+                from = i + 1;
+            }
+            _ => {}
+        }
+        if depth < 0 {
+            return Err(format!("`{lhs}`: a `)` without its `(`"));
+        }
+    }
+    if depth != 0 {
+        return Err(format!("`{lhs}`: a `(` without its `)`"));
+    }
+    out.push(lhs[from..].trim());
+    Ok(out)
+}
+
+/// `word(NAME)` for one of `words`: the name, or an error when it is empty.
+fn call(seg: &str, words: &[&str]) -> Option<Result<String, String>> {
+    let (w, rest) = seg.split_once('(')?;
+    if !words.contains(&w.trim()) {
+        return None;
+    }
+    let name = rest.strip_suffix(')')?.trim();
+    Some(if name.is_empty() {
+        Err(format!(
+            "`{seg}`: name the {} inside the parentheses",
+            w.trim()
+        ))
+    } else {
+        Ok(name.to_string())
+    })
 }
 
 fn parse_frac_duration_ms(s: &str) -> Option<f64> {
@@ -557,6 +827,65 @@ mod tests {
         assert!(Budget::parse("latency < 5ms").is_err());
         assert!(Budget::parse("p99 < fast").is_err());
         assert!(Budget::parse("ok.error_rate < 1%").is_err());
+    }
+
+    #[test]
+    fn step_and_iteration_subjects_compose_with_phase_and_class() {
+        let b = Budget::parse("spike.step(GET /a.b).ok.p99.9 < 1s").unwrap();
+        assert_eq!(b.phase.as_deref(), Some("spike"));
+        assert_eq!(
+            b.subject,
+            Subject::Step {
+                name: "GET /a.b".into(),
+                at: vec![]
+            }
+        );
+        assert_eq!(
+            (b.class, b.metric),
+            (Some(Class::Ok), Metric::Quantile(0.999))
+        );
+        let b = Budget::parse("iteration.p99 < 2s").unwrap();
+        assert_eq!(
+            b.subject,
+            Subject::Iteration {
+                name: None,
+                at: vec![]
+            }
+        );
+        assert_eq!(b.phase, None);
+        let b = Budget::parse("request(item).error_rate < 1%").unwrap();
+        assert!(matches!(b.subject, Subject::Step { .. }));
+        // A step named like a phase or a class stays a step.
+        let b = Budget::parse("step(ok).p99 < 1s").unwrap();
+        assert_eq!(b.class, None);
+        assert!(Budget::parse("p99.step(x) < 1s").is_err());
+        assert!(Budget::parse("step(x.p99 < 1s").is_err());
+        assert!(Budget::parse("a.b.step(x).p99 < 1s").is_err());
+        let names = Names {
+            requests: vec![
+                ("item".into(), None),
+                ("shop/login".into(), Some("login".into())),
+                ("admin/login".into(), Some("login".into())),
+            ],
+            scenarios: vec!["shop", "admin"],
+        };
+        let mut b = Budget::parse("step(login).p99 < 1s").unwrap();
+        b.resolve(&names).unwrap();
+        assert!(matches!(&b.subject, Subject::Step { at, .. } if at == &[1, 2]));
+        let mut b = Budget::parse("step(shop/login).p99 < 1s").unwrap();
+        b.resolve(&names).unwrap();
+        assert!(matches!(&b.subject, Subject::Step { at, .. } if at == &[1]));
+        let mut b = Budget::parse("iteration(admin).p99 < 1s").unwrap();
+        b.resolve(&names).unwrap();
+        assert!(matches!(&b.subject, Subject::Iteration { at, .. } if at == &[1]));
+        let mut b = Budget::parse("step(nope).p99 < 1s").unwrap();
+        assert!(b.resolve(&names).is_err());
+        // An empty step scope is NO DATA, saying which step.
+        let v = Budget::parse("step(login).p99 < 1s")
+            .unwrap()
+            .evaluate_in(&Stats::default(), true);
+        assert_eq!(v.status, Status::NoData);
+        assert_eq!(v.note.as_deref(), Some("step login never ran in the run"));
     }
 
     #[test]

@@ -134,6 +134,9 @@ struct RunArgs {
     /// Start the load at this Unix time (seconds), so shards step together.
     #[arg(long, value_name = "UNIX_SECONDS")]
     start_at: Option<f64>,
+    /// With --start-at: refuse to run (exit 3) when ready more than this long after it, e.g. 5s.
+    #[arg(long, value_name = "DURATION", requires = "start_at")]
+    max_late: Option<String>,
     /// Plain progress lines instead of the live view (the default when stderr is not a terminal).
     #[arg(long)]
     plain: bool,
@@ -216,6 +219,15 @@ struct K8sArgs {
     /// Job name (default brunt-<profile name>).
     #[arg(long)]
     job_name: Option<String>,
+    /// The URL the shards load, overriding the profile's target.url (required when it is `builtin`).
+    #[arg(long)]
+    target: Option<String>,
+    /// A Kubernetes Secret whose keys are the profile's {{ env.X }} variables (values never go into the manifest).
+    #[arg(long)]
+    secret: Option<String>,
+    /// A shard ready later than this after the shared start refuses to run (exit 3) rather than skew the merge.
+    #[arg(long, default_value = "5s")]
+    max_late: String,
 }
 
 /// Bad input (exit 2) versus other failures (exit 1).
@@ -446,14 +458,34 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
     spec.check_templates(&o.env()?, profile)
         .map_err(|e| Failure::Bad(anyhow!(e)))?;
     let plan = spec.profile.plan(1.0);
+    let p = &spec.profile;
+    let steps: usize = p.scenarios.iter().map(|s| s.steps.len()).sum();
     println!(
-        "{}: OK — {} phase(s), {} total, {} request(s) in the mix, {} budget(s)",
+        "{}: OK — {} phase(s), {} total, {} request(s) and {} scenario(s) ({} step(s)) in the mix, {} budget(s)",
         profile.display(),
         plan.phases.len(),
         humantime::format_duration(plan.total()),
-        spec.profile.requests.len(),
+        p.requests.len(),
+        p.scenarios.len(),
+        steps,
         spec.budgets.len()
     );
+    for sc in &p.scenarios {
+        let names: Vec<String> = sc
+            .steps
+            .iter()
+            .map(|st| match st.think_time {
+                Some(t) => format!("{} (+{})", st.label(), humantime::format_duration(t)),
+                None => st.label(),
+            })
+            .collect();
+        println!(
+            "  scenario {} (weight {}): {}",
+            sc.name,
+            sc.weight,
+            names.join(" → ")
+        );
+    }
     for ph in &plan.phases {
         println!(
             "  {:<12} {:>12}  at {:>8}  for {}",
@@ -483,6 +515,12 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         Some(_) => return Err(BadInput(anyhow!("--start-at: expected Unix seconds")).into()),
         None => None,
     };
+    let max_late = match &a.max_late {
+        Some(v) => Some(
+            humantime::parse_duration(v).map_err(|e| BadInput(anyhow!("--max-late {v}: {e}")))?,
+        ),
+        None => None,
+    };
     let metrics_listen = match &a.metrics_listen {
         Some(s) => Some(s.parse::<std::net::SocketAddr>().map_err(|e| {
             BadInput(anyhow!(
@@ -506,6 +544,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         time_scale: a.time_scale,
         shard,
         start_at,
+        max_late,
         progress: if a.quiet {
             Progress::Quiet
         } else if a.plain {
@@ -525,6 +564,8 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
             Failure::Bad(anyhow!(e))
         } else if e.is_write_failure() {
             Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
+        } else if matches!(e, run::RunError::LateStart(_)) {
+            Failure::Exit(exit::LATE_START, anyhow!(e))
         } else {
             Failure::Other(anyhow!(e))
         }
@@ -570,6 +611,9 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
         results_pvc: a.results_pvc,
         hold: dur("--hold", &a.hold)?,
         job_name: a.job_name,
+        target: a.target,
+        secret: a.secret,
+        max_late: dur("--max-late", &a.max_late)?,
         ..crate::shard::k8s::K8sOptions::new(a.shards, &a.image)
     };
     let text = crate::shard::k8s::manifest(&a.profile, &opts).map_err(shard_failure)?;

@@ -793,7 +793,8 @@ fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
     assert_eq!(pod["volumes"][1]["emptyDir"], serde_json::json!({}));
     // The commands to finish the job follow as comments.
     for want in [
-        "#   kubectl apply -f",
+        "| tee brunt-checkout-peak-s-quotes.yaml | kubectl apply -f -",
+        "--start-delay 90s",
         "kubectl -n load wait job/brunt-checkout-peak-s-quotes --for=condition=complete",
         "kubectl -n load cp",
         "#   brunt merge brunt-checkout-peak-s-quotes/shard-* --out",

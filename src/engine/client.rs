@@ -280,10 +280,7 @@ fn prepare_one(
     inputs: &Inputs,
     feeders: &[Feeder],
 ) -> Result<Prepared, ClientError> {
-    let name = r
-        .name
-        .clone()
-        .unwrap_or_else(|| format!("{} {}", r.method, r.path));
+    let name = r.label();
     let name = match step.scenario {
         Some(sc) => format!("{sc}/{name}"),
         None => name,

@@ -16,15 +16,25 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::client::Conn;
-use super::{is_stopped, send_one, EngineConfig, Live};
+use super::{is_stopped, send_one, EngineConfig, Event, Live};
 use crate::metrics::{Class, WorkerRecorder};
+
+/// A VU's pick under way: its phase, the scenario and when the iteration
+/// started, and the step being sent (request, sent) — `None` during a think time.
+#[derive(Debug, Clone, Copy)]
+struct Running {
+    phase: usize,
+    scenario: Option<usize>,
+    started: Instant,
+    step: Option<(usize, Instant)>,
+}
 
 struct State {
     level: Cell<f64>,
     phase: Cell<usize>,
     done: Cell<bool>,
-    /// What each VU is sending: (phase, request, sent), by VU index.
-    running: RefCell<BTreeMap<u64, (usize, usize, Instant)>>,
+    /// What each VU is running, by VU index.
+    running: RefCell<BTreeMap<u64, Running>>,
     /// The drain is over: what was running has been recorded as
     /// unfinished, and a late answer must not be recorded again.
     closed: Cell<bool>,
@@ -103,10 +113,14 @@ pub(super) async fn run(
     state.closed.set(true);
     let now = Instant::now();
     let mut r = rec.borrow_mut();
-    for (_, (phase, req, sent)) in std::mem::take(&mut *state.running.borrow_mut()) {
-        // A VU's request counts as offered once it has an outcome.
-        r.offered(phase, sent);
-        r.unfinished(phase, req, sent, Some(sent), now);
+    for (_, run) in std::mem::take(&mut *state.running.borrow_mut()) {
+        // The step under way was offered when it was sent.
+        if let Some((req, sent)) = run.step {
+            r.unfinished(run.phase, req, sent, Some(sent), now);
+        }
+        if let Some(sc) = run.scenario {
+            r.iteration(run.phase, sc, Class::Unfinished, run.started, now);
+        }
     }
     r.in_flight = 0;
     live.set_in_flight(worker, 0);
@@ -138,14 +152,36 @@ async fn vu(
         let check = p.has_check() && n.is_multiple_of(p.check_every);
         // Closed loop: the request is due when it is sent.
         let start = Instant::now();
-        state.running.borrow_mut().insert(v, (phase, req, start));
-        let sent = send_one(&cfg, &mut conn, phase, req, start, check, |o| {
+        let scenario = cfg.scenario_of(req);
+        let mut run = Running {
+            phase,
+            scenario,
+            started: start,
+            step: None,
+        };
+        state.running.borrow_mut().insert(v, run);
+        let sent = send_one(&cfg, &mut conn, phase, req, start, check, |e| {
             if state.closed.get() {
                 return; // given up at the end of the drain, and recorded then
             }
             let mut r = rec.borrow_mut();
-            r.offered(phase, o.sent);
-            r.record(o);
+            match e {
+                // Closed loop: a request is offered when the VU sends it.
+                Event::Due { request, sent, .. } => {
+                    r.offered(phase, sent);
+                    run.step = Some((request, sent));
+                }
+                Event::Done(o) => {
+                    run.step = None;
+                    r.record(o);
+                }
+                Event::Iteration {
+                    scenario,
+                    class,
+                    end,
+                } => r.iteration(phase, scenario, class, start, end),
+            }
+            state.running.borrow_mut().insert(v, run);
         })
         .await;
         if state.closed.get() {

@@ -13,6 +13,11 @@
 //!   is recorded as [`Class::Unfinished`], its latency counted to the moment
 //!   it was given up. So every offered request is accounted for:
 //!   `offered = answered (every class) + dropped`, per phase and per run.
+//! - Scenarios (`send_one`): one pick runs its steps in order on one
+//!   connection, each later step due when the one before answered plus its
+//!   think time; the whole iteration is recorded too (intended start to last
+//!   answer), and one given up at the drain is `unfinished` — for the step
+//!   under way and for its iteration.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
 
 pub mod client;
@@ -68,6 +73,8 @@ struct Unit {
     steps: usize,
     /// Variables its steps extract.
     vars: usize,
+    /// The scenario's index in the profile (`None`: a plain request).
+    scenario: Option<usize>,
 }
 
 /// Everything the workers need, shared read-only.
@@ -80,6 +87,10 @@ pub struct EngineConfig {
     unit_first: Vec<usize>,
     /// Indexed by request: the unit that starts there (scenario steps after the first: `None`).
     unit_at: Vec<Option<Unit>>,
+    /// Indexed by request: the pause after a scenario step before the next one.
+    think: Vec<Option<Duration>>,
+    /// Indexed by request: a scenario step whose failure does not end its iteration.
+    optional: Vec<bool>,
     pub load: LoadSpec,
     pub plan: Plan,
     pub shard: Shard,
@@ -122,16 +133,18 @@ impl EngineConfig {
                     first: i,
                     steps: 1,
                     vars: 0,
+                    scenario: None,
                 };
                 (r.weight, u)
             })
             .collect();
         let mut next = profile.requests.len();
-        for sc in &profile.scenarios {
+        for (k, sc) in profile.scenarios.iter().enumerate() {
             let u = Unit {
                 first: next,
                 steps: sc.steps.len(),
                 vars: template::scenario_vars(&sc.steps).len(),
+                scenario: Some(k),
             };
             next += sc.steps.len();
             units.push((sc.weight, u));
@@ -151,6 +164,16 @@ impl EngineConfig {
             }
         }
         let unit_first = units.iter().map(|(_, u)| u.first).collect();
+        let think = profile
+            .all_requests()
+            .iter()
+            .map(|(_, _, r)| r.think_time)
+            .collect();
+        let optional = profile
+            .all_requests()
+            .iter()
+            .map(|(_, _, r)| r.optional)
+            .collect();
         let workers = profile.load.workers.unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())
@@ -162,6 +185,8 @@ impl EngineConfig {
             cumulative,
             unit_first,
             unit_at,
+            think,
+            optional,
             load: profile.load.clone(),
             plan,
             shard,
@@ -173,6 +198,15 @@ impl EngineConfig {
     /// Why the engine stopped the run by itself (a `unique` feeder ran out).
     pub fn stopped_reason(&self) -> Option<String> {
         self.templates.stopped_reason()
+    }
+
+    /// The scenario a pick starting at request `request` runs, if any.
+    fn scenario_of(&self, request: usize) -> Option<usize> {
+        self.unit_at
+            .get(request)
+            .copied()
+            .flatten()
+            .and_then(|u| u.scenario)
     }
 
     /// The request a pick starts with (a scenario's first step).
@@ -342,12 +376,36 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
     })
 }
 
+/// What [`send_one`] reports as it goes, for the caller to record.
+pub(crate) enum Event {
+    /// Step `request` of the pick is due at `intended` and is being sent
+    /// (at `sent`). The first step's event comes too: the closed model
+    /// counts it as offered here, the open model counted it on arrival.
+    Due {
+        step: usize,
+        request: usize,
+        intended: Instant,
+        sent: Instant,
+    },
+    /// An exchange finished.
+    Done(Outcome),
+    /// A scenario's iteration ended in `class` (`ok`: every step ok;
+    /// `unfinished`: cut short because nothing more could be sent). Not
+    /// reported when not even its first step was sent.
+    Iteration {
+        scenario: usize,
+        class: Class,
+        end: Instant,
+    },
+}
+
 /// One pick of the mix on a lane's connection: a request, or each step of a
-/// scenario in order (a step that fails ends the iteration). Every exchange
-/// is bounded by the request timeout (a timed-out connection is in an
-/// unknown state and is dropped) and handed to `record`. Returns the class of
-/// the last exchange, or `None` when nothing was sent: a `unique` feeder has
-/// run out (and the run's stop flag is set).
+/// scenario in order, with its think time between steps (a step that fails
+/// ends the iteration, unless it is `optional`). Every exchange is bounded by the request timeout (a
+/// timed-out connection is in an unknown state and is dropped) and handed to
+/// `report`; a scenario's iteration is reported once at its end. Returns the
+/// class of the last exchange, or `None` when nothing was sent: a `unique`
+/// feeder has run out (and the run's stop flag is set).
 async fn send_one(
     cfg: &EngineConfig,
     conn: &mut client::Conn,
@@ -355,34 +413,50 @@ async fn send_one(
     request: usize,
     intended: Instant,
     check: bool,
-    mut record: impl FnMut(Outcome),
+    mut report: impl FnMut(Event),
 ) -> Option<Class> {
     let unit = cfg.unit_at.get(request).copied().flatten().unwrap_or(Unit {
         first: request,
         steps: 1,
         vars: 0,
+        scenario: None,
     });
     // Allocated only for scenarios that extract.
     let mut vars: Vec<Option<bytes::Bytes>> = vec![None; unit.vars];
     let mut last = None;
+    // When the next step could start: the previous answer plus its think time.
+    let mut due = intended;
+    let mut ended = Class::Ok;
     for k in 0..unit.steps {
         let index = unit.first + k;
         let p = &cfg.requests[index];
+        if k > 0 && due > Instant::now() {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+        }
         let msg = match &p.dynamic {
             None => None,
             Some(d) => match d.render(&cfg.templates, &vars) {
                 Some(m) => Some(m),
-                None => return last,
+                None => {
+                    ended = Class::Unfinished;
+                    break;
+                }
             },
         };
-        // A later step is due when the one before it has answered.
+        // A later step is due when the one before it has answered (plus think time).
         let (intended, check) = if k == 0 {
             (intended, check)
         } else {
             let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
-            (Instant::now(), sampled)
+            (due, sampled)
         };
         let sent = Instant::now();
+        report(Event::Due {
+            step: k,
+            request: index,
+            intended,
+            sent,
+        });
         let (class, retry_after) = match tokio::time::timeout(
             cfg.target.timeout,
             conn.exchange(&cfg.target, p, msg, check),
@@ -402,19 +476,31 @@ async fn send_one(
                 (Class::Timeout, false)
             }
         };
-        record(Outcome {
+        let end = Instant::now();
+        report(Event::Done(Outcome {
             phase,
             request: index,
             class,
             intended,
             sent,
-            end: Instant::now(),
+            end,
             retry_after,
-        });
+        }));
         last = Some(class);
-        if class != Class::Ok {
+        let optional = cfg.optional.get(index).copied().unwrap_or(false);
+        if class != Class::Ok && !optional {
+            ended = class;
             break;
         }
+        due = end + cfg.think.get(index).copied().flatten().unwrap_or_default();
+    }
+    // An iteration of which nothing was sent is the caller's to account for.
+    if let (Some(scenario), Some(_)) = (unit.scenario, last) {
+        report(Event::Iteration {
+            scenario,
+            class: ended,
+            end: Instant::now(),
+        });
     }
     last
 }

@@ -22,8 +22,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::client::Conn;
-use super::{is_stopped, send_one, share, EngineConfig, Live};
-use crate::metrics::WorkerRecorder;
+use super::{is_stopped, send_one, share, EngineConfig, Event, Live};
+use crate::metrics::{Class, WorkerRecorder};
 use crate::profile::{Arrival, Phase};
 
 #[derive(Debug, Clone, Copy)]
@@ -31,6 +31,16 @@ struct Ticket {
     intended: Instant,
     phase: usize,
     req: usize,
+    /// The scenario this arrival runs (`None`: a plain request).
+    scenario: Option<usize>,
+}
+
+/// What a lane is sending: its ticket, and the step under way (request,
+/// when it was due, when it was sent); `None` between a scenario's steps.
+#[derive(Debug, Clone, Copy)]
+struct Running {
+    ticket: Ticket,
+    step: Option<(usize, Instant, Instant)>,
 }
 
 struct Lanes {
@@ -42,8 +52,8 @@ struct Lanes {
     in_flight: Cell<u64>,
     /// No more arrivals: lanes stop once the queue is empty.
     done: Cell<bool>,
-    /// What each lane is sending (with when it sent it), by lane id.
-    running: RefCell<Vec<Option<(Ticket, Instant)>>>,
+    /// What each lane is sending, by lane id.
+    running: RefCell<Vec<Option<Running>>>,
     /// The drain is over: what was still running has been recorded as
     /// unfinished, and a late answer must not be recorded again.
     closed: Cell<bool>,
@@ -56,6 +66,9 @@ impl Lanes {
         let mut r = rec.borrow_mut();
         for t in &queued {
             r.unfinished(t.phase, t.req, t.intended, None, now);
+            if let Some(sc) = t.scenario {
+                r.iteration(t.phase, sc, Class::Unfinished, t.intended, now);
+            }
         }
         self.in_flight
             .set(self.in_flight.get().saturating_sub(queued.len() as u64));
@@ -67,13 +80,20 @@ impl Lanes {
         self.give_up_queued(rec, now);
         self.closed.set(true);
         let mut r = rec.borrow_mut();
-        for (t, sent) in self
+        for run in self
             .running
             .borrow_mut()
             .iter_mut()
             .filter_map(Option::take)
         {
-            r.unfinished(t.phase, t.req, t.intended, Some(sent), now);
+            let t = run.ticket;
+            // The step under way (none during a think time), and its iteration, are given up.
+            if let Some((req, intended, sent)) = run.step {
+                r.unfinished(t.phase, req, intended, Some(sent), now);
+            }
+            if let Some(sc) = t.scenario {
+                r.iteration(t.phase, sc, Class::Unfinished, t.intended, now);
+            }
         }
         self.in_flight.set(0);
     }
@@ -187,6 +207,7 @@ pub(super) async fn run(
                 intended,
                 phase: idx,
                 req,
+                scenario: cfg.scenario_of(req),
             });
             if lanes.idle.get() == 0 && lanes.lanes.get() < max_conns {
                 let id = lanes.lanes.get();
@@ -284,18 +305,52 @@ async fn lane(
         let p = &cfg.requests[t.req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
-        set_running(&lanes, id, Some((t, Instant::now())));
-        let sent = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check, |o| {
+        let sent = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check, |e| {
             if lanes.closed.get() {
                 return;
             }
-            let mut r = rec.borrow_mut();
-            // A scenario's later steps are offered when they become due, so
-            // offered = answered + dropped holds per step, as in the closed model.
-            if o.request != t.req {
-                r.offered(t.phase, o.intended);
+            match e {
+                Event::Due {
+                    step,
+                    request,
+                    intended,
+                    sent,
+                } => {
+                    // A scenario's later steps are offered when they become
+                    // due (the first was on arrival), so offered = answered +
+                    // dropped holds per step, as in the closed model.
+                    if step > 0 {
+                        rec.borrow_mut().offered(t.phase, intended);
+                    }
+                    set_running(
+                        &lanes,
+                        id,
+                        Some(Running {
+                            ticket: t,
+                            step: Some((request, intended, sent)),
+                        }),
+                    );
+                }
+                Event::Done(o) => {
+                    // Between steps the iteration is still running.
+                    set_running(
+                        &lanes,
+                        id,
+                        Some(Running {
+                            ticket: t,
+                            step: None,
+                        }),
+                    );
+                    rec.borrow_mut().record(o);
+                }
+                Event::Iteration {
+                    scenario,
+                    class,
+                    end,
+                } => rec
+                    .borrow_mut()
+                    .iteration(t.phase, scenario, class, t.intended, end),
             }
-            r.record(o)
         })
         .await;
         if lanes.closed.get() {
@@ -305,14 +360,18 @@ async fn lane(
         set_running(&lanes, id, None);
         if sent.is_none() {
             // Due but never sent (a unique feeder ran out): still accounted for.
-            rec.borrow_mut()
-                .unfinished(t.phase, t.req, t.intended, None, Instant::now());
+            let now = Instant::now();
+            let mut r = rec.borrow_mut();
+            r.unfinished(t.phase, t.req, t.intended, None, now);
+            if let Some(sc) = t.scenario {
+                r.iteration(t.phase, sc, Class::Unfinished, t.intended, now);
+            }
         }
         lanes.in_flight.set(lanes.in_flight.get().saturating_sub(1));
     }
 }
 
-fn set_running(lanes: &Lanes, id: usize, what: Option<(Ticket, Instant)>) {
+fn set_running(lanes: &Lanes, id: usize, what: Option<Running>) {
     if let Some(slot) = lanes.running.borrow_mut().get_mut(id) {
         *slot = what;
     }

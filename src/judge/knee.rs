@@ -14,7 +14,7 @@ use crate::vocab::PhaseInfo;
 pub fn step_verdicts(budgets: &[Budget], s: &Stats) -> Vec<Verdict> {
     budgets
         .iter()
-        .filter(|b| b.phase.is_none() && b.has_data(s))
+        .filter(|b| b.phase.is_none() && b.on_all_requests() && b.has_data(s))
         .map(|b| {
             let mut v = b.evaluate(s);
             v.scope = String::new();

@@ -31,6 +31,7 @@ pub fn p99_bound(budgets: &[Budget], phases: &[&str]) -> Option<Bound> {
         matches!(b.metric, Metric::Quantile(q) if (q - 0.99).abs() < 1e-9)
             && matches!(b.op, Op::Lt | Op::Le)
             && matches!(b.class, None | Some(Class::Ok))
+            && b.on_all_requests()
     };
     let scoped = budgets
         .iter()

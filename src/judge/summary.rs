@@ -34,6 +34,24 @@ pub struct RequestSummary {
     pub latency: Percentiles,
 }
 
+/// One scenario's whole iterations over the whole run, from each
+/// iteration's intended start (the arrival's, in the open model) to its
+/// last answer, think times included.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IterationSummary {
+    pub scenario: String,
+    /// Iterations that ended, any way (`ok + failed`).
+    pub iterations: u64,
+    /// Every step answered ok.
+    pub ok: u64,
+    /// Ended by a step that failed, or given up (`unfinished`).
+    pub failed: u64,
+    /// Every iteration.
+    pub latency: Percentiles,
+    /// Completed (ok) iterations only.
+    pub ok_latency: Percentiles,
+}
+
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Percentiles {
@@ -109,7 +127,8 @@ impl ScopeSummary {
         let secs = s.duration.as_secs_f64().max(1e-9);
         let mut by_class = BTreeMap::new();
         for c in CLASSES {
-            if let Some(h) = s.classes.get(&c) {
+            // A class met only by iterations has no request answers.
+            if let Some(h) = s.classes.get(&c).filter(|h| !h.latency.is_empty()) {
                 by_class.insert(
                     c.name().to_string(),
                     ClassSummary {
@@ -317,9 +336,13 @@ pub struct Summary {
     pub stop_kind: Option<StopKind>,
     pub totals: ScopeSummary,
     pub phases: Vec<ScopeSummary>,
-    /// Per request of the mix (empty for a single-request mix).
+    /// Per request of the mix, scenario steps included as `scenario/step`
+    /// (empty for a single-request mix).
     #[serde(default)]
     pub requests: Vec<RequestSummary>,
+    /// Per scenario: its whole iterations (empty without scenarios).
+    #[serde(default)]
+    pub iterations: Vec<IterationSummary>,
     pub budgets: Vec<Verdict>,
     pub stress: Option<StressResult>,
     /// Every gate all passed and the run was not interrupted.
@@ -371,6 +394,8 @@ pub fn build(
 ) -> Summary {
     let is_stress = matches!(meta.shape, ShapeKind::Stress { .. });
     let judged = judged_run(&meta, m);
+    // Per-request histograms exist only for a mix of several requests.
+    let split = meta.requests.len() > 1;
     let mut verdicts = Vec::new();
     for b in budgets {
         match &b.phase {
@@ -378,21 +403,22 @@ pub fn build(
                 if let Some(i) = meta.phase_index(p) {
                     if let Some(s) = m.phases.get(i) {
                         if s.completed() + s.dropped > 0 || !interrupted {
-                            verdicts.push(b.evaluate(s));
+                            verdicts.push(b.evaluate_in(s, split));
                         }
                     }
                 }
             }
-            // In a stress run the unscoped budgets find the knee step by step.
-            None if is_stress => {}
+            // In a stress run the unscoped budgets on every request find the
+            // knee step by step; step and iteration budgets judge the run.
+            None if is_stress && b.on_all_requests() => {}
             // Every phase but the warm-up.
             None => match &judged {
                 Some(run) => {
-                    let mut v = b.evaluate(run);
+                    let mut v = b.evaluate_in(run, split);
                     v.scope = "run less warm-up".into();
                     verdicts.push(v);
                 }
-                None => verdicts.push(b.evaluate(&m.run)),
+                None => verdicts.push(b.evaluate_in(&m.run, split)),
             },
         }
     }
@@ -470,9 +496,27 @@ pub fn build(
         shape_verdicts.as_ref().is_some_and(|v| v.server_side),
         (meta.shard_index, meta.shard_count),
     );
+    let iterations = meta
+        .scenarios
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let it = m.run.iterations_scope(&[k]);
+            let ok = it.count(Class::Ok);
+            IterationSummary {
+                scenario: name.clone(),
+                iterations: it.completed(),
+                ok,
+                failed: it.completed() - ok,
+                latency: Percentiles::of(&it.latency(None)),
+                ok_latency: Percentiles::of(&it.latency(Some(Class::Ok))),
+            }
+        })
+        .collect();
     Summary {
         schema: SUMMARY_SCHEMA.into(),
         requests,
+        iterations,
         totals: ScopeSummary::of("run", "", 0.0, &m.run),
         phases,
         budgets: verdicts,

@@ -11,7 +11,9 @@
 //! line with every completed request's latency (what tools show by
 //! default), then `Tag=<phase>.<class>` latency lines,
 //! `Tag=<phase>.<class>.svc` service-time lines and, when the mix has
-//! several requests, `Tag=<phase>.<class>.r<i>` latency of request `i`.
+//! several requests, `Tag=<phase>.<class>.r<i>` latency of request `i`;
+//! with scenarios, `Tag=<phase>.<class>.s<k>` durations of the whole
+//! iterations of scenario `k` that ended in that class.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufWriter, Write};
@@ -123,6 +125,11 @@ impl HlogWriter {
                 for (i, r) in h.by_request.iter().enumerate() {
                     if let Some(r) = r {
                         self.line(Some(&format!("{name}.{}.r{i}", c.name())), start, 1.0, r)?;
+                    }
+                }
+                for (k, it) in h.by_scenario.iter().enumerate() {
+                    if let Some(it) = it {
+                        self.line(Some(&format!("{name}.{}.s{k}", c.name())), start, 1.0, it)?;
                     }
                 }
             }
@@ -311,9 +318,11 @@ pub enum TagKind {
     Service,
     /// `<phase>.<class>.r<i>`: latency of request `i` of the mix.
     Request(usize),
+    /// `<phase>.<class>.s<k>`: whole iterations of scenario `k`.
+    Iteration(usize),
 }
 
-/// Split a `phase.class[.svc|.rN]` tag.
+/// Split a `phase.class[.svc|.rN|.sK]` tag.
 pub fn parse_tag(tag: &str) -> Option<(&str, Class, TagKind)> {
     let (rest, kind) = match tag.rsplit_once('.') {
         Some((r, "svc")) => (r, TagKind::Service),
@@ -323,6 +332,13 @@ pub fn parse_tag(tag: &str) -> Option<(&str, Class, TagKind)> {
                 && last[1..].bytes().all(|b| b.is_ascii_digit()) =>
         {
             (r, TagKind::Request(last[1..].parse().ok()?))
+        }
+        Some((r, last))
+            if last.len() > 1
+                && last.starts_with('s')
+                && last[1..].bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            (r, TagKind::Iteration(last[1..].parse().ok()?))
         }
         _ => (tag, TagKind::Latency),
     };

@@ -1,5 +1,6 @@
 //! The recorder: every request's outcome goes into HdrHistograms per phase ×
-//! outcome class, cut into 1-s windows. Windows become the interval log
+//! outcome class (and per request of the mix, and whole scenario iterations
+//! per scenario: [`ClassHists`]), cut into 1-s windows. Windows become the interval log
 //! (`latency.hlog`), the time series (`timeseries.csv`) and the per-phase
 //! totals that budgets and reports read. Nothing is kept per request, so
 //! memory stays flat however long the run.
@@ -102,6 +103,10 @@ pub struct ClassHists {
     /// Latency split by request of the mix (index into the profile's
     /// `requests`); empty when the mix has a single request.
     pub by_request: Vec<Option<Histogram<u64>>>,
+    /// Whole iterations of scenario `k` that ended in this class (`ok`: every
+    /// step answered ok; otherwise the class of the step that ended it), from
+    /// the iteration's intended start to its last answer.
+    pub by_scenario: Vec<Option<Histogram<u64>>>,
 }
 
 impl ClassHists {
@@ -110,6 +115,7 @@ impl ClassHists {
             latency: new_hist(),
             service: new_hist(),
             by_request: Vec::new(),
+            by_scenario: Vec::new(),
         }
     }
     fn add(&mut self, o: &ClassHists) {
@@ -121,6 +127,11 @@ impl ClassHists {
                 let _ = self.request_mut(i).add(h);
             }
         }
+        for (k, h) in o.by_scenario.iter().enumerate() {
+            if let Some(h) = h {
+                let _ = self.scenario_mut(k).add(h);
+            }
+        }
     }
     /// The histogram of request `i`, created on first use.
     pub fn request_mut(&mut self, i: usize) -> &mut Histogram<u64> {
@@ -128,6 +139,13 @@ impl ClassHists {
             self.by_request.resize_with(i + 1, || None);
         }
         self.by_request[i].get_or_insert_with(new_hist)
+    }
+    /// The iteration histogram of scenario `k`, created on first use.
+    pub fn scenario_mut(&mut self, k: usize) -> &mut Histogram<u64> {
+        if self.by_scenario.len() <= k {
+            self.by_scenario.resize_with(k + 1, || None);
+        }
+        self.by_scenario[k].get_or_insert_with(new_hist)
     }
 }
 
@@ -207,7 +225,48 @@ impl Stats {
             hlog::TagKind::Latency => e.latency.add(h),
             hlog::TagKind::Service => e.service.add(h),
             hlog::TagKind::Request(i) => e.request_mut(i).add(h),
+            hlog::TagKind::Iteration(k) => e.scenario_mut(k).add(h),
         };
+    }
+
+    /// The answers of the requests `at` (indices into the mix) as a scope of
+    /// their own: latency per class, counts, this scope's duration. Service
+    /// time, offered and dropped are not kept per request (drops happen
+    /// before a request is picked), so they stay empty; the budget language
+    /// refuses those metrics on a step.
+    pub fn requests_scope(&self, at: &[usize]) -> Stats {
+        let mut out = Stats {
+            duration: self.duration,
+            ..Stats::default()
+        };
+        for (c, ch) in &self.classes {
+            for i in at {
+                if let Some(Some(h)) = ch.by_request.get(*i) {
+                    let _ = out.ensure(*c).latency.add(h);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whole scenario iterations as a scope (see [`ClassHists::by_scenario`]):
+    /// of the scenarios `at`, or of every scenario when `at` is empty. Each
+    /// iteration is one "answer" of the class it ended in.
+    pub fn iterations_scope(&self, at: &[usize]) -> Stats {
+        let mut out = Stats {
+            duration: self.duration,
+            ..Stats::default()
+        };
+        for (c, ch) in &self.classes {
+            for (k, h) in ch.by_scenario.iter().enumerate() {
+                if let Some(h) = h {
+                    if at.is_empty() || at.contains(&k) {
+                        let _ = out.ensure(*c).latency.add(h);
+                    }
+                }
+            }
+        }
+        out
     }
     /// Latency of request `i` of the mix (all classes) and its count per class.
     pub fn request(&self, i: usize) -> (Histogram<u64>, BTreeMap<Class, u64>) {
@@ -326,6 +385,25 @@ impl WorkerRecorder {
         if split {
             h.request_mut(o.request).saturating_record(latency);
         }
+    }
+
+    /// Record a whole scenario iteration of scenario `scenario` that ended
+    /// in `class` (`ok`: every step ok) at `end`; its duration counts from
+    /// `intended`, the arrival's intended start in the open model.
+    #[inline]
+    pub fn iteration(
+        &mut self,
+        phase: usize,
+        scenario: usize,
+        class: Class,
+        intended: Instant,
+        end: Instant,
+    ) {
+        let d = (end.saturating_duration_since(intended).as_nanos() as u64).max(LOWEST_NS);
+        self.stats_at(phase, end)
+            .ensure(class)
+            .scenario_mut(scenario)
+            .saturating_record(d);
     }
 
     /// Give up a request still queued (`sent: None`) or in flight when the

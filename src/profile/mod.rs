@@ -190,6 +190,18 @@ pub struct RequestSpec {
     /// Scenario steps only: values taken from the answer, `{{ vars.NAME }}` in later steps.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extract: BTreeMap<String, ExtractSpec>,
+    /// Scenario steps only: the pause after this step's answer before the
+    /// next step is due (not on the last step).
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub think_time: Option<Duration>,
+    /// Scenario steps only: a failure of this step does not end the
+    /// iteration (it is counted on the step; the iteration goes on).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 /// A weighted sequence of requests run in order (a user's visit).
@@ -217,7 +229,46 @@ pub struct ExtractSpec {
     pub header: Option<String>,
 }
 
+impl RequestSpec {
+    /// The request's own name: `name`, else `METHOD path`.
+    pub fn label(&self) -> String {
+        self.name
+            .clone()
+            .unwrap_or_else(|| format!("{} {}", self.method, self.path))
+    }
+}
+
 impl Profile {
+    /// What step and iteration budgets are resolved against, in engine
+    /// order: each request's full name (`item`, `shop/login` — what the
+    /// reports show) with a scenario step's own name, and the scenarios.
+    pub fn budget_names(&self) -> crate::budgets::Names<'_> {
+        let requests = self
+            .all_requests()
+            .into_iter()
+            .map(|(_, sc, r)| match sc.and_then(|k| self.scenarios.get(k)) {
+                Some(sc) => (format!("{}/{}", sc.name, r.label()), Some(r.label())),
+                None => (r.label(), None),
+            })
+            .collect();
+        crate::budgets::Names {
+            requests,
+            scenarios: self.scenarios.iter().map(|s| s.name.as_str()).collect(),
+        }
+    }
+
+    /// Every budget parsed and its step or scenario name resolved; the first
+    /// that fails is the error, naming the budget.
+    pub fn compile_budgets(&self) -> Result<Vec<crate::budgets::Budget>, String> {
+        let names = self.budget_names();
+        let mut out = crate::budgets::compile(&self.budgets).map_err(|e| e.0)?;
+        for (b, spec) in out.iter_mut().zip(&self.budgets) {
+            b.resolve(&names)
+                .map_err(|e| format!("budget `{}`: {}", spec.expr(), e.0))?;
+        }
+        Ok(out)
+    }
+
     /// Every request the engine sends, in mix order: the `requests`, then each
     /// scenario's steps; with the key naming it in errors (`requests[0]`,
     /// `scenarios[1].steps[0]`) and its scenario's index.
@@ -771,10 +822,14 @@ impl Profile {
             return Err((z.message, at));
         }
         let plan = self.shape.compile(self.load.model, 1.0);
+        let names = self.budget_names();
         for b in &self.budgets {
             let at = || locate_in_section(text, "budgets", b.expr());
-            let parsed = b
+            let mut parsed = b
                 .parse()
+                .map_err(|e| (format!("budget `{}`: {e}", b.expr()), at()))?;
+            parsed
+                .resolve(&names)
                 .map_err(|e| (format!("budget `{}`: {e}", b.expr()), at()))?;
             if let Some(p) = &parsed.phase {
                 if !plan.phases.iter().any(|ph| &ph.info.name == p) {
@@ -927,6 +982,16 @@ impl Profile {
                     "request {which}: `extract` works in scenario steps only"
                 ));
             }
+            if r.think_time.is_some() {
+                return Err(format!(
+                    "request {which}: `think_time` works in scenario steps only (the pause before the next step)"
+                ));
+            }
+            if r.optional {
+                return Err(format!(
+                    "request {which}: `optional` works in scenario steps only"
+                ));
+            }
         }
         for sc in &self.scenarios {
             if sc.steps.is_empty() {
@@ -942,6 +1007,16 @@ impl Profile {
                 let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
                 let what = format!("scenario `{}` step {which}", sc.name);
                 check_request(&what, r)?;
+                if j + 1 == sc.steps.len() && r.think_time.is_some() {
+                    return Err(format!(
+                        "{what}: `think_time` is the pause before the next step, and the last step has none{}",
+                        if self.load.model == Model::Closed {
+                            " (load.think_time pauses between a virtual user's iterations)"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
                 for (var, x) in &r.extract {
                     let n = [x.json.is_some(), x.regex.is_some(), x.header.is_some()]
                         .iter()

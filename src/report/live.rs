@@ -608,6 +608,7 @@ mod tests {
             workers: 1,
             brunt_version: "0".into(),
             requests: vec![],
+            scenarios: vec![],
             start_at: None,
             merged: None,
         }

@@ -44,6 +44,7 @@ pub fn render(s: &Summary) -> String {
     header(&mut o, s);
     phase_table(&mut o, s);
     request_table(&mut o, s);
+    iteration_table(&mut o, s);
     service_time(&mut o, s);
     let mut judged = String::new();
     knee(&mut judged, s);
@@ -268,6 +269,31 @@ fn request_table(o: &mut String, s: &Summary) {
             } else {
                 String::new()
             }
+        );
+    }
+}
+
+/// One row per scenario: its whole iterations, from the intended start.
+fn iteration_table(o: &mut String, s: &Summary) {
+    if s.iterations.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  failed",
+        "iterations", "count", "p50", "p95", "p99", "max"
+    );
+    for it in &s.iterations {
+        let _ = writeln!(
+            o,
+            "{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
+            it.scenario,
+            it.iterations,
+            fmt_ms(it.latency.p50),
+            fmt_ms(it.latency.p95),
+            fmt_ms(it.latency.p99),
+            fmt_ms(it.latency.max),
+            it.failed
         );
     }
 }

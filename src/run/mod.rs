@@ -59,6 +59,9 @@ pub enum RunError {
     Internal(String),
     #[error("{0}")]
     Invalid(String),
+    /// Started more than `max_late` after the agreed start: nothing was sent.
+    #[error("{0}")]
+    LateStart(String),
     #[error(transparent)]
     Export(#[from] crate::export::ExportError),
 }
@@ -108,6 +111,10 @@ pub struct RunOptions {
     pub shard: Shard,
     /// Start the load at this wall-clock time (shards stepping together).
     pub start_at: Option<SystemTime>,
+    /// With `start_at`: refuse to run ([`RunError::LateStart`]) when this
+    /// process is ready more than this long after it (a late shard would
+    /// skew the merge).
+    pub max_late: Option<std::time::Duration>,
     pub progress: Progress,
     /// Set to stop the load early (Ctrl-C, SIGTERM); the run drains what is
     /// in flight and still writes its report, marked interrupted.
@@ -234,6 +241,21 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
     )?);
     engine::preflight(&cfg)?;
 
+    if let (Some(at), Some(max)) = (opts.start_at, opts.max_late) {
+        if let Ok(late) = SystemTime::now().duration_since(at) {
+            if late > max {
+                let at_s = at
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map(|d| d.as_secs_f64())
+                    .unwrap_or_default();
+                return Err(RunError::LateStart(format!(
+                    "started {:.1} s after --start-at {at_s:.0}, more than --max-late {}: refusing to run, since a late shard would skew the merge (nothing was sent; start the shards again with a later --start-at)",
+                    late.as_secs_f64(),
+                    humantime::format_duration(max)
+                )));
+            }
+        }
+    }
     let shown_url = if demo.is_some() { "builtin" } else { &url };
     prepare_dir(&dir, &spec.profile, shown_url)?;
 
@@ -407,6 +429,7 @@ fn run_meta(
         workers: cfg.workers,
         brunt_version: env!("CARGO_PKG_VERSION").into(),
         requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
+        scenarios: profile.scenarios.iter().map(|s| s.name.clone()).collect(),
         start_at: opts
             .start_at
             .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())

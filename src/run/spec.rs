@@ -46,7 +46,7 @@ impl RunSpec {
             path: path.to_path_buf(),
             message,
         };
-        let budgets = crate::budgets::compile(&profile.budgets).map_err(|e| invalid(e.0))?;
+        let budgets = profile.compile_budgets().map_err(invalid)?;
         // Collector definitions may live beside the profile: check them now,
         // not halfway into a run.
         let collectors = crate::collectors::validate(&profile.collectors, base_dir.as_deref())
@@ -104,7 +104,11 @@ impl RunSpec {
     pub fn p99_limit(&self) -> Option<std::time::Duration> {
         self.budgets
             .iter()
-            .find(|b| b.phase.is_none() && b.metric == crate::budgets::Metric::Quantile(0.99))
+            .find(|b| {
+                b.phase.is_none()
+                    && b.on_all_requests()
+                    && b.metric == crate::budgets::Metric::Quantile(0.99)
+            })
             .map(|b| std::time::Duration::from_secs_f64(b.limit / 1000.0))
     }
 }

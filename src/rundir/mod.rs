@@ -65,6 +65,9 @@ pub struct RunMeta {
     /// Names of the requests of the mix, in profile order.
     #[serde(default)]
     pub requests: Vec<String>,
+    /// Names of the scenarios, in profile order (the `.sK` tags of the latency log).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<String>,
     /// The `--start-at` the shards agreed on (Unix seconds); `started_at` is
     /// when this process actually started, so the two give its lateness.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -1,8 +1,24 @@
 //! `brunt k8s`: a ready-to-apply Kubernetes manifest that runs a profile as N
-//! shards — a ConfigMap with the profile and an Indexed Job whose pod `i`
-//! runs `brunt run --shard i+1/N` at a shared `--start-at` — followed, as
-//! YAML comments, by the commands that apply it, wait, gather the N run
-//! directories and merge them.
+//! shards — a ConfigMap with the profile and its feeder files and an Indexed
+//! Job whose pod `i` runs `brunt run --shard i+1/N` at a shared `--start-at`
+//! — followed, as YAML comments, by the commands that generate and apply it
+//! in one pipeline, wait, gather the N run directories and merge them.
+//!
+//! - Feeder files travel in the ConfigMap (keys `feeder-NAME.EXT`, mounted as
+//!   `/profile/feeders/NAME.EXT`, the pod's `--set feeders.NAME.file=…`); a
+//!   ConfigMap holds 1 MiB, so a profile and feeders over
+//!   [`CONFIG_MAP_LIMIT`] are refused with what to do instead.
+//! - `{{ env.X }}` values never enter the manifest: `--secret NAME` names a
+//!   Kubernetes Secret whose keys become the pod's environment (`envFrom`);
+//!   a variable without a default and no `--secret` is refused.
+//! - A profile whose target is `builtin` is refused without `--target URL`
+//!   (every pod would load-test its own demo target); the URL reaches the pod
+//!   as an environment value, never as shell text.
+//! - The start time is fixed when the manifest is generated (now +
+//!   `--start-delay`), so the commands generate and apply in one pipeline,
+//!   and each shard runs with `--max-late`: one that is ready later than
+//!   that after the start refuses to run (exit 3, the reason in its exit
+//!   code file) rather than skew the merge.
 //!
 //! The manifest is serialized from a small ordered tree (so documents read
 //! in the usual `apiVersion, kind, metadata, spec` order), never from string
@@ -17,7 +33,12 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Serialize, Serializer};
 
 use super::ShardError;
+use crate::profile::template::{Expr, Template};
 use crate::profile::Profile;
+
+/// What a ConfigMap may hold: 1 MiB for the whole object; this leaves room
+/// for its metadata and YAML quoting.
+pub const CONFIG_MAP_LIMIT: usize = 1_000_000;
 
 /// Options of `brunt k8s`.
 #[derive(Debug, Clone)]
@@ -39,6 +60,13 @@ pub struct K8sOptions {
     pub job_name: Option<String>,
     /// "Now", for the start time (tests pin it).
     pub now: SystemTime,
+    /// The URL the shards load (`brunt run --target`); required when the
+    /// profile's target is `builtin`.
+    pub target: Option<String>,
+    /// A Kubernetes Secret whose keys are the profile's `{{ env.X }}` variables.
+    pub secret: Option<String>,
+    /// A shard ready later than this after the shared start refuses to run.
+    pub max_late: Duration,
 }
 
 impl K8sOptions {
@@ -54,6 +82,9 @@ impl K8sOptions {
             hold: Duration::from_secs(30 * 60),
             job_name: None,
             now: SystemTime::now(),
+            target: None,
+            secret: None,
+            max_late: Duration::from_secs(5),
         }
     }
 }
@@ -124,6 +155,11 @@ fn is_dns_label(v: &str) -> bool {
         && !v.ends_with('-')
 }
 
+/// RFC 1123 subdomain: what Kubernetes accepts as a Secret name.
+fn is_dns_subdomain(v: &str) -> bool {
+    v.len() <= 253 && v.split('.').all(is_dns_label)
+}
+
 /// A Kubernetes resource quantity such as `2`, `1500m`, `1Gi`, `512M`.
 fn is_quantity(v: &str) -> bool {
     let num_end = v
@@ -175,6 +211,16 @@ fn check(opts: &K8sOptions, job: &str) -> Result<(), ShardError> {
             "job name {job:?}: expected a DNS label of at most 50 characters"
         ));
     }
+    if let Some(sec) = &opts.secret {
+        if !is_dns_subdomain(sec) {
+            return bad(format!(
+                "--secret {sec:?}: expected a Secret name (lowercase letters, digits, '-', '.')"
+            ));
+        }
+    }
+    if opts.max_late.is_zero() || opts.max_late > Duration::from_secs(600) {
+        return bad("--max-late must be above 0 and at most 10m".into());
+    }
     match &opts.results_pvc {
         Some(pvc) if !is_dns_label(pvc) => {
             return bad(format!("--results-pvc {pvc:?}: expected a claim name"));
@@ -210,8 +256,102 @@ pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardE
             out.push('\n');
         }
     }
-    out.push_str(&commands(&plan.job, opts, plan.start_at, plan.run_secs));
+    out.push_str(&commands(&plan, profile_path));
     Ok(out)
+}
+
+/// One feeder file as the ConfigMap carries it.
+struct FeederFile {
+    name: String,
+    /// ConfigMap key, `feeder-NAME[.EXT]`.
+    key: String,
+    /// Where the pod sees it, relative to `/profile`.
+    path: String,
+    /// Text (`data`) or base64 of bytes that are not UTF-8 (`binaryData`).
+    text: Option<String>,
+    binary: Option<String>,
+}
+
+impl FeederFile {
+    fn size(&self) -> usize {
+        self.text
+            .as_ref()
+            .or(self.binary.as_ref())
+            .map_or(0, String::len)
+    }
+}
+
+/// Read every feeder file of the profile (relative paths from the profile's directory).
+fn feeder_files(profile: &Profile, profile_path: &Path) -> Result<Vec<FeederFile>, ShardError> {
+    let base = profile_path.parent().unwrap_or(Path::new("."));
+    let mut out = Vec::new();
+    for (name, f) in &profile.feeders {
+        let path = if f.file.is_absolute() {
+            f.file.clone()
+        } else {
+            base.join(&f.file)
+        };
+        let bytes = std::fs::read(&path).map_err(|e| ShardError::Read {
+            path: path.clone(),
+            message: format!("feeder `{name}`: {e}"),
+        })?;
+        // Keep a plain extension: the format may be read from it.
+        let ext = f
+            .file
+            .extension()
+            .and_then(|e| e.to_str())
+            .filter(|e| e.len() <= 8 && e.bytes().all(|b| b.is_ascii_alphanumeric()))
+            .map(|e| format!(".{e}"))
+            .unwrap_or_default();
+        let (text, binary) = match String::from_utf8(bytes) {
+            Ok(t) => (Some(t), None),
+            Err(e) => {
+                use base64::Engine as _;
+                let b = base64::engine::general_purpose::STANDARD.encode(e.into_bytes());
+                (None, Some(b))
+            }
+        };
+        out.push(FeederFile {
+            name: name.clone(),
+            key: format!("feeder-{name}{ext}"),
+            path: format!("feeders/{name}{ext}"),
+            text,
+            binary,
+        });
+    }
+    Ok(out)
+}
+
+/// The `{{ env.X }}` variables of the profile: (name, has a default).
+fn env_vars(profile: &Profile) -> Vec<(String, bool)> {
+    let mut out: Vec<(String, bool)> = Vec::new();
+    for (_, value) in profile.template_fields() {
+        let Ok(t) = Template::parse(value) else {
+            continue; // the profile check already refused it
+        };
+        for e in t.exprs() {
+            if let Expr::Env(name, default) = e {
+                match out.iter_mut().find(|(n, _)| n == name) {
+                    Some(slot) => slot.1 &= default.is_some(),
+                    None => out.push((name.clone(), default.is_some())),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A word for a shell command line in the printed comments: single-quoted
+/// unless it is plainly safe.
+fn sh_word(w: &str) -> String {
+    if !w.is_empty()
+        && w.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=@%+,".contains(&b))
+    {
+        w.to_string()
+    } else {
+        format!("'{}'", w.replace('\'', "'\\''"))
+    }
 }
 
 /// The checked options and what the documents are built from.
@@ -226,6 +366,11 @@ struct Plan<'a> {
     run_secs: u64,
     /// Seconds a finished pod waits for `kubectl cp` (0 with a results claim).
     hold: u64,
+    feeders: Vec<FeederFile>,
+    /// `--target`, checked.
+    target: Option<String>,
+    /// Variables the profile reads from the environment (name, has a default).
+    env: Vec<(String, bool)>,
 }
 
 impl<'a> Plan<'a> {
@@ -236,11 +381,49 @@ impl<'a> Plan<'a> {
             message: e.to_string(),
         })?;
         let profile = Profile::from_yaml(&text, profile_path)?;
-        // A ConfigMap holds at most 1 MiB.
-        if text.len() > 1_000_000 {
+        let target = match &opts.target {
+            Some(url) => {
+                crate::profile::target_url(url)
+                    .map_err(|e| ShardError::Invalid(format!("--target {url}: {e}")))?;
+                Some(url.clone())
+            }
+            None if profile.target.url.trim() == "builtin" => {
+                return Err(ShardError::Invalid(format!(
+                    "{}: the target is `builtin`: every pod would load-test its own built-in demo target; give the service to load with --target URL",
+                    profile_path.display()
+                )))
+            }
+            None => None,
+        };
+        let env = env_vars(&profile);
+        let missing: Vec<&str> = env
+            .iter()
+            .filter(|(_, has_default)| !has_default)
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if !missing.is_empty() && opts.secret.is_none() {
             return Err(ShardError::Invalid(format!(
-                "{}: a profile over 1 MB does not fit in a ConfigMap",
-                profile_path.display()
+                "{}: the profile reads {} from the environment, and values never go into a manifest: create a Secret (kubectl create secret generic NAME --from-literal={}=…) and pass --secret NAME",
+                profile_path.display(),
+                missing.join(", "),
+                missing[0]
+            )));
+        }
+        let feeders = feeder_files(&profile, profile_path)?;
+        // A ConfigMap holds at most 1 MiB, profile and feeder files together.
+        let total = text.len() + feeders.iter().map(FeederFile::size).sum::<usize>();
+        if total > CONFIG_MAP_LIMIT {
+            let parts: Vec<String> = std::iter::once(format!("profile {} B", text.len()))
+                .chain(
+                    feeders
+                        .iter()
+                        .map(|f| format!("feeder `{}` {} B", f.name, f.size())),
+                )
+                .collect();
+            return Err(ShardError::Invalid(format!(
+                "{}: the profile and its feeder files come to {total} bytes ({}), over the {CONFIG_MAP_LIMIT} a ConfigMap can carry (1 MiB in all): put large feeder files in the image and point `feeders.NAME.file` at their absolute path there, or split them",
+                profile_path.display(),
+                parts.join(", ")
             )));
         }
         let job = opts
@@ -267,6 +450,9 @@ impl<'a> Plan<'a> {
             start_at,
             run_secs,
             hold,
+            feeders,
+            target,
+            env,
         })
     }
 
@@ -295,14 +481,31 @@ impl<'a> Plan<'a> {
         ])
     }
 
-    /// The ConfigMap that carries the profile to every pod.
+    /// The ConfigMap that carries the profile and its feeder files to every pod.
     fn config_map(&self) -> Y {
-        m([
-            ("apiVersion", s("v1")),
-            ("kind", s("ConfigMap")),
-            ("metadata", self.meta(&self.config_map_name(), "profile")),
-            ("data", Y::M(vec![("profile.yaml".into(), s(&self.text))])),
-        ])
+        let mut data = vec![("profile.yaml".to_string(), s(&self.text))];
+        let mut binary = Vec::new();
+        for f in &self.feeders {
+            if let Some(t) = &f.text {
+                data.push((f.key.clone(), s(t)));
+            }
+            if let Some(b) = &f.binary {
+                binary.push((f.key.clone(), s(b)));
+            }
+        }
+        let mut doc = vec![
+            ("apiVersion".to_string(), s("v1")),
+            ("kind".to_string(), s("ConfigMap")),
+            (
+                "metadata".to_string(),
+                self.meta(&self.config_map_name(), "profile"),
+            ),
+            ("data".to_string(), Y::M(data)),
+        ];
+        if !binary.is_empty() {
+            doc.push(("binaryData".to_string(), Y::M(binary)));
+        }
+        Y::M(doc)
     }
 
     /// The Indexed Job: one completion per shard, all running at once.
@@ -377,7 +580,28 @@ impl<'a> Plan<'a> {
         Y::L(vec![
             m([
                 ("name", s("profile")),
-                ("configMap", m([("name", s(self.config_map_name()))])),
+                (
+                    "configMap",
+                    m([
+                        ("name", s(self.config_map_name())),
+                        // Feeder keys land where the pod's --set points.
+                        (
+                            "items",
+                            Y::L(
+                                std::iter::once(m([
+                                    ("key", s("profile.yaml")),
+                                    ("path", s("profile.yaml")),
+                                ]))
+                                .chain(
+                                    self.feeders
+                                        .iter()
+                                        .map(|f| m([("key", s(&f.key)), ("path", s(&f.path))])),
+                                )
+                                .collect(),
+                            ),
+                        ),
+                    ]),
+                ),
             ]),
             results,
         ])
@@ -416,6 +640,19 @@ impl<'a> Plan<'a> {
                 ]),
             ),
         ];
+        if let Some(url) = &self.target {
+            container.push((
+                "env".to_string(),
+                Y::L(vec![m([("name", s("BRUNT_TARGET")), ("value", s(url))])]),
+            ));
+        }
+        if let Some(sec) = &opts.secret {
+            // The values stay in the Secret: the manifest only names it.
+            container.push((
+                "envFrom".to_string(),
+                Y::L(vec![m([("secretRef", m([("name", s(sec))]))])]),
+            ));
+        }
         if self.emptydir() {
             container.push(("readinessProbe".to_string(), done_probe()));
         }
@@ -428,15 +665,29 @@ impl<'a> Plan<'a> {
         let (n, start_at, hold) = (self.opts.shards, self.start_at, self.hold);
         let root = results_root(self.opts, start_at);
         let mut script = String::new();
+        let late = self.opts.max_late.as_secs().max(1);
         let _ = writeln!(script, "i=$((JOB_COMPLETION_INDEX + 1))");
+        // Only numbers and checked names here; the URL comes from the environment.
+        let mut extra = String::new();
+        if self.target.is_some() {
+            extra.push_str(" --target \"$BRUNT_TARGET\"");
+        }
+        for f in &self.feeders {
+            let _ = write!(extra, " --set feeders.{}.file={}", f.name, f.path);
+        }
         let _ = writeln!(
             script,
-            "brunt run /profile/profile.yaml --shard \"$i/{n}\" --start-at {start_at} --out \"{root}/shard-$i\" --plain"
+            "brunt run /profile/profile.yaml --shard \"$i/{n}\" --start-at {start_at} --max-late {late}s{extra} --out \"{root}/shard-$i\" --plain"
         );
         let _ = writeln!(script, "code=$?");
+        let _ = writeln!(script, "mkdir -p {root}/exit-codes");
         let _ = writeln!(
             script,
-            "mkdir -p {root}/exit-codes && echo \"$code\" > \"{root}/exit-codes/shard-$i\""
+            "if [ \"$code\" = 3 ]; then why=\" refused: ready more than {late}s after --start-at {start_at}, so it sent nothing (a late shard would skew the merge)\"; else why=; fi"
+        );
+        let _ = writeln!(
+            script,
+            "echo \"$code$why\" > \"{root}/exit-codes/shard-$i\""
         );
         if self.emptydir() {
             let _ = writeln!(
@@ -532,30 +783,90 @@ fn results_root(opts: &K8sOptions, start_at: u64) -> String {
 }
 
 /// The commands after the manifest. Every value in them was checked to be a
-/// DNS label or a number, so they are safe to paste into a shell.
-fn commands(job: &str, opts: &K8sOptions, start_at: u64, run_secs: u64) -> String {
+/// DNS label or a number, or is shell-quoted, so they are safe to paste.
+fn commands(plan: &Plan<'_>, profile_path: &Path) -> String {
+    let (job, opts, start_at) = (plan.job.as_str(), plan.opts, plan.start_at);
     let ns = &opts.namespace;
     let n = opts.shards;
     let file = format!("{job}.yaml");
     let when = chrono::DateTime::from_timestamp(start_at as i64, 0)
         .map(|d| d.to_rfc3339())
         .unwrap_or_default();
-    let wait = opts.start_delay.as_secs() + run_secs + 600;
+    let delay = opts.start_delay.as_secs();
+    let wait = delay + plan.run_secs + 600;
+    // The command that made this manifest, to generate and apply in one go.
+    let mut gen = format!(
+        "brunt k8s {} --shards {n} --image {}",
+        sh_word(&profile_path.display().to_string()),
+        sh_word(&opts.image)
+    );
+    if ns != "default" {
+        let _ = write!(gen, " --namespace {ns}");
+    }
+    if let Some(t) = &plan.target {
+        let _ = write!(gen, " --target {}", sh_word(t));
+    }
+    if let Some(sec) = &opts.secret {
+        let _ = write!(gen, " --secret {sec}");
+    }
+    if let Some(pvc) = &opts.results_pvc {
+        let _ = write!(gen, " --results-pvc {pvc}");
+    }
+    if let Some(j) = &opts.job_name {
+        let _ = write!(gen, " --job-name {j}");
+    }
+    let _ = write!(
+        gen,
+        " --cpu {} --memory {} --max-late {}s --start-delay {delay}s",
+        sh_word(&opts.cpu),
+        sh_word(&opts.memory),
+        opts.max_late.as_secs().max(1)
+    );
     let mut c = String::new();
     let _ = writeln!(
         c,
-        "# brunt k8s: {n} shards starting together at {when} (--start-at {start_at})."
+        "# brunt k8s: {n} shards starting together at {when} (--start-at {start_at}),"
     );
     let _ = writeln!(
         c,
-        "# Save this output as {file} and apply it before then; a shard that starts"
+        "# fixed when this was generated: then + --start-delay {delay}s. Generate and apply"
     );
     let _ = writeln!(
         c,
-        "# late is reported as clock skew by brunt merge (regenerate for a later start)."
+        "# in one pipeline, so the delay goes to scheduling pods and pulling the image:"
     );
     let _ = writeln!(c, "#");
-    let _ = writeln!(c, "#   kubectl apply -f {file}");
+    let _ = writeln!(c, "#   {gen} | tee {file} | kubectl apply -f -");
+    let _ = writeln!(c, "#");
+    let _ = writeln!(
+        c,
+        "# A shard ready more than {}s after the start refuses to run (exit 3, the reason",
+        opts.max_late.as_secs().max(1)
+    );
+    let _ = writeln!(
+        c,
+        "# in exit-codes/shard-I) rather than skew the merge: then delete and run the pipeline again."
+    );
+    if let Some(sec) = &opts.secret {
+        let names: Vec<&str> = plan.env.iter().map(|(n, _)| n.as_str()).collect();
+        if !names.is_empty() {
+            let _ = writeln!(
+                c,
+                "# The Secret {sec} holds the profile's environment ({}), e.g.:",
+                names.join(", ")
+            );
+            let lits: Vec<String> = names
+                .iter()
+                .map(|v| format!("--from-literal={v}=…"))
+                .collect();
+            let _ = writeln!(
+                c,
+                "#   kubectl -n {ns} create secret generic {sec} {}",
+                lits.join(" ")
+            );
+        }
+    }
+    let _ = writeln!(c, "#");
     match &opts.results_pvc {
         None => {
             let _ = writeln!(
@@ -566,7 +877,7 @@ fn commands(job: &str, opts: &K8sOptions, start_at: u64, run_secs: u64) -> Strin
                 c,
                 "#   kubectl -n {ns} wait job/{job} --for=jsonpath='{{.status.ready}}'={n} --timeout={wait}s"
             );
-            let _ = writeln!(c, "#   mkdir -p {job}");
+            let _ = writeln!(c, "#   mkdir -p {job}/exit-codes");
             let _ = writeln!(c, "#   for i in $(seq 0 {}); do", n - 1);
             let _ = writeln!(
                 c,
@@ -575,6 +886,10 @@ fn commands(job: &str, opts: &K8sOptions, start_at: u64, run_secs: u64) -> Strin
             let _ = writeln!(
                 c,
                 "#     kubectl -n {ns} cp \"$pod:/results/shard-$((i + 1))\" \"{job}/shard-$((i + 1))\""
+            );
+            let _ = writeln!(
+                c,
+                "#     kubectl -n {ns} cp \"$pod:/results/exit-codes/shard-$((i + 1))\" \"{job}/exit-codes/shard-$((i + 1))\""
             );
             let _ = writeln!(
                 c,
@@ -599,6 +914,10 @@ fn commands(job: &str, opts: &K8sOptions, start_at: u64, run_secs: u64) -> Strin
             let _ = writeln!(c, "#   kubectl -n {ns} cp {job}-gather:{root} {job}");
         }
     }
+    let _ = writeln!(
+        c,
+        "#   cat {job}/exit-codes/*   # 0 or 99 each; 3 = refused, started late"
+    );
     let _ = writeln!(c, "#   brunt merge {job}/shard-* --out {job}/merged");
     let _ = writeln!(c, "#   kubectl delete -f {file}");
     c

@@ -348,7 +348,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     let interrupted = kind.is_some();
     let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let inputs = Inputs::load(out);
-    let budgets = crate::budgets::compile(&first.profile.budgets).map_err(|e| {
+    let budgets = first.profile.compile_budgets().map_err(|e| {
         ShardError::Mismatch(format!(
             "{}: {e}",
             first.dir.join(rundir::PROFILE).display()

@@ -6,6 +6,9 @@ pub const PASS: i32 = 0;
 pub const FAILURE: i32 = 1;
 /// Bad input: a profile, a flag, a file that cannot be read as what it claims.
 pub const BAD_INPUT: i32 = 2;
+/// A shard started more than `--max-late` after its `--start-at`: refused
+/// before sending anything, since a late shard would skew the merge.
+pub const LATE_START: i32 = 3;
 /// The run directory could not be written (a full disk, a read-only
 /// mount): the load was stopped at once. `EX_IOERR` of BSD's sysexits.h.
 pub const WRITE_FAILED: i32 = 74;

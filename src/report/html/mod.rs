@@ -240,6 +240,7 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
     time_charts(&mut o, &secs, total, &bands)?;
     distribution_chart(&mut o, dir, s)?;
     phase_table(&mut o, s);
+    step_tables(&mut o, s);
     budget_table(&mut o, s);
     server_section(&mut o, s, server.as_ref(), &bands, total)?;
     flame::section(&mut o, dir, s);
@@ -690,6 +691,50 @@ fn phase_table(o: &mut String, s: &Summary) {
             "<p class=\"meta\">non-ok answers by kind: {}</p>",
             esc(&kinds.join(" · "))
         );
+    }
+}
+
+/// Per request (scenario steps as `scenario/step`) and per scenario's whole
+/// iterations, over the run: what step and iteration budgets judge.
+fn step_tables(o: &mut String, s: &Summary) {
+    if !s.requests.is_empty() {
+        let _ = writeln!(o, "<h2>Requests and steps</h2><table><tr><th class=\"l\">request</th><th>requests</th><th>ok</th><th>shed</th><th>errors</th><th>p50</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>");
+        for r in &s.requests {
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.name),
+                r.requests,
+                r.ok,
+                r.shed,
+                r.errors,
+                fmt_ms(&r.latency.p50),
+                fmt_ms(&r.latency.p95),
+                fmt_ms(&r.latency.p99),
+                fmt_ms(&r.latency.p999),
+                fmt_ms(&r.latency.max)
+            );
+        }
+        let _ = writeln!(o, "</table>");
+    }
+    if !s.iterations.is_empty() {
+        let _ = writeln!(o, "<h2>Scenario iterations</h2><p class=\"meta\">a whole iteration, from its intended start to its last answer, think times included</p><table><tr><th class=\"l\">scenario</th><th>iterations</th><th>ok</th><th>failed</th><th>p50</th><th>p95</th><th>p99</th><th>max</th><th>ok p99</th></tr>");
+        for it in &s.iterations {
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&it.scenario),
+                it.iterations,
+                it.ok,
+                it.failed,
+                fmt_ms(&it.latency.p50),
+                fmt_ms(&it.latency.p95),
+                fmt_ms(&it.latency.p99),
+                fmt_ms(&it.latency.max),
+                fmt_ms(&it.ok_latency.p99)
+            );
+        }
+        let _ = writeln!(o, "</table>");
     }
 }
 
