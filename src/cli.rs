@@ -249,18 +249,34 @@ pub fn main() -> i32 {
     match dispatch(cli) {
         Ok(code) => code,
         Err(Failure::Bad(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             exit::BAD_INPUT
         }
         Err(Failure::Other(e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             exit::FAILURE
         }
         Err(Failure::Exit(code, e)) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             code
         }
     }
+}
+
+/// The error and its causes, each said once: many typed errors already put
+/// their source into their own message, and `{:#}` would repeat it.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 enum Failure {
@@ -688,4 +704,22 @@ fn compare(
         print!("{}", crate::report::compare::render(&c));
     }
     Ok(c.exit_code())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_text;
+
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let io = std::io::Error::other("No space left on device");
+        let e =
+            anyhow::Error::new(io).context("cannot write summary.json: No space left on device");
+        assert_eq!(
+            error_text(&e),
+            "cannot write summary.json: No space left on device"
+        );
+        let e = anyhow::anyhow!("connection refused").context("preflight");
+        assert_eq!(error_text(&e), "preflight: connection refused");
+    }
 }
