@@ -361,6 +361,10 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
                 }
             }
             Ok(Err(e)) if is_reset(&e) => Ok(()),
+            Ok(Err(e)) if no_alpn(&e) => Err(EngineError::NoHttp2(
+                addr,
+                "its TLS handshake refused ALPN h2 (no_application_protocol): it speaks HTTP/1.1 only".into(),
+            )),
             Ok(Err(e)) => Err(EngineError::Tls(addr, e.to_string())),
             Err(_) => Err(EngineError::Tls(
                 addr,
@@ -368,6 +372,19 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
             )),
         }
     })
+}
+
+/// The server refused every protocol offered by ALPN.
+fn no_alpn(e: &std::io::Error) -> bool {
+    e.get_ref()
+        .and_then(|i| i.downcast_ref::<rustls::Error>())
+        .is_some_and(|r| {
+            matches!(
+                r,
+                rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)
+                    | rustls::Error::NoApplicationProtocol
+            )
+        })
 }
 
 fn is_reset(e: &std::io::Error) -> bool {
