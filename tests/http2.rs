@@ -200,7 +200,7 @@ async fn serve(
         n += 1;
         requests.fetch_add(1, Ordering::Relaxed);
         let resp = http::Response::builder().status(200).body(()).unwrap();
-        if goaway_every.is_some_and(|k| n % k == 0) {
+        if goaway_every.is_some_and(|k| n.is_multiple_of(k)) {
             if abrupt {
                 conn.abrupt_shutdown(h2::Reason::INTERNAL_ERROR);
             } else {
