@@ -39,6 +39,8 @@
 #   after ~1 M and ~10 M requests (at --mem-rate; checkpoints are times
 #   count/rate after the start, checked afterwards against the summary's
 #   request count). Exit 0 when RSS stayed flat, 1 when it grew.
+#   --mem-http 2 runs the brunt profile over HTTP/2 (h2c with prior knowledge:
+#   the demo target and the nginx target both speak it; `--set target.http=2`).
 #   --mem-profile templated runs bench/profiles/memory-templated.yaml instead
 #   of memory.yaml: the same load with brunt-tmpl's template fields (two random
 #   fields, one feeder column), so RSS is checked over templated requests.
@@ -67,7 +69,7 @@
 #          [--oha PATH] [--no-install] [--no-build] [--gen-cpu N] [--server-cpu N]
 #          [--tmpl-limit PCT] [--static-floor RATIO]
 #        bench/compare.sh --memory [--mem-rate N] [--mem-counts 1000000,10000000]
-#          [--mem-tool brunt|oha] [--mem-profile static|templated]
+#          [--mem-tool brunt|oha] [--mem-profile static|templated] [--mem-http 1.1|2]
 #          [--mem-target demo|nginx] [--mem-tolerance PCT]
 #
 # Results (per-run TSV, logs, run directories) stay in bench/.cache/runs/.
@@ -95,6 +97,7 @@ MEM_TOOL=brunt
 MEM_TARGET=demo
 MEM_TOLERANCE=10
 MEM_PROFILE=static
+MEM_HTTP=1.1
 TMPL_LIMIT=15
 STATIC_FLOOR=0.80
 FEEDER_ROWS=1000
@@ -134,6 +137,7 @@ while [ $# -gt 0 ]; do
     --mem-target) need_arg "$@"; MEM_TARGET=$2; shift ;;
     --mem-tolerance) need_arg "$@"; MEM_TOLERANCE=$2; shift ;;
     --mem-profile) need_arg "$@"; MEM_PROFILE=$2; shift ;;
+    --mem-http) need_arg "$@"; MEM_HTTP=$2; shift ;;
     --tmpl-limit) need_arg "$@"; TMPL_LIMIT=$2; shift ;;
     --static-floor) need_arg "$@"; STATIC_FLOOR=$2; shift ;;
     --h2-connections) need_arg "$@"; H2_CONNECTIONS=$2; shift ;;
@@ -157,6 +161,8 @@ case "$MEM_TOOL" in brunt | oha) ;; *) die "--mem-tool is brunt or oha" ;; esac
 case "$MEM_TARGET" in demo | nginx) ;; *) die "--mem-target is demo or nginx" ;; esac
 case "$MEM_PROFILE" in static | templated) ;; *) die "--mem-profile is static or templated" ;; esac
 [ "$MEM_PROFILE" = static ] || [ "$MEM_TOOL" = brunt ] || die "--mem-profile templated needs --mem-tool brunt"
+case "$MEM_HTTP" in 1.1 | 2) ;; *) die "--mem-http is 1.1 or 2" ;; esac
+[ "$MEM_HTTP" = 1.1 ] || [ "$MEM_TOOL" = brunt ] || die "--mem-http 2 needs --mem-tool brunt"
 [[ $STATIC_FLOOR =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--static-floor must be a number like 0.80, got '$STATIC_FLOOR'"
 [[ $H2_FLOOR =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--h2-floor must be a number like 1.00, got '$H2_FLOOR'"
 [ "$H2_CONNECTIONS" -ge 1 ] && [ "$H2_STREAMS" -ge 1 ] || die "--h2-connections and --h2-streams must be at least 1"
@@ -611,7 +617,10 @@ memory_mode() {
     port=$(free_port)
     url="http://127.0.0.1:$port"
     if [ "$MEM_TARGET" = nginx ]; then
-        start_nginx "$port" "$(free_port)"
+        local h2port
+        h2port=$(free_port)
+        H2_URL="http://127.0.0.1:$h2port"
+        start_nginx "$port" "$h2port"
         target_pid=$NGINX_PID
     else
         taskset -c "$SERVER_CPU" "$BRUNT_BIN" demo-target --listen "127.0.0.1:$port" >"$WORK/demo-target.log" 2>&1 &
@@ -632,7 +641,11 @@ memory_mode() {
         fi
         sed -e "s|rate: *[0-9][0-9]*/s|rate: $MEM_RATE/s|" -e "s/duration: *[0-9][0-9a-z ]*/duration: ${secs}s /" \
             "$BENCH_DIR/profiles/$prof.yaml" >"$WORK/$prof.yaml"
-        cmd=("$BRUNT_BIN" run "$WORK/$prof.yaml" --target "$url" --out "$WORK/brunt-memory")
+        cmd=("$BRUNT_BIN" run "$WORK/$prof.yaml" --target "$url" --out "$WORK/brunt-memory" --set "target.http=$MEM_HTTP")
+        if [ "$MEM_HTTP" = 2 ] && [ "$MEM_TARGET" = nginx ]; then
+            # nginx's h2c listener (start_nginx's second port).
+            cmd=("${cmd[@]/#$url/$H2_URL}")
+        fi
     else
         # oha keeps every result in memory: useful to see the check catch growth.
         local path=/
@@ -640,7 +653,7 @@ memory_mode() {
         cmd=("$OHA_BIN" -n "$max" -q "$MEM_RATE" -c 50 --latency-correction --no-tui --output-format json "$url$path")
     fi
     local what=$MEM_TOOL
-    [ "$MEM_TOOL" = brunt ] && what="brunt ($prof.yaml)"
+    [ "$MEM_TOOL" = brunt ] && what="brunt ($prof.yaml, HTTP/$MEM_HTTP)"
     echo "memory check: $what at $MEM_RATE req/s for ${secs}s against $MEM_TARGET ($url), checkpoints: ${MEM_CHECKPOINTS[*]} requests"
     taskset -c "$GEN_CPU" "${cmd[@]}" >"$WORK/$MEM_TOOL-memory.out" 2>&1 </dev/null &
     local gen=$!
