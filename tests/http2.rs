@@ -374,3 +374,42 @@ shape: { constant: { rate: 200/s, duration: 20s } }
     // One connection carried it all (plus the preflight's).
     assert!(srv.stats().connections <= 2, "{}", srv.stats().connections);
 }
+
+#[test]
+fn target_http_reads_1_1_2_and_auto_quoted_or_not_and_refuses_others() {
+    use brunt::profile::{HttpVersion, Profile};
+    let parse = |v: &str| {
+        Profile::from_yaml(
+            &format!(
+                "name: v\ntarget: {{ url: \"http://127.0.0.1:1\", http: {v} }}\nrequests: [ {{ path: / }} ]\nshape: {{ constant: {{ rate: 1/s, duration: 1s }} }}\n"
+            ),
+            std::path::Path::new("v.yaml"),
+        )
+    };
+    for (v, want) in [
+        ("\"1.1\"", HttpVersion::Http1),
+        ("1.1", HttpVersion::Http1),
+        ("\"2\"", HttpVersion::Http2),
+        ("2", HttpVersion::Http2),
+        ("auto", HttpVersion::Auto),
+    ] {
+        assert_eq!(
+            parse(v).unwrap_or_else(|e| panic!("{v}: {e}")).target.http,
+            want,
+            "{v}"
+        );
+    }
+    for bad in ["3", "\"http/3\"", "1.0.1"] {
+        let e = parse(bad)
+            .err()
+            .unwrap_or_else(|| panic!("{bad} must be refused"));
+        assert!(e.to_string().contains("HTTP version"), "{bad}: {e}");
+    }
+    let e = Profile::from_yaml(
+        "name: v\ntarget: { url: \"http://127.0.0.1:1\" }\nrequests: [ { path: / } ]\nload: { streams_per_connection: 0 }\nshape: { constant: { rate: 1/s, duration: 1s } }\n",
+        std::path::Path::new("v.yaml"),
+    )
+    .err()
+    .expect("0 streams refused");
+    assert!(e.to_string().contains("streams_per_connection"), "{e}");
+}

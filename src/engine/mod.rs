@@ -14,6 +14,10 @@
 //!   it was given up. So every offered request is accounted for:
 //!   `offered = answered (every class) + dropped`, per phase and per run.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
+//! - Connections ([`client`]): HTTP/1.1 one per lane (or VU); HTTP/2 one per
+//!   `streams_per_connection` lanes, each lane a stream; `keep_alive: false`
+//!   one per request. The preflight settles `auto` and refuses `"2"` against
+//!   a server that speaks only 1.1.
 
 pub mod client;
 mod closed;
