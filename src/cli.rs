@@ -14,7 +14,7 @@ use crate::profile::ProfileError;
 use crate::run::{self, Progress, RunOptions, RunSpec};
 use crate::vocab::exit;
 
-const EXIT_CODES: &str = "Exit codes: 0 every gate met · 99 a budget failed (or a gate: knee, verdict, no data) · 105 interrupted · 2 bad input (profile, arguments) · 1 any other failure.";
+const EXIT_CODES: &str = "Exit codes: 0 every gate met · 99 a budget failed (or a gate: knee, verdict, no data) · 105 interrupted · 74 the run directory could not be written (disk full; the load stops at once) · 2 bad input (profile, arguments) · 1 any other failure.";
 
 #[derive(Parser)]
 #[command(name = "brunt", version, about = "Profile-driven HTTP load that watches the server side and tells you where — and why — it broke.", after_help = EXIT_CODES)]
@@ -59,9 +59,24 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Watch the run writing DIR from another terminal: the live view (plain lines when piped), then its summary once it has ended.
+    #[command(
+        after_help = "Exit codes: the run's own once it has ended (0 every gate met · 99 a gate failed · 105 interrupted) · 2 no run writes DIR · 1 the run stopped writing without a summary (killed?) or any other failure."
+    )]
+    Watch {
+        dir: PathBuf,
+        /// How long to wait for the run to start writing DIR (its run.json).
+        #[arg(long, default_value = "30s")]
+        wait: String,
+    },
     /// Rebuild summary.json, report.html and the terminal summary from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
-    Report { dir: PathBuf },
+    Report {
+        dir: PathBuf,
+        /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
+    },
     /// Merge the run directories of N shards (`run --shard i/N`) into one: histograms added, budgets judged on the union.
     #[command(after_help = EXIT_CODES)]
     Merge {
@@ -71,11 +86,17 @@ enum Cmd {
         /// The merged run directory (must not exist or be empty).
         #[arg(long)]
         out: PathBuf,
+        /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+        #[arg(long, value_name = "FILE")]
+        junit: Option<PathBuf>,
     },
     /// Print a Kubernetes manifest (ConfigMap + Indexed Job) that runs PROFILE as N shards, then the commands to gather and merge.
     #[command(after_help = EXIT_CODES)]
     K8s(K8sArgs),
-    /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A).
+    /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A); with --fail-if, a regression gate.
+    #[command(
+        after_help = "Conditions: METRIC OP CHANGE [in PHASE] — METRIC p50 p90 p95 p99 p99.9 max mean throughput rps requests errors shed error_rate; OP > >= < <=; CHANGE relative to A (+10%, -5%) or absolute (+50ms, -20/s, +100, +1pp for error_rate). Scope: the run without its warm-up, or `in PHASE`.\nExit codes: 0 no condition holds · 99 a condition holds or has no data in either run · 2 bad input (a condition, a directory) · 1 any other failure."
+    )]
     Compare {
         /// The run before (the reference).
         run_a: PathBuf,
@@ -84,6 +105,9 @@ enum Cmd {
         /// Print the comparison as JSON.
         #[arg(long)]
         json: bool,
+        /// Fail (exit 99) when B moved from A past this, e.g. 'p99 > +10%', 'throughput < -5%'. Repeatable.
+        #[arg(long = "fail-if", value_name = "COND")]
+        fail_if: Vec<String>,
     },
 }
 
@@ -106,7 +130,7 @@ struct RunArgs {
     /// Start the load at this Unix time (seconds), so shards step together.
     #[arg(long, value_name = "UNIX_SECONDS")]
     start_at: Option<f64>,
-    /// Plain progress lines instead of a live bar.
+    /// Plain progress lines instead of the live view (the default when stderr is not a terminal).
     #[arg(long)]
     plain: bool,
     /// No progress output.
@@ -115,6 +139,9 @@ struct RunArgs {
     /// Empty an existing run directory given with --out first (without it, a non-empty --out is refused).
     #[arg(long)]
     force: bool,
+    /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
     #[command(flatten)]
     overrides: Overrides,
 }
@@ -204,12 +231,18 @@ pub fn main() -> i32 {
             eprintln!("error: {e:#}");
             exit::FAILURE
         }
+        Err(Failure::Exit(code, e)) => {
+            eprintln!("error: {e:#}");
+            code
+        }
     }
 }
 
 enum Failure {
     Bad(anyhow::Error),
     Other(anyhow::Error),
+    /// A failure with its own exit code (a run directory that cannot be written).
+    Exit(i32, anyhow::Error),
 }
 
 impl From<BadInput> for Failure {
@@ -362,7 +395,8 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             stall_every,
             stall_for,
         } => demo_target(&listen, stall_every.as_deref(), &stall_for),
-        Cmd::Merge { dirs, out } => {
+        Cmd::Merge { dirs, out, junit } => {
+            check_junit(junit.as_deref())?;
             let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
             // Like a single run's directory: the page stands beside the summary.
             if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary) {
@@ -370,12 +404,19 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             }
             print!("{}", crate::report::terminal::render(&merged.summary));
             println!("run directory: {}", merged.dir.display());
+            write_junit(junit.as_deref(), &merged.summary)?;
             Ok(merged.exit_code())
         }
         Cmd::K8s(args) => k8s(args),
         Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
-        Cmd::Report { dir } => report(&dir),
-        Cmd::Compare { run_a, run_b, json } => compare(&run_a, &run_b, json),
+        Cmd::Watch { dir, wait } => watch(&dir, &wait),
+        Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
+        Cmd::Compare {
+            run_a,
+            run_b,
+            json,
+            fail_if,
+        } => compare(&run_a, &run_b, json, &fail_if),
     }
 }
 
@@ -421,6 +462,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         Some(_) => return Err(BadInput(anyhow!("--start-at: expected Unix seconds")).into()),
         None => None,
     };
+    check_junit(a.junit.as_deref())?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_by = Arc::new(OnceLock::new());
     install_stop_signals(stop.clone(), stopped_by.clone());
@@ -447,6 +489,8 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     let result = run::execute_spec(spec, opts).map_err(|e| {
         if e.is_bad_input() {
             Failure::Bad(anyhow!(e))
+        } else if e.is_write_failure() {
+            Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
         } else {
             Failure::Other(anyhow!(e))
         }
@@ -457,6 +501,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     if html.exists() {
         println!("report: {}", html.display());
     }
+    write_junit(a.junit.as_deref(), &result.summary)?;
     Ok(result.exit_code())
 }
 
@@ -498,19 +543,64 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
     Ok(exit::PASS)
 }
 
-fn report(dir: &std::path::Path) -> Result<i32, Failure> {
-    let s = crate::run::rebuild::rebuild(dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
+fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32, Failure> {
+    check_junit(junit)?;
+    let s = crate::run::rebuild::rebuild(dir).map_err(|e| {
+        if e.is_write_failure() {
+            Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
+        } else {
+            Failure::Bad(anyhow!(e))
+        }
+    })?;
     crate::report::html::write(dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
     print!("{}", crate::report::terminal::render(&s));
     println!(
         "report: {}",
         dir.join(crate::report::html::REPORT_FILE).display()
     );
+    write_junit(junit, &s)?;
     Ok(s.exit_code())
 }
 
-fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, Failure> {
-    let c = crate::report::compare::compare(a, b).map_err(|e| Failure::Bad(anyhow!(e)))?;
+fn watch(dir: &std::path::Path, wait: &str) -> Result<i32, Failure> {
+    let wait =
+        humantime::parse_duration(wait).map_err(|e| BadInput(anyhow!("--wait {wait}: {e}")))?;
+    match crate::report::live::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
+        crate::report::live::WatchEnd::Finished(s) => Ok(s.exit_code()),
+        crate::report::live::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
+    }
+}
+
+/// A `--junit` path that cannot be written is refused before any work (exit 2).
+fn check_junit(path: Option<&std::path::Path>) -> Result<(), Failure> {
+    match path {
+        Some(p) => crate::report::junit::check_path(p).map_err(|e| Failure::Bad(anyhow!(e))),
+        None => Ok(()),
+    }
+}
+
+/// Write the JUnit file; failing to is an error (exit 1): CI would miss its results.
+fn write_junit(path: Option<&std::path::Path>, s: &crate::judge::Summary) -> Result<(), Failure> {
+    if let Some(p) = path {
+        crate::report::junit::write(p, s).map_err(|e| Failure::Other(anyhow!(e)))?;
+        println!("junit: {}", p.display());
+    }
+    Ok(())
+}
+
+fn compare(
+    a: &std::path::Path,
+    b: &std::path::Path,
+    json: bool,
+    fail_if: &[String],
+) -> Result<i32, Failure> {
+    let conditions = fail_if
+        .iter()
+        .map(|t| t.parse::<crate::report::compare::Condition>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Failure::Bad(anyhow!(e)))?;
+    let c = crate::report::compare::compare_gated(a, b, &conditions)
+        .map_err(|e| Failure::Bad(anyhow!(e)))?;
     if json {
         println!(
             "{}",
@@ -519,5 +609,5 @@ fn compare(a: &std::path::Path, b: &std::path::Path, json: bool) -> Result<i32, 
     } else {
         print!("{}", crate::report::compare::render(&c));
     }
-    Ok(exit::PASS)
+    Ok(c.exit_code())
 }

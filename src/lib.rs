@@ -12,7 +12,7 @@
 //! | [`cli`] | argument parsing, one function per subcommand, exit codes | everything |
 //! | [`run`] | one run end to end; the compiled run spec; `brunt report` | all below |
 //! | [`shard`] | `brunt merge` of shard run directories, `brunt k8s` manifests | judge, rundir, profile, metrics, budgets, vocab |
-//! | [`report`] | rendering only: terminal, `report.html`, `brunt compare`, `brunt analyze` output | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
+//! | [`report`] | rendering only: terminal, `report.html`, `brunt compare` (and its `--fail-if` gate), `brunt analyze` output, JUnit XML, the live view and `brunt watch` | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
 //! | [`judge`] | the verdicts: budgets per scope, knee and cause, overload, spike, soak; `summary.json`'s content | rundir, evidence, profile, metrics, budgets, vocab |
 //! | [`rundir`] | the run directory's files: names, `run.json`, atomic writes, events, streaming readers, `evidence.json` | evidence, metrics, vocab |
 //! | [`evidence`] | server-side evidence as the judge reads it (series and findings on the run clock) | diagnosis, vocab |

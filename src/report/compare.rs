@@ -1,20 +1,28 @@
-//! `brunt compare RUN_A RUN_B`: two run directories side by side, phase by
-//! phase (matched by name), so a before/after change can be judged.
+//! `brunt compare RUN_A RUN_B [--fail-if COND]…`: two run directories side
+//! by side, phase by phase (matched by name), so a before/after change can
+//! be judged — and, with `--fail-if`, gated (see [`Condition`]).
 //!
 //! Percentiles come from each run's `latency.hlog`, merging every class's
 //! latency histograms of a phase (never averaging percentiles); request,
-//! shed and error counts come from the same histograms. Deltas are B − A.
+//! shed and error counts come from the same histograms; rates divide them by
+//! the phase's measured length (planned, cut at the last second measured).
+//! The `run` row merges every phase but the warm-up, as the budgets judge
+//! it. Deltas are B − A.
 
 use super::terminal::fmt_ms as ms;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
+use thiserror::Error;
 
 use super::ReportError;
+use crate::budgets::Status;
 use crate::judge::summary::Percentiles;
-use crate::metrics::Class;
+use crate::judge::Gate;
+use crate::metrics::{new_hist, Class};
 use crate::rundir;
 
 /// One phase of one run.
@@ -25,7 +33,44 @@ pub struct Side {
     pub shed: u64,
     /// Non-ok, non-shed answers.
     pub errors: u64,
+    /// The phase's measured length (seconds); the run's: its phases' sum.
+    pub duration_s: f64,
+    /// Answers per second, any outcome.
+    pub rps: f64,
+    /// Ok answers per second.
+    pub throughput: f64,
+    /// Non-ok answers (shed included) over all answers.
+    pub error_rate: f64,
     pub latency: Percentiles,
+}
+
+impl Side {
+    fn of(hist: &Histogram<u64>, counts: &BTreeMap<Class, u64>, duration_s: f64) -> Side {
+        let n = |c: Class| counts.get(&c).copied().unwrap_or(0);
+        let requests: u64 = counts.values().sum();
+        let per_s = |v: u64| {
+            if duration_s > 0.0 {
+                v as f64 / duration_s
+            } else {
+                0.0
+            }
+        };
+        Side {
+            requests,
+            ok: n(Class::Ok),
+            shed: n(Class::Shed),
+            errors: requests - n(Class::Ok) - n(Class::Shed),
+            duration_s,
+            rps: per_s(requests),
+            throughput: per_s(n(Class::Ok)),
+            error_rate: if requests > 0 {
+                (requests - n(Class::Ok)) as f64 / requests as f64
+            } else {
+                0.0
+            },
+            latency: Percentiles::of(hist),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -41,27 +86,78 @@ pub struct Comparison {
     pub b: PathBuf,
     /// Phases in A's order, then those only in B; the whole run last (`run`).
     pub phases: Vec<PhaseRow>,
+    /// The `--fail-if` conditions as gates: FAIL when the condition holds,
+    /// NO DATA when either run has nothing to measure it on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<Gate>,
+}
+
+impl Comparison {
+    /// Every `--fail-if` condition was measured and none holds.
+    pub fn passed(&self) -> bool {
+        self.gates.iter().all(Gate::holds)
+    }
+    /// 0 when [`Comparison::passed`], else 99 (a gate failed or had no data).
+    pub fn exit_code(&self) -> i32 {
+        if self.passed() {
+            crate::vocab::exit::PASS
+        } else {
+            crate::vocab::exit::BUDGET_FAILED
+        }
+    }
 }
 
 fn load(dir: &Path) -> Result<(Vec<String>, BTreeMap<String, Side>), ReportError> {
     let meta = rundir::read_meta(dir)?;
-    let out = rundir::read::latency_by_phase(dir)?
-        .into_iter()
-        .map(|(phase, (hist, counts))| {
-            let n = |c: Class| counts.get(&c).copied().unwrap_or(0);
-            let requests: u64 = counts.values().sum();
-            let side = Side {
-                requests,
-                ok: n(Class::Ok),
-                shed: n(Class::Shed),
-                errors: requests - n(Class::Ok) - n(Class::Shed),
-                latency: Percentiles::of(&hist),
-            };
-            (phase, side)
-        })
-        .collect();
+    // How far the load got: a phase cut short by a stop counts its measured part only.
+    let elapsed = rundir::read::rows(dir)?
+        .iter()
+        .map(|r| r.second + 1)
+        .max()
+        .unwrap_or(0) as f64;
+    let measured_s = |name: &str| {
+        meta.phases
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| (elapsed - p.start.as_secs_f64()).clamp(0.0, p.duration.as_secs_f64()))
+            .unwrap_or(0.0)
+    };
+    let mut run = (new_hist(), BTreeMap::<Class, u64>::new(), 0.0);
+    let mut out = BTreeMap::new();
+    for (phase, (hist, counts)) in rundir::read::latency_by_phase(dir)? {
+        // `run` is rebuilt below without the warm-up.
+        if phase == "run" {
+            continue;
+        }
+        let secs = measured_s(&phase);
+        if meta
+            .phase_index(&phase)
+            .is_some_and(|i| !meta.phases[i].is_warmup())
+        {
+            let _ = run.0.add(&hist);
+            for (c, n) in &counts {
+                *run.1.entry(*c).or_default() += n;
+            }
+            run.2 += secs;
+        }
+        out.insert(phase, Side::of(&hist, &counts, secs));
+    }
+    if !run.1.is_empty() {
+        out.insert("run".into(), Side::of(&run.0, &run.1, run.2));
+    }
     let order = meta.phases.iter().map(|p| p.name.clone()).collect();
     Ok((order, out))
+}
+
+/// Compare two run directories and judge `conditions` on them.
+pub fn compare_gated(
+    a: &Path,
+    b: &Path,
+    conditions: &[Condition],
+) -> Result<Comparison, ReportError> {
+    let mut c = compare(a, b)?;
+    c.gates = conditions.iter().map(|k| k.judge(&c)).collect();
+    Ok(c)
 }
 
 /// Compare two run directories.
@@ -87,6 +183,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, ReportError> {
         a: a.to_path_buf(),
         b: b.to_path_buf(),
         phases,
+        gates: Vec::new(),
     })
 }
 
@@ -102,7 +199,7 @@ fn delta(a: f64, b: f64, show: fn(f64) -> String) -> (String, String) {
 }
 
 /// A row of the table: name, A, B, how to show a value.
-type Metric = (&'static str, f64, f64, fn(f64) -> String);
+type Row = (&'static str, f64, f64, fn(f64) -> String);
 
 /// The side-by-side table for a terminal.
 pub fn render(c: &Comparison) -> String {
@@ -126,8 +223,10 @@ pub fn render(c: &Comparison) -> String {
             let _ = writeln!(o, "{:<12} only in {only}", r.phase);
             continue;
         };
-        let metrics: [Metric; 9] = [
+        let rate = |v: f64| format!("{v:.1}/s");
+        let metrics: [Row; 10] = [
             ("requests", a.requests as f64, b.requests as f64, count),
+            ("ok/s", a.throughput, b.throughput, rate),
             ("errors", a.errors as f64, b.errors as f64, count),
             ("shed", a.shed as f64, b.shed as f64, count),
             ("p50", a.latency.p50, b.latency.p50, ms),
@@ -153,7 +252,398 @@ pub fn render(c: &Comparison) -> String {
     }
     let _ = writeln!(
         o,
-        "\npercentiles from merged histograms (latency.hlog) of every outcome; Δ% relative to A"
+        "\npercentiles from merged histograms (latency.hlog) of every outcome; `run` without the warm-up; Δ% relative to A"
     );
+    if !c.gates.is_empty() {
+        let _ = writeln!(o, "\ngates:");
+        for g in &c.gates {
+            let _ = writeln!(o, "  {}", g.line());
+        }
+        let failed: Vec<String> = c
+            .gates
+            .iter()
+            .filter(|g| !g.holds())
+            .map(|g| match g.status {
+                Status::NoData => format!("NO DATA {}", g.text),
+                _ => g.text.clone(),
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "\nresult: {}",
+            if failed.is_empty() {
+                "PASS".to_string()
+            } else {
+                format!("FAIL — {}", failed.join("; "))
+            }
+        );
+    }
     o
+}
+
+/// Why a `--fail-if` condition does not parse (exit 2).
+#[derive(Debug, Error, PartialEq)]
+#[error("--fail-if `{text}`: {why}")]
+pub struct ConditionError {
+    pub text: String,
+    pub why: String,
+}
+
+/// What a condition measures in each run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// A latency percentile (0.5 … 0.999), or the max / mean: milliseconds.
+    Latency(LatencyStat),
+    /// Ok answers per second.
+    Throughput,
+    /// Answers per second, any outcome.
+    Rps,
+    Requests,
+    Errors,
+    Shed,
+    /// Non-ok answers over all answers (0–1).
+    ErrorRate,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LatencyStat {
+    P50,
+    P90,
+    P95,
+    P99,
+    P999,
+    Max,
+    Mean,
+}
+
+impl Metric {
+    fn parse(s: &str) -> Option<Metric> {
+        use LatencyStat as L;
+        Some(match s {
+            "p50" | "median" => Metric::Latency(L::P50),
+            "p90" => Metric::Latency(L::P90),
+            "p95" => Metric::Latency(L::P95),
+            "p99" => Metric::Latency(L::P99),
+            "p99.9" | "p999" => Metric::Latency(L::P999),
+            "max" => Metric::Latency(L::Max),
+            "mean" => Metric::Latency(L::Mean),
+            "throughput" => Metric::Throughput,
+            "rps" => Metric::Rps,
+            "requests" => Metric::Requests,
+            "errors" => Metric::Errors,
+            "shed" => Metric::Shed,
+            "error_rate" => Metric::ErrorRate,
+            _ => return None,
+        })
+    }
+
+    /// The value in one run, `None` when there is nothing to measure it on.
+    fn of(self, s: &Side) -> Option<f64> {
+        use LatencyStat as L;
+        let l = &s.latency;
+        match self {
+            Metric::Latency(_) if l.count == 0 => None,
+            Metric::Latency(q) => Some(match q {
+                L::P50 => l.p50,
+                L::P90 => l.p90,
+                L::P95 => l.p95,
+                L::P99 => l.p99,
+                L::P999 => l.p999,
+                L::Max => l.max,
+                L::Mean => l.mean,
+            }),
+            Metric::Throughput | Metric::Rps if s.duration_s <= 0.0 => None,
+            Metric::Throughput => Some(s.throughput),
+            Metric::Rps => Some(s.rps),
+            Metric::ErrorRate if s.requests == 0 => None,
+            Metric::ErrorRate => Some(s.error_rate),
+            Metric::Requests => Some(s.requests as f64),
+            Metric::Errors => Some(s.errors as f64),
+            Metric::Shed => Some(s.shed as f64),
+        }
+    }
+
+    /// A change in the metric's unit, with its sign (`+20.59ms`, `+1.00pp`).
+    fn signed(self, d: f64) -> String {
+        let sign = if d < 0.0 { "-" } else { "+" };
+        match self {
+            Metric::ErrorRate => format!("{sign}{:.2}pp", d.abs() * 100.0),
+            m => format!("{sign}{}", m.show(d.abs())),
+        }
+    }
+
+    fn show(self, v: f64) -> String {
+        match self {
+            Metric::Latency(_) => ms(v),
+            Metric::Throughput | Metric::Rps => format!("{v:.1}/s"),
+            Metric::ErrorRate => format!("{:.2}%", v * 100.0),
+            _ => format!("{v:.0}"),
+        }
+    }
+}
+
+/// How far B may move from A.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Change {
+    /// Relative to A, in percent (`+10%`).
+    Percent(f64),
+    /// In the metric's own unit: ms for latency (`+50ms`), per second for
+    /// rates (`-20/s`), a count, or percentage points for `error_rate` (`+1pp`).
+    Absolute(f64),
+}
+
+/// One `--fail-if` condition: `METRIC OP CHANGE [in PHASE]`, e.g.
+/// `p99 > +10%`, `throughput < -5%`, `p99 > +50ms in step-3`,
+/// `error_rate > +1pp`. It holds — and fails the comparison — when B's value
+/// moved from A's past CHANGE in the direction of OP. Scope: the run (every
+/// phase but the warm-up) unless `in PHASE` names one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Condition {
+    pub text: String,
+    pub metric: Metric,
+    /// `true` for `>` / `>=`.
+    pub above: bool,
+    pub inclusive: bool,
+    pub change: Change,
+    pub scope: String,
+}
+
+impl std::str::FromStr for Condition {
+    type Err = ConditionError;
+    fn from_str(text: &str) -> Result<Condition, ConditionError> {
+        let err = |why: String| ConditionError {
+            text: text.to_string(),
+            why,
+        };
+        let (expr, scope) = match text.split_once(" in ") {
+            Some((e, p)) if !p.trim().is_empty() && !p.trim().contains(' ') => {
+                (e, p.trim().to_string())
+            }
+            Some(_) => {
+                return Err(err(
+                    "expected `in PHASE` with one phase name at the end".into()
+                ))
+            }
+            None => (text, "run".to_string()),
+        };
+        let expr = expr.trim();
+        let at = expr.find(['<', '>']).ok_or_else(|| {
+            err("expected METRIC > CHANGE or METRIC < CHANGE, e.g. `p99 > +10%`".into())
+        })?;
+        let name = expr[..at].trim();
+        let metric = Metric::parse(name).ok_or_else(|| {
+            err(format!(
+                "unknown metric `{name}`: use p50, p90, p95, p99, p99.9, max, mean, throughput, rps, requests, errors, shed or error_rate"
+            ))
+        })?;
+        let above = expr[at..].starts_with('>');
+        let mut rest = &expr[at + 1..];
+        let inclusive = rest.starts_with('=');
+        if inclusive {
+            rest = &rest[1..];
+        }
+        let rest = rest.trim();
+        let num_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
+            .unwrap_or(rest.len());
+        let (num, unit) = (&rest[..num_end], rest[num_end..].trim());
+        let v: f64 = num
+            .parse()
+            .ok()
+            .filter(|v: &f64| v.is_finite())
+            .ok_or_else(|| {
+                err(format!(
+                    "`{rest}` is not a change: expected e.g. +10%, -5%, +50ms"
+                ))
+            })?;
+        let change = match (metric, unit) {
+            (_, "%") => Change::Percent(v),
+            (Metric::Latency(_), "ms") => Change::Absolute(v),
+            (Metric::Latency(_), "s") => Change::Absolute(v * 1000.0),
+            (Metric::Latency(_), "us" | "µs") => Change::Absolute(v / 1000.0),
+            (Metric::Throughput | Metric::Rps, "/s") => Change::Absolute(v),
+            (Metric::ErrorRate, "pp") => Change::Absolute(v / 100.0),
+            (Metric::Requests | Metric::Errors | Metric::Shed, "") => Change::Absolute(v),
+            (m, u) => {
+                let want = match m {
+                    Metric::Latency(_) => "a percentage (+10%) or a time (+50ms)",
+                    Metric::Throughput | Metric::Rps => "a percentage (-5%) or a rate (-20/s)",
+                    Metric::ErrorRate => {
+                        "a percentage (+10%, relative) or percentage points (+1pp)"
+                    }
+                    _ => "a percentage (+10%) or a count (+100)",
+                };
+                let got = if u.is_empty() {
+                    "no unit".to_string()
+                } else {
+                    format!("`{u}`")
+                };
+                return Err(err(format!("{name} takes {want}, not {got}")));
+            }
+        };
+        Ok(Condition {
+            text: text.trim().to_string(),
+            metric,
+            above,
+            inclusive,
+            change,
+            scope,
+        })
+    }
+}
+
+impl Condition {
+    /// The gate: FAIL when the condition holds, PASS when it does not, NO
+    /// DATA when the scope or the metric is missing in either run.
+    pub fn judge(&self, c: &Comparison) -> Gate {
+        let row = c.phases.iter().find(|r| r.phase == self.scope);
+        let side = |s: Option<&Side>| s.and_then(|s| self.metric.of(s));
+        let (a, b) = match row {
+            Some(r) => (side(r.a.as_ref()), side(r.b.as_ref())),
+            None => (None, None),
+        };
+        let op = match (self.above, self.inclusive) {
+            (true, false) => ">",
+            (true, true) => ">=",
+            (false, false) => "<",
+            (false, true) => "<=",
+        };
+        let limit = match self.change {
+            Change::Percent(p) => format!("{p:+}%"),
+            Change::Absolute(v) => self.metric.signed(v),
+        };
+        let expected = format!("Δ not {op} {limit} (B vs A, {})", self.scope);
+        let (status, measured) = match (a, b) {
+            (Some(a), Some(b)) => {
+                let d = b - a;
+                let (moved, shown) = match self.change {
+                    Change::Percent(_) => {
+                        // From nothing to something is an unbounded rise.
+                        let rel = if a != 0.0 {
+                            d / a.abs() * 100.0
+                        } else if d == 0.0 {
+                            0.0
+                        } else {
+                            f64::INFINITY.copysign(d)
+                        };
+                        (rel, format!("{rel:+.1}%"))
+                    }
+                    Change::Absolute(_) => (d, self.metric.signed(d)),
+                };
+                let limit_v = match self.change {
+                    Change::Percent(p) | Change::Absolute(p) => p,
+                };
+                let holds = match (self.above, self.inclusive) {
+                    (true, false) => moved > limit_v,
+                    (true, true) => moved >= limit_v,
+                    (false, false) => moved < limit_v,
+                    (false, true) => moved <= limit_v,
+                };
+                let measured = format!(
+                    "A {} → B {} ({shown})",
+                    self.metric.show(a),
+                    self.metric.show(b)
+                );
+                (if holds { Status::Fail } else { Status::Pass }, measured)
+            }
+            _ => {
+                let missing = match (a.is_some(), b.is_some()) {
+                    (false, false) => "A and B",
+                    (false, true) => "A",
+                    _ => "B",
+                };
+                (
+                    Status::NoData,
+                    format!("no data in {missing} for `{}`", self.scope),
+                )
+            }
+        };
+        Gate {
+            kind: "regression".into(),
+            name: self.text.clone(),
+            text: format!("{}: {measured}", self.text),
+            measured,
+            expected,
+            status,
+            advisory: false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn side(p99: f64, ok: u64, secs: f64) -> Side {
+        let mut counts = BTreeMap::new();
+        counts.insert(Class::Ok, ok);
+        let mut s = Side::of(&new_hist(), &counts, secs);
+        s.latency.count = ok;
+        s.latency.p99 = p99;
+        s
+    }
+
+    fn cmp(a: Side, b: Side) -> Comparison {
+        Comparison {
+            a: "a".into(),
+            b: "b".into(),
+            phases: vec![PhaseRow {
+                phase: "run".into(),
+                a: Some(a),
+                b: Some(b),
+            }],
+            gates: Vec::new(),
+        }
+    }
+
+    fn status(cond: &str, c: &Comparison) -> Status {
+        cond.parse::<Condition>().expect(cond).judge(c).status
+    }
+
+    #[test]
+    fn conditions_hold_past_their_change_only() {
+        let c = cmp(side(100.0, 100, 10.0), side(111.0, 94, 10.0));
+        assert_eq!(status("p99 > +10%", &c), Status::Fail);
+        assert_eq!(status("p99 > +12%", &c), Status::Pass);
+        assert_eq!(status("p99 > +10ms", &c), Status::Fail);
+        assert_eq!(status("p99 >= +11ms", &c), Status::Fail);
+        assert_eq!(status("p99 > +0.02s", &c), Status::Pass);
+        assert_eq!(status("throughput < -5%", &c), Status::Fail);
+        assert_eq!(status("throughput < -7%", &c), Status::Pass);
+        assert_eq!(status("throughput < -0.5/s", &c), Status::Fail);
+        assert_eq!(status("requests < -10", &c), Status::Pass);
+    }
+
+    #[test]
+    fn missing_data_is_no_data_never_a_pass() {
+        let c = cmp(side(100.0, 0, 10.0), side(100.0, 10, 10.0));
+        assert_eq!(status("p99 > +10%", &c), Status::NoData);
+        assert_eq!(status("p99 > +10% in step-2", &c), Status::NoData);
+        let c = cmp(side(100.0, 10, 0.0), side(100.0, 10, 10.0));
+        assert_eq!(status("throughput < -5%", &c), Status::NoData);
+    }
+
+    #[test]
+    fn from_nothing_to_something_is_an_unbounded_rise() {
+        let mut a = side(100.0, 100, 10.0);
+        a.error_rate = 0.0;
+        let mut b = a.clone();
+        b.error_rate = 0.02;
+        let c = cmp(a, b);
+        assert_eq!(status("error_rate > +50%", &c), Status::Fail);
+        assert_eq!(status("error_rate > +1pp", &c), Status::Fail);
+        assert_eq!(status("error_rate > +3pp", &c), Status::Pass);
+    }
+
+    #[test]
+    fn bad_conditions_say_what_was_expected() {
+        let e = |s: &str| s.parse::<Condition>().unwrap_err().to_string();
+        assert!(e("p99 < ").contains("not a change"), "{}", e("p99 < "));
+        assert!(e("error_rate > +1ms").contains("percentage points"));
+        assert!(e("p99 > +10% in ").contains("in PHASE"));
+        let k: Condition = "p99.9 <= -1% in step-3".parse().expect("parses");
+        assert_eq!(k.scope, "step-3");
+        assert!(!k.above && k.inclusive);
+        assert_eq!(k.change, Change::Percent(-1.0));
+    }
 }

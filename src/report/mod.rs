@@ -1,13 +1,18 @@
 //! Rendering only: what the judge put in a [`crate::judge::Summary`] shown
 //! in the terminal ([`terminal`]), as a self-contained page with charts
-//! ([`html`]), two runs side by side ([`compare`]), and `brunt analyze`'s
-//! findings ([`analysis`]). Nothing here judges, and nothing re-reads the
-//! run directory behind the judge's back: the HTML charts read the files
-//! the summary describes through [`crate::rundir`].
+//! ([`html`]), its gates as JUnit XML for CI ([`junit`]), and `brunt
+//! analyze`'s findings ([`analysis`]); a running load as it goes ([`live`]:
+//! the live view and `brunt watch`); two runs side by side ([`compare`]).
+//! Nothing here judges a run, and nothing re-reads the run directory behind
+//! the judge's back: the HTML charts read the files the summary describes
+//! through [`crate::rundir`]. The one verdict made here is `compare
+//! --fail-if`'s, on two runs' figures that only the comparison has.
 
 pub mod analysis;
 pub mod compare;
 pub mod html;
+pub mod junit;
+pub mod live;
 pub mod terminal;
 
 use std::path::PathBuf;
@@ -18,6 +23,8 @@ use thiserror::Error;
 pub enum ReportError {
     #[error("report.html: {0}")]
     Html(String),
+    #[error("JUnit report: {0}")]
+    Junit(String),
     #[error(transparent)]
     Rundir(#[from] crate::rundir::RundirError),
     #[error(transparent)]

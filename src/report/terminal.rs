@@ -8,7 +8,7 @@ use crate::budgets::Status;
 use crate::judge::summary::ScopeSummary;
 use crate::judge::trend::per_hour;
 use crate::judge::{LatencySplit, StressResult, Summary, Verdicts};
-use crate::vocab::{ShapeKind, WARMUP};
+use crate::vocab::{ShapeKind, WindowStats, WARMUP};
 
 /// A latency in ms, in the unit that reads best.
 pub(crate) fn fmt_ms(v: f64) -> String {
@@ -416,7 +416,59 @@ fn verdicts(o: &mut String, v: &Verdicts) {
     }
 }
 
+/// The plain progress line of one second, as `brunt run` prints it when
+/// stderr is not a terminal (CI logs) and `brunt watch` when piped.
+pub fn progress_line(phase: &str, label: &str, s: &WindowStats) -> String {
+    format!(
+        "{phase} {label} | offered {}/s done {}/s | in flight {} | p99 {} | ok {} shed {} err {}",
+        s.offered,
+        s.completed,
+        s.in_flight,
+        p99_shown(s),
+        s.ok,
+        s.shed,
+        s.errors
+    )
+}
+
+/// The window's p99 for the progress line: a dash when nothing was answered
+/// in it (a stalled server is not a fast one).
+fn p99_shown(s: &WindowStats) -> String {
+    if s.completed == 0 {
+        "—".to_string()
+    } else {
+        format!("{:.1}ms", s.p99_us as f64 / 1000.0)
+    }
+}
+
 fn level(l: Option<f64>, unit: &str) -> String {
     l.map(|v| format!("{v}{unit}"))
         .unwrap_or_else(|| "-".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::p99_shown;
+    use crate::vocab::WindowStats;
+
+    #[test]
+    fn progress_p99_is_a_dash_without_answers() {
+        let mut s = WindowStats {
+            second: 3,
+            phase: 0,
+            offered: 50,
+            completed: 0,
+            ok: 0,
+            shed: 0,
+            errors: 0,
+            in_flight: 50,
+            p50_us: 0,
+            p99_us: 0,
+            max_us: 0,
+        };
+        assert_eq!(p99_shown(&s), "—");
+        s.completed = 10;
+        s.p99_us = 2_012_345;
+        assert_eq!(p99_shown(&s), "2012.3ms");
+    }
 }

@@ -45,6 +45,15 @@ pub enum RunError {
     Profile(#[from] crate::profile::ProfileError),
     #[error("built-in demo target: {0}")]
     Demo(String),
+    /// Writing a second of the run failed (a full disk): the load was
+    /// stopped at once; what reached the disk stays for `brunt report`.
+    #[error("cannot write the run directory {dir} at second {second}: {cause}; the load was stopped at once. What reached the disk is kept: free some space and `brunt report {dir}` rebuilds the run up to there", dir = dir.display())]
+    Recording {
+        dir: PathBuf,
+        second: u64,
+        /// In the message, not a `source`: the chain would repeat it.
+        cause: Box<RunError>,
+    },
     /// A bug in brunt, not bad input: the recorder thread panicked.
     #[error("internal error: {0}")]
     Internal(String),
@@ -58,6 +67,18 @@ impl RunError {
         matches!(
             self,
             RunError::Engine(EngineError::Client(_)) | RunError::Invalid(_) | RunError::Profile(_)
+        )
+    }
+
+    /// Whether writing the run directory failed (a full disk, a read-only
+    /// mount): exit [`crate::vocab::exit::WRITE_FAILED`].
+    pub fn is_write_failure(&self) -> bool {
+        matches!(
+            self,
+            RunError::Recording { .. }
+                | RunError::Dir { .. }
+                | RunError::Rundir(RundirError::Write { .. })
+                | RunError::Hlog(crate::metrics::hlog::HlogError::Io(_))
         )
     }
 }
@@ -369,15 +390,17 @@ fn load(
     let engine_reason = cfg.stopped_reason();
     let recorded = recorder
         .join()
-        .map_err(|_| RunError::Internal("the recorder thread panicked".into()))??;
+        .map_err(|_| RunError::Internal("the recorder thread panicked".into()));
+    // Collectors end with the load, also when the recorder failed.
     for o in &observers {
         o.finished();
     }
+    let collectors = collectors.map(|c| c.finish());
     Ok(LoadOutcome {
         engine_reason,
-        recorded,
+        recorded: recorded??,
         stopped: stop.load(Ordering::Relaxed),
-        collectors: collectors.map(|c| c.finish()),
+        collectors,
     })
 }
 
@@ -391,18 +414,7 @@ fn finish(
     out: LoadOutcome,
     opts: &RunOptions,
 ) -> Result<Summary, RunError> {
-    // Server-side evidence for the verdicts: the collectors' samples and the
-    // engine's own generator figures, on the run's clock.
-    let mut evidence = rundir::evidence::from_collector_streams(dir);
-    // Read what the collectors captured (dumps, JFR, pinning traces) into
-    // findings, each tagged with the phase it was seen in.
-    let analysis = diagnose(dir, &spec.pool_patterns, &meta);
-    if let Some(a) = &analysis {
-        evidence.merge(crate::evidence::from_analysis(a, meta.started_at));
-    }
-    if let Err(e) = rundir::evidence::save(dir, &evidence) {
-        eprintln!("warning: {e}");
-    }
+    let analysis = gather_evidence(dir, &spec.pool_patterns, &meta);
 
     let elapsed = clock.elapsed().min(plan.total());
     let measured = Measured::new(&meta.phases, out.recorded.phases, elapsed);
@@ -449,6 +461,27 @@ fn finish(
         eprintln!("warning: {e}");
     }
     Ok(summary)
+}
+
+/// Server-side evidence for the verdicts — the collectors' samples and the
+/// engine's own generator figures, on the run's clock, and the findings read
+/// from what the collectors captured (dumps, JFR, pinning traces), each
+/// tagged with its phase — saved as `diagnostics/evidence.json`. Returns
+/// the diagnosis.
+fn gather_evidence(
+    dir: &Path,
+    pool_patterns: &[crate::diagnosis::PoolPattern],
+    meta: &RunMeta,
+) -> Option<crate::diagnosis::Analysis> {
+    let mut evidence = rundir::evidence::from_collector_streams(dir);
+    let analysis = diagnose(dir, pool_patterns, meta);
+    if let Some(a) = &analysis {
+        evidence.merge(crate::evidence::from_analysis(a, meta.started_at));
+    }
+    if let Err(e) = rundir::evidence::save(dir, &evidence) {
+        eprintln!("warning: {e}");
+    }
+    analysis
 }
 
 /// Findings from the run's `diagnostics/`, written to `findings.json`; `None`

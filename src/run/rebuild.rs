@@ -1,19 +1,37 @@
 //! `brunt report DIR`: judge a run directory again from what it holds — a
 //! finished run after an offline `brunt analyze`, or a killed one.
+//!
+//! What only the live run knew (why it stopped, the collectors' index,
+//! findings) is taken from the old `summary.json`. A run that never wrote
+//! one (`kill -9`, a second Ctrl-C, a full disk) gets those parts rebuilt
+//! from the files: the collectors' index from `diagnostics/collectors.jsonl`
+//! and the sample streams, the server-side evidence and findings from
+//! `diagnostics/`. A file whose last line was cut short is read up to it,
+//! and the summary says so.
 
 use std::path::Path;
 use std::time::Duration;
 
+use serde_json::Value;
+
 use super::{RunError, RunSpec};
+use crate::collectors::{
+    ArtifactInfo, CollectorsSummary, ErrorInfo, GapInfo, GeneratorSummary, PidInfo, StreamInfo,
+};
 use crate::judge::{Inputs, StopKind, Summary};
+use crate::profile::collectors::CollectorsConfig;
 use crate::profile::Profile;
 use crate::rundir;
+
+/// The collectors' own event log inside `diagnostics/`.
+const COLLECTOR_EVENTS: &str = "collectors.jsonl";
 
 /// Rebuild `summary.json` (and nothing else) from the run directory's files.
 pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     let meta = rundir::read_meta(dir)?;
     let profile_path = dir.join(rundir::PROFILE);
     let profile = Profile::from_yaml(&rundir::read_text(dir, rundir::PROFILE)?, &profile_path)?;
+    let collectors_cfg = profile.collectors.clone();
     // Collector definitions were checked when the run started; only the
     // budgets and patterns the judge needs are compiled again.
     let spec = RunSpec::compile(
@@ -24,7 +42,10 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
         None,
         &profile_path,
     )?;
-    let (m, elapsed) = rundir::read::measured(dir, &meta)?;
+    let (m, elapsed, cut) = rundir::read::measured_noting(dir, &meta)?;
+    for w in &cut {
+        eprintln!("warning: {w}");
+    }
     let ended_early = elapsed + Duration::from_secs(1) < meta.planned();
     // Keep what only the live run knew (why and how it stopped, collectors,
     // findings). A directory without a summary was killed: interrupted.
@@ -34,6 +55,12 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
         Some(o) if o.stop_kind.is_some() => o.stop_kind,
         Some(o) if o.interrupted => Some(StopKind::Interrupted),
         _ => ended_early.then_some(StopKind::Interrupted),
+    };
+    // A run that ended before its summary never saved its evidence either.
+    let diag_dir = dir.join(rundir::DIAGNOSTICS);
+    let analysis = match rundir::evidence::load(dir) {
+        Ok(None) if diag_dir.is_dir() => super::gather_evidence(dir, &spec.pool_patterns, &meta),
+        _ => None,
     };
     let inputs = Inputs::load(dir);
     let generator = rundir::read::generator_health(&inputs.seconds);
@@ -52,6 +79,172 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
         s.collectors = o.collectors;
         s.findings = o.findings;
     }
+    if s.collectors.is_none() {
+        if let Some(c) = collectors_from_files(&diag_dir, &collectors_cfg) {
+            s.collectors = serde_json::to_value(c).ok();
+            s.notes.push(format!(
+                "collectors: rebuilt from {}/ (the run ended before writing its summary): errors_total counts the logged errors only",
+                rundir::DIAGNOSTICS
+            ));
+        }
+    }
+    if s.findings.is_none() {
+        s.findings = analysis.and_then(|a| serde_json::to_value(&a.findings).ok());
+    }
+    s.notes.extend(cut);
     rundir::write_json(&dir.join(rundir::SUMMARY), &s)?;
     Ok(s)
+}
+
+/// The collectors' index of `summary.json` from what they left in
+/// `diagnostics/`: sample streams (`*.jsonl`), their event log (artifacts,
+/// target PIDs, errors, link gaps, triggers) and the generator's samples.
+/// `None` when no collector wrote anything.
+pub fn collectors_from_files(diag: &Path, cfg: &CollectorsConfig) -> Option<CollectorsSummary> {
+    let mut c = CollectorsSummary {
+        version: 1,
+        transport: describe_transport(cfg),
+        ..Default::default()
+    };
+    let mut found = false;
+    let mut names: Vec<String> = std::fs::read_dir(diag)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in &names {
+        let Some(stream) = name.strip_suffix(".jsonl") else {
+            continue;
+        };
+        let text = std::fs::read_to_string(diag.join(name)).unwrap_or_default();
+        let rows = json_rows(&text);
+        match name.as_str() {
+            COLLECTOR_EVENTS => {
+                found = true;
+                events_into(&mut c, rows);
+            }
+            rundir::GENERATOR_SAMPLES => {
+                found = true;
+                c.generator = GeneratorSummary::from_samples(&text);
+            }
+            _ => {
+                found = true;
+                c.streams.push(StreamInfo {
+                    name: stream.to_string(),
+                    file: format!("{}/{name}", rundir::DIAGNOSTICS),
+                    rows: rows.count() as u64,
+                });
+            }
+        }
+    }
+    c.artifacts.sort_by(|a, b| a.t.total_cmp(&b.t));
+    c.gaps.sort_by(|a, b| a.from_t.total_cmp(&b.from_t));
+    found.then_some(c)
+}
+
+/// The rows of a JSON-lines file that parse (a torn last line does not).
+fn json_rows(text: &str) -> impl Iterator<Item = Value> + '_ {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+}
+
+/// Fold the collectors' event log into the index.
+fn events_into(c: &mut CollectorsSummary, rows: impl Iterator<Item = Value>) {
+    // Links down and not (yet) back, per lane: (t, reason).
+    let mut down: Vec<(String, f64, String)> = vec![];
+    let mut last_t = 0.0f64;
+    for v in rows {
+        let t = v.get("t").and_then(Value::as_f64).unwrap_or(0.0);
+        last_t = last_t.max(t);
+        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let lane = v
+            .get("lane")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_string();
+        match v.get("event").and_then(Value::as_str) {
+            Some("artifact") => {
+                let a = v
+                    .get("artifact")
+                    .and_then(|a| serde_json::from_value::<ArtifactInfo>(a.clone()).ok())
+                    .unwrap_or_else(|| ArtifactInfo {
+                        probe: s("probe"),
+                        kind: if s("reason") == "jfr" {
+                            "jfr"
+                        } else {
+                            "artifact"
+                        }
+                        .into(),
+                        file: s("file"),
+                        t,
+                        phase: s("phase"),
+                        bytes: v.get("bytes").and_then(Value::as_u64).unwrap_or(0),
+                        reason: s("reason"),
+                        ..Default::default()
+                    });
+                c.artifacts.push(a);
+            }
+            Some("target-pid") => {
+                if let Some(pid) = v.get("pid").and_then(Value::as_u64) {
+                    let pid = pid as u32;
+                    if !c.target_pids.iter().any(|p| p.pid == pid) {
+                        c.target_pids.push(PidInfo {
+                            t,
+                            pid,
+                            java_major: None,
+                        });
+                    }
+                }
+            }
+            Some("error") => {
+                c.errors_total += 1;
+                c.errors.push(ErrorInfo {
+                    t,
+                    probe: s("probe"),
+                    message: s("message"),
+                });
+            }
+            Some("trigger") => c.triggers += 1,
+            Some("link-down") => down.push((lane, t, s("message"))),
+            Some("reconnected") => {
+                let at = down.iter().position(|(l, _, _)| *l == lane);
+                let (from_t, reason) = match at.map(|i| down.remove(i)) {
+                    Some((_, from, why)) => (from, why),
+                    None => (
+                        v.get("from_t").and_then(Value::as_f64).unwrap_or(t),
+                        String::new(),
+                    ),
+                };
+                c.gaps.push(GapInfo {
+                    lane,
+                    from_t,
+                    to_t: t,
+                    reason,
+                    missed: v.get("missed").and_then(Value::as_u64).unwrap_or(0),
+                });
+            }
+            _ => {}
+        }
+    }
+    for (lane, from_t, why) in down {
+        c.gaps.push(GapInfo {
+            lane,
+            from_t,
+            to_t: last_t.max(from_t),
+            reason: format!("{why} (still down when the log ends)"),
+            missed: 0,
+        });
+    }
+}
+
+/// How the live run named its transport (`local`, `ssh app@host:22`), or
+/// `none` without collector definitions.
+fn describe_transport(cfg: &CollectorsConfig) -> String {
+    if cfg.collect.is_empty() {
+        return "none".into();
+    }
+    crate::collectors::transport::from_config(&cfg.transport)
+        .map(|t| t.describe())
+        .unwrap_or_else(|_| format!("{:?}", cfg.transport.kind).to_lowercase())
 }

@@ -1,6 +1,8 @@
 //! The recorder thread: takes the workers' windows, writes them second by
 //! second (interval log, time series, events), tells observers, shows
-//! progress, and stops a stress run at its first breach.
+//! progress (the live view of `report::live` on a terminal, the plain line
+//! otherwise), and stops a stress run at its first breach. A write that
+//! fails (a full disk) stops the load at once: nothing is measured blind.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +18,8 @@ use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::{Row, SeriesWriter};
 use crate::metrics::{pct_us, Aggregator, Class, GeneratorHealth, RecorderMsg, Stats, Window};
 use crate::profile::Plan;
+use crate::report::live::RunView;
+use crate::report::terminal::progress_line;
 use crate::rundir::EventLog;
 use crate::vocab::{RunClock, RunObserver, ShapeKind, WindowStats};
 
@@ -62,7 +66,11 @@ struct State {
 impl State {
     /// Fold one window into the totals and write it to the interval log and
     /// the time series; what observers and the progress line see of it.
-    fn write(&mut self, w: &Window, live: &engine::Live) -> Result<WindowStats, RunError> {
+    fn write(
+        &mut self,
+        w: &Window,
+        live: &engine::Live,
+    ) -> Result<(WindowStats, Vec<Row>), RunError> {
         for (p, s) in &w.phases {
             if let Some(total) = self.phases.get_mut(*p) {
                 total.merge(s);
@@ -77,22 +85,18 @@ impl State {
         // In flight is a per-second figure: on the second's first row.
         let mut rows_in_flight = w.in_flight;
         let busy = w.busy_pct.unwrap_or(0.0);
+        let mut rows = Vec::with_capacity(named.len());
         for (name, s) in &named {
-            self.series.row(&Row::from_stats(
-                w.second,
-                name,
-                s,
-                rows_in_flight,
-                w.sched_lag_us,
-                busy,
-            ))?;
+            let row = Row::from_stats(w.second, name, s, rows_in_flight, w.sched_lag_us, busy);
+            self.series.row(&row)?;
+            rows.push(row);
             rows_in_flight = 0;
         }
         self.series.flush()?;
         self.generator.observe(w.second, w.sched_lag_us, busy);
         let total = w.total();
         let lat = total.latency(None);
-        Ok(WindowStats {
+        let stats = WindowStats {
             second: w.second,
             phase: w.phases.last().map(|(p, _)| *p).unwrap_or(0),
             offered: total.offered,
@@ -104,7 +108,8 @@ impl State {
             p50_us: pct_us(&lat, 0.5),
             p99_us: pct_us(&lat, 0.99),
             max_us: if lat.is_empty() { 0 } else { lat.max() / 1000 },
-        })
+        };
+        Ok((stats, rows))
     }
 }
 
@@ -116,6 +121,10 @@ impl Recording {
         series: SeriesWriter,
         live: Arc<engine::Live>,
     ) -> Result<Recorded, RunError> {
+        let events = EventLog::create(&self.dir).inspect_err(|_| {
+            // The load has started: never let it run with nothing recorded.
+            self.stop.store(true, Ordering::Relaxed);
+        })?;
         let mut st = State {
             agg: Aggregator::new(self.workers),
             phases: (0..self.plan.phases.len())
@@ -129,7 +138,7 @@ impl Recording {
                 .collect(),
             hlog,
             series,
-            events: EventLog::create(&self.dir)?,
+            events,
             generator: GeneratorHealth::default(),
             announced: None,
             judged: 0,
@@ -137,7 +146,12 @@ impl Recording {
             breach_stop: false,
             drain_said: false,
         };
-        let bar = self.make_bar();
+        // The live view on a terminal (Progress::Auto), fed the rows as written.
+        let mut view = if self.progress == Progress::Auto {
+            RunView::start(&self.dir)
+        } else {
+            None
+        };
         let stop_on_breach = matches!(
             self.plan.kind,
             ShapeKind::Stress {
@@ -162,11 +176,26 @@ impl Recording {
                 self.clock.elapsed().as_secs()
             };
             for w in st.agg.ready(now_window) {
-                let stats = st.write(&w, &live)?;
+                let (stats, rows) = match st.write(&w, &live) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        // The disk is full (or gone): measuring blind would
+                        // load the target for nothing. Stop the load now.
+                        self.stop.store(true, Ordering::Relaxed);
+                        if let Some(v) = &view {
+                            v.abandon();
+                        }
+                        return Err(RunError::Recording {
+                            dir: self.dir.clone(),
+                            second: w.second,
+                            cause: Box::new(e),
+                        });
+                    }
+                };
                 for o in &self.observers {
                     o.window(&stats);
                 }
-                self.show(&bar, &stats, &st.names);
+                self.show(view.as_mut(), &stats, &rows, &st.names);
                 if stop_on_breach && st.stopped_reason.is_none() {
                     self.judge_steps(&mut st, w.second);
                 }
@@ -174,10 +203,10 @@ impl Recording {
             if done {
                 break;
             }
-            self.say_drain(&mut st, &bar, &live);
+            self.say_drain(&mut st, view.as_ref(), &live);
         }
-        if let Some(b) = bar {
-            b.finish_and_clear();
+        if let Some(v) = view {
+            v.finish();
         }
         let _ = st
             .events
@@ -247,7 +276,7 @@ impl Recording {
 
     /// Once every worker has stopped sending, say what the end of the run
     /// waits for (and for how long at most).
-    fn say_drain(&self, st: &mut State, bar: &Option<indicatif::ProgressBar>, live: &engine::Live) {
+    fn say_drain(&self, st: &mut State, view: Option<&RunView>, live: &engine::Live) {
         if st.drain_said || !live.draining() {
             return;
         }
@@ -261,88 +290,28 @@ impl Recording {
             if n == 1 { "" } else { "s" },
             humantime::format_duration(live.drain_for)
         );
-        match bar {
-            Some(b) => b.println(line),
+        match view {
+            Some(v) => v.println(&line),
             None => eprintln!("{line}"),
         }
     }
 
-    fn make_bar(&self) -> Option<indicatif::ProgressBar> {
-        if self.progress != Progress::Auto {
-            return None;
-        }
-        let b = indicatif::ProgressBar::new(self.plan.total().as_secs().max(1));
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{bar:30.cyan/blue} {pos:>5}/{len}s {msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
-        );
-        Some(b)
-    }
-
-    fn show(&self, bar: &Option<indicatif::ProgressBar>, s: &WindowStats, names: &[String]) {
-        let phase = names.get(s.phase).map(String::as_str).unwrap_or("-");
-        let label = self
-            .plan
-            .phases
-            .get(s.phase)
-            .map(|p| p.info.label.as_str())
-            .unwrap_or("");
-        let line = format!(
-            "{phase} {label} | offered {}/s done {}/s | in flight {} | p99 {} | ok {} shed {} err {}",
-            s.offered,
-            s.completed,
-            s.in_flight,
-            p99_shown(s),
-            s.ok,
-            s.shed,
-            s.errors
-        );
-        match (self.progress, bar) {
-            (Progress::Auto, Some(b)) => {
-                b.set_position(s.second + 1);
-                b.set_message(line);
-            }
-            (Progress::Plain, _) if s.second % 5 == 4 || s.second == 0 => {
-                eprintln!("[{:>5}s] {line}", s.second + 1);
+    /// The live view on a terminal; the plain line every 5 s otherwise (also
+    /// when the view cannot read `run.json`).
+    fn show(&self, view: Option<&mut RunView>, s: &WindowStats, rows: &[Row], names: &[String]) {
+        match (self.progress, view) {
+            (Progress::Auto, Some(v)) => v.second(rows),
+            (Progress::Auto | Progress::Plain, _) if s.second % 5 == 4 || s.second == 0 => {
+                let phase = names.get(s.phase).map(String::as_str).unwrap_or("-");
+                let label = self
+                    .plan
+                    .phases
+                    .get(s.phase)
+                    .map(|p| p.info.label.as_str())
+                    .unwrap_or("");
+                eprintln!("[{:>5}s] {}", s.second + 1, progress_line(phase, label, s));
             }
             _ => {}
         }
-    }
-}
-
-/// The window's p99 for the progress line: a dash when nothing was answered
-/// in it (a stalled server is not a fast one).
-fn p99_shown(s: &WindowStats) -> String {
-    if s.completed == 0 {
-        "—".to_string()
-    } else {
-        format!("{:.1}ms", s.p99_us as f64 / 1000.0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::p99_shown;
-    use crate::vocab::WindowStats;
-
-    #[test]
-    fn progress_p99_is_a_dash_without_answers() {
-        let mut s = WindowStats {
-            second: 3,
-            phase: 0,
-            offered: 50,
-            completed: 0,
-            ok: 0,
-            shed: 0,
-            errors: 0,
-            in_flight: 50,
-            p50_us: 0,
-            p99_us: 0,
-            max_us: 0,
-        };
-        assert_eq!(p99_shown(&s), "—");
-        s.completed = 10;
-        s.p99_us = 2_012_345;
-        assert_eq!(p99_shown(&s), "2012.3ms");
     }
 }

@@ -17,6 +17,8 @@
 //! Readers stream: the latency log is decoded one interval at a time
 //! ([`read::measured`]), the per-second rows are merged in one place
 //! ([`read::seconds`]), and `evidence.json` has one loader ([`evidence::load`]).
+//! A last line cut short (a full disk, a kill mid-write) is skipped, and
+//! [`read::measured_noting`] says so.
 
 pub mod evidence;
 pub mod read;

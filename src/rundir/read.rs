@@ -15,8 +15,13 @@ use crate::metrics::{hlog, new_hist, Class, GeneratorHealth, LatencyWindows, Mea
 
 /// `timeseries.csv`, every row.
 pub fn rows(dir: &Path) -> Result<Vec<Row>, RundirError> {
+    rows_noting(dir).map(|(rows, _)| rows)
+}
+
+/// `timeseries.csv`, every row, and what was skipped (a cut last line).
+pub fn rows_noting(dir: &Path) -> Result<(Vec<Row>, series::Skipped), RundirError> {
     let path = dir.join(TIME_SERIES);
-    series::read(&path).map_err(|e| RundirError::Read {
+    series::read_noting(&path).map_err(|e| RundirError::Read {
         path,
         message: e.to_string(),
     })
@@ -25,10 +30,31 @@ pub fn rows(dir: &Path) -> Result<Vec<Row>, RundirError> {
 /// Rebuild per-phase stats from a run directory's interval log and time
 /// series; also returns how long the load ran (the last second measured).
 pub fn measured(dir: &Path, meta: &RunMeta) -> Result<(Measured, Duration), RundirError> {
+    measured_noting(dir, meta).map(|(m, elapsed, _)| (m, elapsed))
+}
+
+/// [`measured`], with a warning per file whose end was cut short (a full
+/// disk, a kill mid-write). The run is rebuilt up to the last second that
+/// both files hold whole: a second cut in one file is left out of both, so
+/// requests and offered still add up.
+pub fn measured_noting(
+    dir: &Path,
+    meta: &RunMeta,
+) -> Result<(Measured, Duration, Vec<String>), RundirError> {
+    let mut warnings = vec![];
+    let (rows, skipped) = rows_noting(dir)?;
+    if let Some(w) = skipped.describe(&dir.join(TIME_SERIES).display().to_string()) {
+        warnings.push(w);
+    }
+    // The series' cut second (when its number is there) ends both files.
+    let mut limit = skipped.cut_last.and_then(|(_, s)| s).unwrap_or(u64::MAX);
     let mut phases: Vec<Stats> = (0..meta.phases.len()).map(|_| Stats::default()).collect();
     let mut last = 0u64;
     // Streamed: a long soak's log does not fit in memory once decoded.
-    hlog::for_each(&dir.join(LATENCY_LOG), |iv| {
+    let cut = hlog::for_each_noting(&dir.join(LATENCY_LOG), |iv| {
+        if iv.start.as_secs() >= limit {
+            return;
+        }
         last = last.max(iv.start.as_secs() + 1);
         let Some(tag) = iv.tag.as_deref() else {
             return;
@@ -41,7 +67,11 @@ pub fn measured(dir: &Path, meta: &RunMeta) -> Result<(Measured, Duration), Rund
         };
         phases[i].add_hist(class, &iv.hist, kind);
     })?;
-    for r in &rows(dir)? {
+    if let Some(c) = cut {
+        limit = limit.min(c.second.unwrap_or(u64::MAX));
+        warnings.push(c.to_string());
+    }
+    for r in rows.iter().filter(|r| r.second < limit) {
         last = last.max(r.second + 1);
         if let Some(i) = meta.phase_index(&r.phase) {
             phases[i].offered += r.offered;
@@ -50,7 +80,11 @@ pub fn measured(dir: &Path, meta: &RunMeta) -> Result<(Measured, Duration), Rund
         }
     }
     let elapsed = Duration::from_secs(last).min(meta.planned());
-    Ok((Measured::new(&meta.phases, phases, elapsed), elapsed))
+    Ok((
+        Measured::new(&meta.phases, phases, elapsed),
+        elapsed,
+        warnings,
+    ))
 }
 
 /// One second of the run, all phases merged.

@@ -6,6 +6,9 @@ pub const PASS: i32 = 0;
 pub const FAILURE: i32 = 1;
 /// Bad input: a profile, a flag, a file that cannot be read as what it claims.
 pub const BAD_INPUT: i32 = 2;
+/// The run directory could not be written (a full disk, a read-only
+/// mount): the load was stopped at once. `EX_IOERR` of BSD's sysexits.h.
+pub const WRITE_FAILED: i32 = 74;
 /// A gate failed or had no data: a budget, the knee, a verdict (the convention k6 users know).
 pub const BUDGET_FAILED: i32 = 99;
 /// The run was interrupted (Ctrl-C, a signal) before its plan ended: never a

@@ -227,6 +227,8 @@ impl Engine {
         let phase = self.tracker.name();
         if let (Some(ev), Value::Object(mut m)) = (self.events.as_mut(), fields) {
             m.insert("event".into(), json!(kind));
+            // The lane lets `brunt report` rebuild gaps per lane from this file.
+            m.insert("lane".into(), json!(self.lane));
             if ev.row(t, &phase, m).is_err() {
                 self.events = None;
             }

@@ -221,7 +221,8 @@ impl Engine {
         };
         self.event(
             "artifact",
-            json!({"probe": a.probe, "file": a.file, "bytes": a.bytes, "reason": a.reason}),
+            // The whole entry, so `brunt report` can rebuild the index from this file.
+            json!({"probe": a.probe, "file": a.file, "bytes": a.bytes, "reason": a.reason, "artifact": a}),
         );
         self.rep.artifacts.push(a);
     }

@@ -1,0 +1,337 @@
+//! The live view (issue 15) through a real pseudo-terminal: `brunt run` and
+//! `brunt watch DIR` run inside a tmux session (a private tmux server per
+//! test, on its own socket), and `tmux capture-pane -p` shows what a user
+//! sees — the phase and time left, offered and achieved rates, p50/p99 with
+//! the sparkline, outcomes, the server side (the local host collector's
+//! CPU) — then the summary once the run has ended. Piped, `brunt watch`
+//! prints plain lines and the summary. Load: the built-in demo target on
+//! 127.0.0.1, 10 s at most 50/s; and the Java test target (JDK 17, local
+//! transport) past its one-monitor capacity, where the view shows the
+//! BLOCKED threads of the newest `jcmd Thread.print` and its finding.
+
+#[path = "support/java.rs"]
+mod java;
+#[path = "support/load.rs"]
+mod load;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use brunt::vocab::exit;
+
+const BIN: &str = env!("CARGO_BIN_EXE_brunt");
+
+/// 4 s ramp to 50/s, then 6 s at 50/s named `hold`; the local host collector
+/// samples every second (the view's `target CPU`).
+const PROFILE: &str = r#"
+name: live
+target: { url: builtin }
+requests: [ { path: "/slow?ms=20" } ]
+shape: { stages: { start: 0, stages: [ { duration: 4s, target: 50/s }, { name: hold, duration: 6s, target: 50/s } ] } }
+collectors:
+  transport: { kind: local }
+  collect:
+    - use: linux-host
+      probes: { host: { every: 1s } }
+"#;
+
+fn out(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A tmux server of this test alone; killed (with its session) on drop.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn start(name: &str, cmd: &str) -> Tmux {
+        let socket = format!("brunt-test-{}-{name}", std::process::id());
+        let o = Command::new("tmux")
+            .args(["-L", &socket, "new-session", "-d", "-x", "200", "-y", "45", cmd])
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("tmux is needed for the live-view tests ({e}): run tests/setup.sh or `apt-get install tmux`")
+            });
+        assert!(o.status.success(), "tmux new-session: {}", out(&o));
+        Tmux { socket }
+    }
+
+    fn capture(&self) -> String {
+        let o = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-S", "-200"])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&o.stdout).to_string()
+    }
+
+    /// Capture until `pred` holds (at most `limit`), returning that screen.
+    fn wait_for(&self, limit: Duration, what: &str, pred: impl Fn(&str) -> bool) -> String {
+        let t0 = Instant::now();
+        loop {
+            let screen = self.capture();
+            if pred(&screen) {
+                return screen;
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "no {what} within {limit:?}; the pane shows:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .output();
+    }
+}
+
+fn setup(dir: &Path) -> (PathBuf, PathBuf) {
+    let p = dir.join("live.yaml");
+    std::fs::write(&p, PROFILE).expect("write profile");
+    (p, dir.join("run"))
+}
+
+/// A view showing the `hold` phase with its rates, percentiles and the host CPU.
+fn is_live_view(s: &str) -> bool {
+    let has = |w: &str| s.contains(w);
+    has("phase    hold (50/s)")
+        && has("left in run")
+        && has("rate     offered ")
+        && has("/s · achieved ")
+        && has("in flight ")
+        && has("latency  p50 ")
+        && has(" · p99 ")
+        && has("(last second)")
+        && has("outcomes ok ")
+        && has("target CPU ")
+}
+
+fn check_view(screen: &str) {
+    // The rates are numbers, the p99 a time.
+    let line = |prefix: &str| {
+        screen
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line:\n{screen}"))
+            .to_string()
+    };
+    let rate = line("rate");
+    let offered: u64 = rate
+        .split("offered ")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("offered rate: {rate}"));
+    assert!((20..=80).contains(&offered), "offered near 50/s: {rate}");
+    let lat = line("latency");
+    assert!(lat.contains("ms"), "p99 in ms: {lat}");
+    assert!(
+        lat.contains(['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█']),
+        "sparkline: {lat}"
+    );
+}
+
+#[test]
+fn brunt_run_on_a_terminal_shows_the_live_view_then_the_summary() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (profile, run) = setup(d.path());
+    let cmd = format!(
+        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
+        profile.display(),
+        run.display()
+    );
+    let tmux = Tmux::start("run", &cmd);
+    let view = tmux.wait_for(Duration::from_secs(30), "live view", is_live_view);
+    check_view(&view);
+    let end = tmux.wait_for(Duration::from_secs(60), "end of the run", |s| {
+        s.contains("EXIT ")
+    });
+    assert!(
+        end.contains("result: PASS") && end.contains("EXIT 0"),
+        "{end}"
+    );
+    // The view is cleared before the summary: no stale view lines after it.
+    let after = &end[end.find("result: PASS").unwrap()..];
+    assert!(!after.contains("left in run"), "{end}");
+}
+
+#[test]
+fn brunt_watch_shows_the_same_view_from_another_terminal_then_exits() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (profile, run) = setup(d.path());
+    // The run itself writes to pipes (a CI job, say); watch runs on a terminal.
+    let child = Command::new(BIN)
+        .arg("run")
+        .arg(&profile)
+        .arg("--out")
+        .arg(&run)
+        .arg("--quiet")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("brunt run starts");
+    let cmd = format!("{BIN} watch {}; echo EXIT $?; sleep 60", run.display());
+    let tmux = Tmux::start("watch", &cmd);
+    let view = tmux.wait_for(Duration::from_secs(30), "live view", is_live_view);
+    check_view(&view);
+    let end = tmux.wait_for(Duration::from_secs(60), "watch to exit", |s| {
+        s.contains("EXIT ")
+    });
+    let o = child.wait_with_output().expect("brunt run ends");
+    assert_eq!(o.status.code(), Some(exit::PASS), "{}", out(&o));
+    assert!(
+        end.contains("result: PASS") && end.contains("EXIT 0"),
+        "{end}"
+    );
+    assert!(end.contains("phase ") && end.contains("hold"), "{end}");
+
+    // Piped, after the end: the summary at once, with the run's exit code.
+    let o = Command::new(BIN)
+        .arg("watch")
+        .arg(&run)
+        .output()
+        .expect("brunt watch");
+    assert_eq!(o.status.code(), Some(exit::PASS), "{}", out(&o));
+    assert!(out(&o).contains("result: PASS"), "{}", out(&o));
+}
+
+#[test]
+fn brunt_watch_piped_prints_plain_lines_while_the_run_goes_on() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (profile, run) = setup(d.path());
+    let mut child = Command::new(BIN)
+        .arg("run")
+        .arg(&profile)
+        .arg("--out")
+        .arg(&run)
+        .arg("--quiet")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("brunt run starts");
+    let o = Command::new(BIN)
+        .arg("watch")
+        .arg(&run)
+        .output()
+        .expect("brunt watch");
+    let status = child.wait().expect("brunt run ends");
+    let text = out(&o);
+    assert_eq!(status.code(), Some(exit::PASS));
+    assert_eq!(o.status.code(), Some(exit::PASS), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "no escape codes when piped: {text}"
+    );
+    let plain: Vec<&str> = text.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(
+        plain
+            .iter()
+            .any(|l| l.contains("hold 50/s | offered ") && l.contains("p99 ")),
+        "plain progress lines: {text}"
+    );
+    assert!(text.contains("result: PASS"), "{text}");
+
+    // Nothing writing there: exit 2 after the wait, saying so.
+    let o = Command::new(BIN)
+        .arg("watch")
+        .arg(d.path().join("nothing"))
+        .args(["--wait", "1s"])
+        .output()
+        .expect("brunt watch");
+    assert_eq!(o.status.code(), Some(exit::BAD_INPUT), "{}", out(&o));
+    assert!(out(&o).contains("no run is writing here"), "{}", out(&o));
+}
+
+#[test]
+fn the_view_shows_blocked_threads_and_the_finding_of_the_newest_dump() {
+    let _g = load::serial();
+    let jdk = java::jdk17();
+    let marker = format!("live-view-{}", std::process::id());
+    let jvm = java::JavaProcess::start(
+        &jdk,
+        &["-Xmx256m"],
+        "com.brunt.target.Target",
+        &["--port", "0", "--workers", "16", "--marker", &marker],
+        "LISTENING ",
+    );
+    let port: u16 = jvm
+        .ready_line
+        .trim_start_matches("LISTENING ")
+        .trim()
+        .parse()
+        .expect("the target's port");
+    let d = tempfile::tempdir().expect("tempdir");
+    let profile = d.path().join("jvm.yaml");
+    // One monitor held 10 ms per request: ≈ 100/s at most; 150/s queues
+    // the 16 workers on it (BLOCKED) for the whole run.
+    std::fs::write(
+        &profile,
+        format!(
+            r#"
+name: live-jvm
+target: {{ url: "http://127.0.0.1:{port}", timeout: 10s }}
+requests: [ {{ path: "/contended?ms=10" }} ]
+load: {{ connections: 64 }}
+shape: {{ constant: {{ rate: 150/s, duration: 12s }} }}
+collectors:
+  transport: {{ kind: local }}
+  target: {{ pgrep: "java .*{marker}", port: {port}, jcmd: "{jcmd}" }}
+  collect:
+    - use: linux-host
+      probes: {{ host: {{ every: 1s }} }}
+    - use: jvm
+      probes: {{ thread-dump: {{ every: 2s, max: 8 }}, thread-dump-json: {{ enabled: false }}, heap: {{ enabled: false }}, jfr: {{ enabled: false }} }}
+"#,
+            jcmd = jdk.jcmd().display()
+        ),
+    )
+    .expect("write profile");
+    let run = d.path().join("run");
+    let cmd = format!(
+        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
+        profile.display(),
+        run.display()
+    );
+    let tmux = Tmux::start("jvm", &cmd);
+    // The newest frame's lines (the view redraws in place).
+    let last_line = |s: &str, prefix: &str| {
+        s.lines()
+            .rfind(|l| l.starts_with(prefix))
+            .unwrap_or("")
+            .to_string()
+    };
+    // The first dumps may show start-up contention (class initialisation);
+    // the steady state is the Inventory monitor.
+    let view = tmux.wait_for(
+        Duration::from_secs(40),
+        "BLOCKED threads in the view",
+        |s| {
+            let l = last_line(s, "server");
+            l.contains("threads BLOCKED in the last dump")
+                && l.contains("target CPU ")
+                && last_line(s, "finding").contains("BLOCKED on `com.brunt.target.Inventory`")
+        },
+    );
+    let server = last_line(&view, "server");
+    let blocked: usize = server
+        .split(" threads BLOCKED")
+        .next()
+        .and_then(|h| h.rsplit(" · ").next())
+        .and_then(|h| h.split(" of ").next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("blocked count: {server}\n---\n{view}"));
+    assert!(blocked >= 2, "workers queue on the monitor: {server}");
+    tmux.wait_for(Duration::from_secs(90), "end of the run", |s| {
+        s.contains("EXIT ")
+    });
+}
