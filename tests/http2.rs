@@ -405,11 +405,11 @@ fn target_http_reads_1_1_2_and_auto_quoted_or_not_and_refuses_others() {
             .unwrap_or_else(|| panic!("{bad} must be refused"));
         assert!(e.to_string().contains("HTTP version"), "{bad}: {e}");
     }
-    let e = Profile::from_yaml(
+    let Err(e) = Profile::from_yaml(
         "name: v\ntarget: { url: \"http://127.0.0.1:1\" }\nrequests: [ { path: / } ]\nload: { streams_per_connection: 0 }\nshape: { constant: { rate: 1/s, duration: 1s } }\n",
         std::path::Path::new("v.yaml"),
-    )
-    .err()
-    .expect("0 streams refused");
+    ) else {
+        panic!("0 streams must be refused");
+    };
     assert!(e.to_string().contains("streams_per_connection"), "{e}");
 }
