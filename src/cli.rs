@@ -58,6 +58,10 @@ enum Cmd {
         /// Print the analysis as JSON (the findings.json schema).
         #[arg(long)]
         json: bool,
+        /// Also draw the JFR recordings' CPU flame graph into OUT.svg (the
+        /// waiting one into OUT.wait.svg), each with its `.folded` stacks.
+        #[arg(long, value_name = "OUT.svg")]
+        flamegraph: Option<PathBuf>,
     },
     /// Watch the run writing DIR from another terminal: the live view (plain lines when piped), then its summary once it has ended.
     #[command(
@@ -139,6 +143,15 @@ struct RunArgs {
     /// Empty an existing run directory given with --out first (without it, a non-empty --out is refused).
     #[arg(long)]
     force: bool,
+    /// Serve live figures for Prometheus at http://ADDR/metrics while the run runs (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    metrics_listen: Option<String>,
+    /// Push live figures to this Prometheus remote-write URL every second (beats output.prometheus_remote_write).
+    #[arg(long, value_name = "URL")]
+    remote_write: Option<String>,
+    /// With --metrics-listen: after the run, wait at most this long for a scrape of the final figures.
+    #[arg(long, value_name = "DURATION", default_value = "15s")]
+    metrics_linger: String,
     /// Also write the gates as JUnit XML to FILE (one test case per gate), for CI.
     #[arg(long, value_name = "FILE")]
     junit: Option<PathBuf>,
@@ -408,7 +421,15 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             Ok(merged.exit_code())
         }
         Cmd::K8s(args) => k8s(args),
-        Cmd::Analyze { paths, json } => Ok(crate::report::analysis::analyze_cli(&paths, json)?),
+        Cmd::Analyze {
+            paths,
+            json,
+            flamegraph,
+        } => Ok(crate::report::analysis::analyze_cli(
+            &paths,
+            json,
+            flamegraph.as_deref(),
+        )?),
         Cmd::Watch { dir, wait } => watch(&dir, &wait),
         Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
         Cmd::Compare {
@@ -462,11 +483,24 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         Some(_) => return Err(BadInput(anyhow!("--start-at: expected Unix seconds")).into()),
         None => None,
     };
+    let metrics_listen = match &a.metrics_listen {
+        Some(s) => Some(s.parse::<std::net::SocketAddr>().map_err(|e| {
+            BadInput(anyhow!(
+                "--metrics-listen {s}: {e} (expected HOST:PORT, e.g. 127.0.0.1:9464)"
+            ))
+        })?),
+        None => None,
+    };
+    let metrics_linger = humantime::parse_duration(&a.metrics_linger)
+        .map_err(|e| BadInput(anyhow!("--metrics-linger {}: {e}", a.metrics_linger)))?;
     check_junit(a.junit.as_deref())?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_by = Arc::new(OnceLock::new());
     install_stop_signals(stop.clone(), stopped_by.clone());
     let opts = RunOptions {
+        metrics_listen,
+        remote_write: a.remote_write,
+        metrics_linger: Some(metrics_linger),
         target: a.target,
         out: a.out,
         time_scale: a.time_scale,

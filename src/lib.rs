@@ -3,7 +3,8 @@
 //!
 //! Data flows one way, and so do the imports (each module may import only
 //! those below it; `python3 ../shared/tools/module-cycles.py src` checks):
-//! profile → engine → metrics (the recorder) → judge → report, and
+//! profile → engine → metrics (the recorder) → judge → report (and
+//! metrics → export, the live Prometheus view), and
 //! collectors → diagnosis → evidence → judge → report. `run` wires one run
 //! together; `rundir` owns the files a run leaves.
 //!
@@ -13,6 +14,7 @@
 //! | [`run`] | one run end to end; the compiled run spec; `brunt report` | all below |
 //! | [`shard`] | `brunt merge` of shard run directories, `brunt k8s` manifests | judge, rundir, profile, metrics, budgets, vocab |
 //! | [`report`] | rendering only: terminal, `report.html`, `brunt compare` (and its `--fail-if` gate), `brunt analyze` output, JUnit XML, the live view and `brunt watch` | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
+//! | [`export`] | live export to Prometheus while a run runs: `/metrics` pull endpoint, remote-write push | metrics, vocab |
 //! | [`judge`] | the verdicts: budgets per scope, knee and cause, overload, spike, soak; `summary.json`'s content | rundir, evidence, profile, metrics, budgets, vocab |
 //! | [`rundir`] | the run directory's files: names, `run.json`, atomic writes, events, streaming readers, `evidence.json` | evidence, metrics, vocab |
 //! | [`evidence`] | server-side evidence as the judge reads it (series and findings on the run clock) | diagnosis, vocab |
@@ -32,6 +34,7 @@ pub mod demo;
 pub mod diagnosis;
 pub mod engine;
 pub mod evidence;
+pub mod export;
 pub mod judge;
 pub mod metrics;
 pub mod profile;

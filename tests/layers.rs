@@ -17,6 +17,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("engine", &["profile", "metrics", "vocab"]),
     ("evidence", &["diagnosis", "vocab"]),
     ("rundir", &["evidence", "metrics", "vocab"]),
+    ("export", &["metrics", "vocab"]),
     (
         "judge",
         &[
@@ -48,6 +49,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "diagnosis",
             "engine",
             "evidence",
+            "export",
             "judge",
             "metrics",
             "profile",

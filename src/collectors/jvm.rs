@@ -9,14 +9,20 @@ use serde_json::{json, Map, Value};
 
 use super::error::CollectorError;
 use super::quote::sh_quote;
-use super::transport::Transport;
+use super::transport::{Transport, HELPER_ENV};
 use crate::profile::collectors::TargetConfig;
 
 /// Processes that match a `pgrep -f` pattern only because the pattern is on
-/// their command line (the shell running our command, ssh, sudo).
+/// their command line (the shell running our command, ssh, sudo), and the JDK
+/// tools brunt's own probes start (a `jcmd` path may contain `java`).
 const NOT_TARGETS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ash", "ssh", "sshd", "sudo", "timeout", "pgrep",
+    "sh", "bash", "dash", "zsh", "ash", "ksh", "mksh", "ssh", "sshd", "sudo", "timeout", "pgrep",
+    "jcmd", "jstack", "jfr", "jps", "jinfo", "jmap",
 ];
+
+/// A word in the find-PID command itself: every shell and subshell running it
+/// (this lane's and the other lane's) has it on its command line.
+const FIND_MARK: &str = "brunt-find-pid";
 
 /// Find the target PID the config describes; Ok(None) when no process matches.
 pub fn find_pid(t: &mut dyn Transport, cfg: &TargetConfig) -> Result<Option<u32>, CollectorError> {
@@ -24,13 +30,9 @@ pub fn find_pid(t: &mut dyn Transport, cfg: &TargetConfig) -> Result<Option<u32>
         return Ok(Some(p));
     }
     if let Some(pat) = &cfg.pgrep {
-        // `$$` is the shell running this very command; its command line contains the pattern.
-        let cmd = format!(
-            "for p in $(pgrep -f -- {}); do [ \"$p\" != \"$$\" ] && echo \"$p $(cat /proc/$p/comm 2>/dev/null)\"; done; true",
-            sh_quote(pat)
-        );
+        let cmd = pgrep_command(pat);
         let out = t.exec(&cmd)?.check(&cmd)?;
-        return Ok(pick_pgrep(&out.stdout_str()));
+        return Ok(pick_pgrep(&out.stdout_str(), t.own_pid()));
     }
     if let Some(re) = &cfg.jcmd_match {
         let re = Regex::new(re)
@@ -42,12 +44,32 @@ pub fn find_pid(t: &mut dyn Transport, cfg: &TargetConfig) -> Result<Option<u32>
     Ok(None)
 }
 
-fn pick_pgrep(out: &str) -> Option<u32> {
+/// `pgrep -f PATTERN`, less what only matches because of brunt itself: the
+/// shell running this command (`$$`) and its subshells, the other lane's
+/// find-PID shells (both carry [`FIND_MARK`]), brunt's helpers and their
+/// children ([`HELPER_ENV`] in their environment; readable for our own user,
+/// which is what they run as), and processes gone before they could be read
+/// (a helper that ended between `pgrep` and here: no `comm`, no command line).
+/// Prints `PID COMM` per candidate.
+fn pgrep_command(pat: &str) -> String {
+    format!(
+        ": {FIND_MARK}; for p in $(pgrep -f -- {pat}); do \
+         [ \"$p\" = \"$$\" ] && continue; \
+         c=$(cat /proc/$p/comm 2>/dev/null) || continue; \
+         case \"$(tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null)\" in ''|*{FIND_MARK}*) continue;; esac; \
+         tr '\\0' '\\n' < /proc/$p/environ 2>/dev/null | grep -q '^{HELPER_ENV}=' && continue; \
+         echo \"$p $c\"; done; true",
+        pat = sh_quote(pat)
+    )
+}
+
+/// The first candidate that is not a shell, a JDK tool or brunt itself.
+fn pick_pgrep(out: &str, own_pid: Option<u32>) -> Option<u32> {
     out.lines().find_map(|l| {
         let mut it = l.split_whitespace();
         let pid = it.next()?.parse::<u32>().ok()?;
         let comm = it.next().unwrap_or("");
-        (!NOT_TARGETS.contains(&comm)).then_some(pid)
+        (!NOT_TARGETS.contains(&comm) && Some(pid) != own_pid).then_some(pid)
     })
 }
 
@@ -60,6 +82,13 @@ fn pick_jcmd(out: &str, re: &Regex) -> Option<u32> {
         let pid = pid.parse::<u32>().ok()?;
         re.is_match(rest).then_some(pid)
     })
+}
+
+/// Is process `pid` still there? (`/proc/PID` exists: any user's process, no attach.)
+pub fn alive(t: &mut dyn Transport, pid: u32) -> Result<bool, CollectorError> {
+    let cmd = format!("[ -d /proc/{pid} ] && echo alive || echo gone");
+    let out = t.exec(&cmd)?.check(&cmd)?;
+    Ok(out.stdout_str().trim() == "alive")
 }
 
 /// Major version of the JVM at `pid` (`jcmd PID VM.version`).
@@ -187,7 +216,9 @@ mod tests {
             parse_major("1:\nOpenJDK 64-Bit Server VM version 17.0.16+8-Debian-1deb12u1\n"),
             Some(17)
         );
-        assert_eq!(pick_pgrep("900 bash\n901 java\n"), Some(901));
+        assert_eq!(pick_pgrep("900 bash\n901 java\n", None), Some(901));
+        assert_eq!(pick_pgrep("900 jcmd\n901 java\n", Some(901)), None);
+        assert_eq!(pick_pgrep("", None), None);
         let re = Regex::new("JavaTarget").unwrap();
         assert_eq!(
             pick_jcmd(

@@ -8,6 +8,7 @@
 //! | [`transport`] | `local`, `ssh` (libssh2), `openssh`, command prefix: one file each |
 //! | [`host`] | the `proc-host` parser (`/proc` in one command per sample) |
 //! | [`jvm`] | target PID discovery, JVM version, `gc-heap-info` parser |
+//! | [`prometheus`] | the Prometheus source: named PromQL queries on a thread of their own |
 //! | [`generator`] | brunt's own CPU/RSS and scheduler lag; the "saturated" verdict |
 //! | [`store`] | `diagnostics/*.jsonl` streams, artifact names, phase tracking |
 //! | `engine` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
@@ -28,6 +29,7 @@ pub mod error;
 pub mod generator;
 pub mod host;
 pub mod jvm;
+pub mod prometheus;
 pub mod quote;
 pub mod store;
 pub mod transport;
@@ -125,6 +127,10 @@ pub struct GapInfo {
     pub reason: String,
     /// Probe runs that could not happen during the gap.
     pub missed: u64,
+    /// The probe whose data is missing (a JFR recording lost with its JVM);
+    /// absent when the whole lane was down.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -147,6 +153,7 @@ pub struct PidInfo {
 pub struct CollectorSet {
     observer: Arc<CollectorObserver>,
     engines: Vec<JoinHandle<EngineReport>>,
+    prometheus: Option<(Sender<()>, JoinHandle<prometheus::Report>)>,
     generator: Option<generator::Generator>,
     transport: String,
 }
@@ -210,6 +217,9 @@ pub fn validate(
             "remote_dir must be an absolute path on the target, not `{}`",
             cfg.remote_dir
         )));
+    }
+    if let Some(p) = &cfg.prometheus {
+        prometheus::compile(p, base_dir)?;
     }
     if let Some(pat) = &cfg.target.jcmd_match {
         regex::Regex::new(pat)
@@ -298,6 +308,31 @@ pub fn start(
         engines.push(h);
     }
 
+    let prometheus = match &cfg.prometheus {
+        Some(p) => {
+            let src = prometheus::Source {
+                mode: p.mode,
+                url: p.url.clone(),
+                token: p
+                    .bearer_token_env
+                    .as_ref()
+                    .and_then(|v| std::env::var(v).ok()),
+                every: p.every,
+                queries: prometheus::compile(p, ctx.base_dir.as_deref())?,
+                tracker: tracker.clone(),
+                diag_dir: diag.clone(),
+            };
+            let (tx, rx) = channel();
+            let h = thread::Builder::new()
+                .name("brunt-prometheus".into())
+                .spawn(move || src.run(rx))
+                .map_err(|e| {
+                    CollectorError::Other(format!("spawning the prometheus source: {e}"))
+                })?;
+            Some((tx, h))
+        }
+        None => None,
+    };
     let generator = if cfg.generator.enabled {
         Some(generator::Generator::start(
             &cfg.generator,
@@ -319,6 +354,7 @@ pub fn start(
             saturated: generator.as_ref().map(|g| g.saturated_now()),
         }),
         engines,
+        prometheus,
         generator,
         transport,
     })
@@ -362,6 +398,15 @@ impl CollectorSet {
                 }
             }
             rep.triggers = rep.triggers.max(r.triggers);
+        }
+        if let Some((stop, h)) = self.prometheus.take() {
+            let _ = stop.send(());
+            if let Ok(r) = h.join() {
+                rep.streams.extend(r.stream);
+                rep.gaps.extend(r.gaps);
+                rep.errors.extend(r.errors);
+                rep.errors_total += r.errors_total;
+            }
         }
         rep.artifacts.sort_by(|a, b| a.t.total_cmp(&b.t));
         rep.gaps.sort_by(|a, b| a.from_t.total_cmp(&b.from_t));

@@ -3,11 +3,13 @@
 //! `name`, `stack`; JDK 25 adds `state`, `blockedOn`, `waitingOn`,
 //! `parkBlocker`, `monitorsOwned`, `carrier`, `virtual`. Read leniently:
 //! unknown fields are ignored, a malformed thread is skipped with a warning.
+//! Where a dump carries no state (JDK 21), it is inferred from the top frames
+//! when they make it certain ([`infer_state`]) and marked as inferred.
 
 use serde_json::Value;
 
 use super::model::{
-    split_frame, DumpFormat, LockKind, LockLine, ThreadDump, ThreadInfo, ThreadState,
+    split_frame, DumpFormat, Frame, LockKind, LockLine, ThreadDump, ThreadInfo, ThreadState,
 };
 use super::DiagError;
 
@@ -100,6 +102,43 @@ fn str_or_num(v: Option<&Value>) -> Option<String> {
     })
 }
 
+/// The state the top frames make certain: parked (`LockSupport.park` →
+/// WAITING, `parkNanos`/`parkUntil` → TIMED_WAITING), sleeping
+/// (TIMED_WAITING), in `Object.wait` (WAITING: timed or not, the stack
+/// cannot tell), or in a native method other than those (RUNNABLE, as
+/// HotSpot reports native code). Anything else stays unknown: a thread
+/// blocked entering a monitor looks like one running its frame.
+pub fn infer_state(frames: &[Frame]) -> Option<ThreadState> {
+    let top = frames.first()?;
+    for f in frames.iter().take(8) {
+        let m = f.method.as_str();
+        if m == "java.util.concurrent.locks.LockSupport.park" {
+            return Some(ThreadState::Waiting);
+        }
+        if m.starts_with("java.util.concurrent.locks.LockSupport.park") {
+            return Some(ThreadState::TimedWaiting);
+        }
+        if m.starts_with("java.lang.Thread.sleep") || m == "java.lang.VirtualThread.sleepNanos" {
+            return Some(ThreadState::TimedWaiting);
+        }
+        if m.starts_with("java.lang.Object.wait") {
+            return Some(ThreadState::Waiting);
+        }
+        // Only the JDK's own park/wait machinery may sit above those frames.
+        let machinery = m.starts_with("jdk.internal.misc.")
+            || m.starts_with("java.lang.VirtualThread.")
+            || m.starts_with("java.lang.System$")
+            || m.starts_with("jdk.internal.vm.Continuation");
+        if !machinery {
+            break;
+        }
+    }
+    (top.location == "Native Method"
+        && !top.method.starts_with("jdk.internal.misc.Unsafe.park")
+        && !top.method.starts_with("java.lang.Object.wait"))
+    .then_some(ThreadState::Runnable)
+}
+
 fn thread(t: &Value) -> Option<ThreadInfo> {
     let name = t.get("name")?.as_str()?.to_string();
     let mut info = ThreadInfo {
@@ -121,6 +160,10 @@ fn thread(t: &Value) -> Option<ThreadInfo> {
         .get("state")
         .and_then(Value::as_str)
         .map(ThreadState::parse);
+    if info.state.is_none() {
+        info.state = infer_state(&info.frames);
+        info.state_inferred = info.state.is_some();
+    }
     info.is_virtual = t
         .get("virtual")
         .and_then(Value::as_bool)

@@ -10,6 +10,7 @@
 //! | [`json`] | `Thread.dump_to_file -format=json` |
 //! | [`pinning`] | `-Djdk.tracePinnedThreads` output |
 //! | [`jfr`] | JFR recordings (own streaming parser; why: see its doc) |
+//! | [`flame`] | flame graphs of recordings: `.folded` stacks, SVG, differential |
 //! | [`findings`] | what it all means: contention, pool waits, pinning, deadlocks, clusters, persistence |
 //!
 //! Input from outside never panics the parser: unreadable parts become
@@ -43,6 +44,7 @@
 //! ```
 
 pub mod findings;
+pub mod flame;
 pub mod jfr;
 pub mod json;
 pub mod model;
@@ -131,6 +133,10 @@ pub struct Analysis {
     pub dumps: Vec<DumpStates>,
     /// Heap before/after GC from JFR recordings, in time order.
     pub heap: Vec<HeapSample>,
+    /// Collapsed stacks of the recordings, per phase and kind (not in
+    /// `findings.json`: they are written beside the recording, see [`flame`]).
+    #[serde(skip)]
+    pub flames: Vec<jfr::FoldedStacks>,
 }
 
 pub const ANALYSIS_VERSION: u32 = 1;
@@ -225,6 +231,13 @@ fn parse_file(
         }
     }
     Err(DiagError::Unrecognized { file: name })
+}
+
+/// Flame-graph files brunt wrote beside a recording: outputs, not inputs.
+fn is_flame_output(p: &Path) -> bool {
+    p.extension()
+        .and_then(|x| x.to_str())
+        .is_some_and(|x| flame::OUTPUT_EXTENSIONS.contains(&x))
 }
 
 /// How much of a file's start decides whether it is text at all.
@@ -341,7 +354,7 @@ fn expand(path: &Path, out: &mut Vec<PathBuf>, depth: u32) -> Result<(), DiagErr
     for e in entries {
         if e.is_dir() {
             expand(&e, out, depth + 1)?;
-        } else {
+        } else if !is_flame_output(&e) {
             out.push(e);
         }
     }
@@ -415,9 +428,10 @@ impl Analysis {
         }
         a.add_dumps(dumps, opts);
         a.findings.extend(findings::pinning_findings(&pins));
-        for r in &recs {
+        for r in &mut recs {
             a.findings.extend(findings::jfr_findings(r));
             a.heap.extend(r.heap.iter().cloned());
+            a.flames.append(&mut r.flames);
         }
         a.heap.sort_by(|x, y| x.unix.total_cmp(&y.unix));
         // Most severe first; stable, so each kind keeps its own ranking.

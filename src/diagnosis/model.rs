@@ -118,6 +118,10 @@ pub struct ThreadInfo {
     pub id: Option<u64>,
     pub daemon: bool,
     pub state: Option<ThreadState>,
+    /// True when `state` was inferred from the top frames (JDK 21 JSON dumps
+    /// print none): parked, sleeping, in `Object.wait`, or in a native method.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub state_inferred: bool,
     /// What follows the state: `on object monitor`, `parking`, `sleeping`.
     pub state_detail: Option<String>,
     /// The header's trailing words: `waiting for monitor entry`, `runnable`, `in Object.wait()`.

@@ -1,5 +1,7 @@
-//! The cause at a stress run's first breaking step: saturation, contention,
-//! a saturated generator, or unknown when the server side was not watched.
+//! The cause at a stress run's first breaking step: a saturated generator
+//! (brunt's own figures, judged first), else from the server side —
+//! saturation, contention, inconclusive — or unknown when nothing from the
+//! target was seen: no server-side cause is ever claimed without its evidence.
 
 use super::knee::StressResult;
 use super::rules::opt_pct;
@@ -17,14 +19,17 @@ pub(super) fn classify(
     st: &StressResult,
     have_server: bool,
 ) -> (Cause, String) {
+    // brunt's own figures: they need no server side, and a saturated
+    // generator discredits the latencies whatever the server did.
+    if let Some(c) = generator_saturated(step) {
+        return c;
+    }
+    // No CPU, thread or lock figure from the target: claim nothing about it.
     if !have_server {
         return (
             Cause::Unknown,
-            ". Cause unknown: no server-side data (configure collectors to see the target's CPU, threads and locks)".into(),
+            ". Cause unknown: no server-side data (no collectors configured, or they never reached the target — see `server_side`): the target's CPU, threads and locks were not seen".into(),
         );
-    }
-    if let Some(c) = generator_saturated(step) {
-        return c;
     }
     let latency_broke = st.breached.iter().any(|v| v.latency);
     let rising = latency_broke || prev.is_some_and(|p| step.p99_ms > 1.5 * p.p99_ms.max(0.001));
@@ -125,5 +130,64 @@ fn by_target_cpu(step: &StepRow, rising: bool, lock_like: bool, seen: &Seen) -> 
             Cause::Inconclusive,
             format!(": no target CPU samples in this step; inconclusive{threads}{finding}"),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(cpu: Option<f64>, gen_cpu: f64) -> StepRow {
+        StepRow {
+            name: "step-2".into(),
+            label: "200/s".into(),
+            level: Some(200.0),
+            offered_rate: 200.0,
+            achieved_rate: 150.0,
+            p50_ms: 5.0,
+            p95_ms: 300.0,
+            p99_ms: 900.0,
+            max_ms: 1000.0,
+            errors: 0,
+            error_rate: 0.0,
+            within_budget: false,
+            target_cpu_pct: cpu,
+            target_process_cpu_pct: None,
+            generator_cpu_pct: Some(gen_cpu),
+            generator_lag_ms: Some(0.5),
+            threads: Default::default(),
+            top_finding: None,
+        }
+    }
+
+    fn breach() -> StressResult {
+        StressResult {
+            knee: Some("step-1".into()),
+            knee_level: Some(100.0),
+            first_breach: Some("step-2".into()),
+            first_breach_level: Some(200.0),
+            breached: vec![],
+            expect_capacity: None,
+        }
+    }
+
+    #[test]
+    fn no_server_side_claims_no_server_cause() {
+        let prev = step(None, 10.0);
+        let (c, why) = classify(&step(None, 10.0), Some(&prev), &breach(), false);
+        assert_eq!(c, Cause::Unknown, "{why}");
+        assert!(why.contains("no server-side data"), "{why}");
+        for claim in ["saturation", "contention", "target CPU "] {
+            assert!(
+                !why.contains(claim),
+                "claims `{claim}` without evidence: {why}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_saturated_generator_is_said_without_server_data() {
+        let (c, why) = classify(&step(None, 99.0), None, &breach(), false);
+        assert_eq!(c, Cause::GeneratorSaturated, "{why}");
     }
 }

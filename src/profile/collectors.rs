@@ -34,6 +34,73 @@ pub struct CollectorsConfig {
     /// Directory on the target for files that are downloaded then removed.
     #[serde(default = "d_remote_dir")]
     pub remote_dir: String,
+    /// PromQL queries against a Prometheus server during the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus: Option<PrometheusSource>,
+}
+
+/// `collectors.prometheus`: named PromQL instant queries every `every`,
+/// each landing in `evidence.json` as a series.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrometheusSource {
+    /// Base URL of the Prometheus server, e.g. `http://prometheus:9090`.
+    pub url: String,
+    /// Environment variable holding a bearer token (sent as `Authorization: Bearer …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env: Option<String>,
+    /// `instant` (default): every query every `every` during the run;
+    /// `range`: one range query per query when the load has ended, at `every` steps.
+    #[serde(default)]
+    pub mode: PromMode,
+    /// How often every query runs (the step of a range query).
+    #[serde(default = "d_prom_every", with = "humantime_serde")]
+    pub every: Duration,
+    /// Value of `{instance}` in queries (a regex on the `instance` label).
+    #[serde(default = "d_prom_instance")]
+    pub instance: String,
+    /// Value of `{window}` in queries (the range of `rate(…[{window}])`).
+    #[serde(default = "d_prom_window")]
+    pub window: String,
+    /// Query sets: built-in names (`prometheus-node`, `prometheus-jvm`) or paths.
+    #[serde(default, rename = "use")]
+    pub use_: Vec<String>,
+    /// Queries of the profile itself.
+    #[serde(default)]
+    pub queries: Vec<PromQuery>,
+}
+
+/// When the Prometheus source asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromMode {
+    #[default]
+    Instant,
+    Range,
+}
+
+/// One named PromQL query: it must give one number (a scalar, or a vector
+/// of one element: aggregate with `sum`, `avg`, `max`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromQuery {
+    /// Letters, digits, `-`, `_`.
+    pub name: String,
+    pub query: String,
+    /// The evidence series it feeds, e.g. `target.host_cpu_pct` (the knee's
+    /// cause reads it) or `target.pool_waiters` (pool evidence); default `prometheus.<name>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<String>,
+}
+
+fn d_prom_every() -> Duration {
+    Duration::from_secs(5)
+}
+fn d_prom_instance() -> String {
+    ".+".into()
+}
+fn d_prom_window() -> String {
+    "30s".into()
 }
 
 impl Default for CollectorsConfig {
@@ -46,6 +113,7 @@ impl Default for CollectorsConfig {
             trigger_p99: None,
             trigger_cooldown: d_trigger_cooldown(),
             remote_dir: d_remote_dir(),
+            prometheus: None,
         }
     }
 }

@@ -447,6 +447,14 @@ pub struct OutputSpec {
     /// Parent folder of run directories (default `runs/`).
     #[serde(default)]
     pub dir: Option<PathBuf>,
+    /// Push live figures to this Prometheus remote-write URL every second
+    /// (e.g. `http://prometheus:9090/api/v1/write`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_remote_write: Option<String>,
+    /// Environment variable holding a bearer token for remote-write
+    /// (sent as `Authorization: Bearer …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prometheus_remote_write_token_env: Option<String>,
 }
 
 /// The dotted key path of a block-style YAML line (`shape.constant.duration`),

@@ -1,8 +1,10 @@
 //! `brunt analyze`: the terminal text of a diagnosis [`Analysis`], and the
 //! command itself (diagnosis only reads and judges; printing lives here).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use crate::diagnosis::flame::{self, FlameError};
+use crate::diagnosis::jfr::FlameKind;
 use crate::diagnosis::{Analysis, Detail, DiagError, InputKind, Options};
 
 /// The terminal report of an analysis: inputs with their warnings, then findings.
@@ -48,6 +50,34 @@ pub fn render_text(a: &Analysis) -> String {
                     s.push_str(&format!("             at {fr}\n"));
                 }
             }
+            Detail::HotMethods {
+                app_self,
+                app_total,
+                samples,
+                ..
+            } if !app_self.is_empty() => {
+                s.push_str("           application frames, self (of all samples):\n");
+                for h in app_self.iter().take(5) {
+                    let jdk = h
+                        .jdk_top
+                        .as_ref()
+                        .map(|(f, n)| format!("  in `{f}` ×{n}"))
+                        .unwrap_or_default();
+                    s.push_str(&format!(
+                        "             {:>6} {:>5.1}%  {}{jdk}\n",
+                        h.samples,
+                        100.0 * h.samples as f64 / (*samples).max(1) as f64,
+                        h.method
+                    ));
+                }
+                s.push_str("           application frames, total:\n");
+                for (m, n) in app_total.iter().take(5) {
+                    s.push_str(&format!(
+                        "             {n:>6} {:>5.1}%  {m}\n",
+                        100.0 * *n as f64 / (*samples).max(1) as f64
+                    ));
+                }
+            }
             Detail::Deadlock { cycle } => {
                 for e in cycle {
                     s.push_str(&format!(
@@ -65,9 +95,15 @@ pub fn render_text(a: &Analysis) -> String {
     s
 }
 
-/// `brunt analyze FILE… [--json]`: prints the analysis to stdout. Returns the
-/// exit code: 0 analysed, 2 when no input could be read (bad input).
-pub fn analyze_cli(paths: &[PathBuf], json: bool) -> anyhow::Result<i32> {
+/// `brunt analyze FILE… [--json] [--flamegraph OUT.svg]`: prints the
+/// analysis to stdout. Returns the exit code: 0 analysed, 2 when no input
+/// could be read (bad input) or a flame graph was asked of inputs without
+/// JFR stacks.
+pub fn analyze_cli(
+    paths: &[PathBuf],
+    json: bool,
+    flamegraph: Option<&Path>,
+) -> anyhow::Result<i32> {
     match Analysis::from_paths(paths, &Options::default()) {
         Ok(a) => {
             if json {
@@ -75,7 +111,10 @@ pub fn analyze_cli(paths: &[PathBuf], json: bool) -> anyhow::Result<i32> {
             } else {
                 print!("{}", render_text(&a));
             }
-            Ok(0)
+            match flamegraph {
+                Some(out) => write_flamegraphs(&a, out),
+                None => Ok(0),
+            }
         }
         Err(e @ (DiagError::NoInput(_) | DiagError::Io { .. })) => {
             eprintln!("brunt analyze: {e}");
@@ -83,4 +122,48 @@ pub fn analyze_cli(paths: &[PathBuf], json: bool) -> anyhow::Result<i32> {
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// `--flamegraph OUT.svg`: the CPU graph of every recording given (stacks
+/// added) into OUT.svg, the waiting graph into OUT.wait.svg, each with its
+/// `.folded` stacks beside it; the files written go to stderr.
+fn write_flamegraphs(a: &Analysis, out: &Path) -> anyhow::Result<i32> {
+    let mut wrote = 0;
+    for kind in [FlameKind::Cpu, FlameKind::Wait] {
+        let stacks = flame::merge(
+            a.flames
+                .iter()
+                .filter(|f| f.kind == Some(kind))
+                .map(|f| &f.stacks),
+        );
+        let path = match kind {
+            FlameKind::Cpu => out.to_path_buf(),
+            FlameKind::Wait => out.with_extension("wait.svg"),
+        };
+        let title = format!(
+            "{} ({} {})",
+            flame::kind_title(kind),
+            flame::total(&stacks),
+            kind.unit()
+        );
+        match flame::svg(&stacks, &title, kind, true) {
+            Ok(svg) => {
+                std::fs::write(&path, svg)?;
+                let folded = path.with_extension("folded");
+                std::fs::write(&folded, flame::to_folded(&stacks))?;
+                eprintln!("wrote {} and {}", path.display(), folded.display());
+                wrote += 1;
+            }
+            Err(FlameError::Empty(k)) => eprintln!(
+                "no {k} stacks in the inputs: {} not written",
+                path.display()
+            ),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if wrote == 0 {
+        eprintln!("brunt analyze: --flamegraph needs a JFR recording with execution samples or waiting events");
+        return Ok(2);
+    }
+    Ok(0)
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::budgets::Status;
-use crate::judge::summary::ScopeSummary;
+use crate::judge::summary::{ScopeSummary, ServerSideStatus};
 use crate::judge::trend::per_hour;
 use crate::judge::{LatencySplit, StressResult, Summary, Verdicts};
 use crate::vocab::{ShapeKind, WindowStats, WARMUP};
@@ -54,6 +54,7 @@ pub fn render(s: &Summary) -> String {
     for n in &s.notes {
         let _ = writeln!(judged, "note: {n}");
     }
+    server_side(&mut judged, s);
     gates(&mut judged, s);
     // What an interrupted run met, it met only up to the stop: not a PASS.
     if s.interrupted {
@@ -82,6 +83,15 @@ pub(crate) fn met_not_pass(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Said whenever the server side was not fully seen: the causes and leak
+/// verdicts above rest on it.
+fn server_side(o: &mut String, s: &Summary) {
+    let ss = s.server_side();
+    if ss.status != ServerSideStatus::Ok {
+        let _ = writeln!(o, "{}", ss.text);
+    }
 }
 
 /// The result in words: never PASS for an interrupted run, and a FAIL names
@@ -407,12 +417,6 @@ fn verdicts(o: &mut String, v: &Verdicts) {
                         .unwrap_or_default()
             );
         }
-    }
-    if !v.server_side && v.stress.is_none() {
-        let _ = writeln!(
-            o,
-            "  (no server-side collectors configured: causes and leaks cannot be attributed)"
-        );
     }
 }
 

@@ -59,6 +59,8 @@ pub enum RunError {
     Internal(String),
     #[error("{0}")]
     Invalid(String),
+    #[error(transparent)]
+    Export(#[from] crate::export::ExportError),
 }
 
 impl RunError {
@@ -122,6 +124,13 @@ pub struct RunOptions {
     /// `--force`: an existing run directory at `out` is emptied first
     /// (without it, a non-empty `out` is refused).
     pub force: bool,
+    /// `--metrics-listen`: serve live figures at `/metrics` (Prometheus pull).
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// `--remote-write URL`: push live figures (beats `output.prometheus_remote_write`).
+    pub remote_write: Option<String>,
+    /// After the run, wait at most this long for a scrape of the final
+    /// figures (default 15 s, Prometheus' default scrape interval).
+    pub metrics_linger: Option<std::time::Duration>,
 }
 
 /// What a run leaves.
@@ -237,10 +246,97 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
     let clock = RunClock::now();
     let meta = run_meta(&spec.profile, &url, &plan, &cfg, &clock, scale, &opts);
     rundir::write_json(&dir.join(rundir::RUN_JSON), &meta)?;
-    let outcome = load(&spec, &plan, &cfg, &dir, clock, &opts)?;
+    let exporter = start_export(&spec, &plan, &cfg, &dir, &opts)?;
+    let outcome = load(&spec, &plan, &cfg, &dir, clock, &opts, exporter.clone())?;
     drop(demo);
     let summary = finish(&spec, &dir, meta, &plan, clock, outcome, &opts)?;
+    if let Some(e) = exporter {
+        finish_export(&e, opts.progress);
+    }
     Ok(RunResult { dir, summary })
+}
+
+/// The live exporter, when `--metrics-listen` or a remote-write URL asks for one.
+fn start_export(
+    spec: &RunSpec,
+    plan: &Plan,
+    cfg: &EngineConfig,
+    dir: &Path,
+    opts: &RunOptions,
+) -> Result<Option<Arc<crate::export::Exporter>>, RunError> {
+    let remote_write = opts
+        .remote_write
+        .clone()
+        .or_else(|| spec.profile.output.prometheus_remote_write.clone());
+    if opts.metrics_listen.is_none() && remote_write.is_none() {
+        return Ok(None);
+    }
+    let remote_write_token = match &spec.profile.output.prometheus_remote_write_token_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .ok_or_else(|| {
+                    RunError::Invalid(format!(
+                        "output.prometheus_remote_write_token_env: environment variable {var} is not set"
+                    ))
+                })?,
+        ),
+        None => None,
+    };
+    let export = crate::export::ExportConfig {
+        listen: opts.metrics_listen,
+        remote_write,
+        remote_write_token,
+        labels: crate::export::Labels {
+            run: run_label(&spec.profile.name, dir, opts),
+            shard: format!("{}/{}", opts.shard.index + 1, opts.shard.count.max(1)),
+            phases: plan.phases.iter().map(|p| p.info.name.clone()).collect(),
+            requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
+        },
+        linger: opts
+            .metrics_linger
+            .unwrap_or(std::time::Duration::from_secs(15)),
+        say: opts.progress != Progress::Quiet,
+    };
+    let e = crate::export::Exporter::start(export).map_err(|e| match e {
+        crate::export::ExportError::BadUrl(_) => RunError::Invalid(e.to_string()),
+        other => RunError::Export(other),
+    })?;
+    if let (Some(a), true) = (e.local_addr(), opts.progress != Progress::Quiet) {
+        eprintln!("metrics: http://{a}/metrics");
+    }
+    Ok(Some(Arc::new(e)))
+}
+
+/// The `run` label: the run directory's name; for shards stepping together
+/// (`--start-at`), the profile's name and that start, so every shard's
+/// series carry the same value and Grafana sums them.
+fn run_label(profile: &str, dir: &Path, opts: &RunOptions) -> String {
+    let start = opts
+        .start_at
+        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok());
+    match start {
+        Some(t) if opts.shard.count > 1 => format!("{}-{}", sanitize(profile), t.as_secs()),
+        _ => dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| sanitize(profile)),
+    }
+}
+
+/// Push the final figures and give a scraping Prometheus its last look.
+fn finish_export(e: &crate::export::Exporter, progress: Progress) {
+    let r = e.finish();
+    if r.push_failures > 0 {
+        eprintln!(
+            "warning: remote-write: {} of {} pushes failed",
+            r.push_failures, r.pushes
+        );
+    }
+    if e.local_addr().is_some() && !r.final_scraped && progress != Progress::Quiet {
+        eprintln!("metrics: the final figures were not scraped before the endpoint closed");
+    }
 }
 
 /// An existing, non-empty `--out` would mix two runs (and diagnose the old
@@ -338,6 +434,7 @@ fn load(
     dir: &Path,
     clock: RunClock,
     opts: &RunOptions,
+    export: Option<Arc<crate::export::Exporter>>,
 ) -> Result<LoadOutcome, RunError> {
     let stop = opts.stop.clone().unwrap_or_default();
     // Collectors watch the target from their own threads; in a sharded run
@@ -373,6 +470,7 @@ fn load(
         stop: stop.clone(),
         observers: observers.clone(),
         progress: resolve_progress(opts.progress),
+        export,
     };
     let hlog = HlogWriter::create(
         &dir.join(rundir::LATENCY_LOG),
@@ -450,7 +548,7 @@ fn finish(
     summary.set_stop_kind(kind);
     summary.set_generator(out.recorded.generator);
     if let Some(c) = out.collectors {
-        summary.collectors = serde_json::to_value(c).ok();
+        summary.set_collectors(serde_json::to_value(c).ok());
     }
     if let Some(a) = &analysis {
         summary.findings = serde_json::to_value(&a.findings).ok();
@@ -518,6 +616,10 @@ fn diagnose(
         Ok(a) => {
             if let Err(e) = a.write_findings_json(dir) {
                 eprintln!("warning: {}: {e}", rundir::FINDINGS);
+            }
+            // Flame graphs per phase beside each recording (report.html embeds them).
+            if let Err(e) = crate::diagnosis::flame::write_beside(&a.flames) {
+                eprintln!("warning: flame graphs: {e}");
             }
             Some(a)
         }

@@ -76,12 +76,12 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     s.set_stop_kind(kind);
     s.set_generator(generator);
     if let Some(o) = old {
-        s.collectors = o.collectors;
+        s.set_collectors(o.collectors);
         s.findings = o.findings;
     }
     if s.collectors.is_none() {
         if let Some(c) = collectors_from_files(&diag_dir, &collectors_cfg) {
-            s.collectors = serde_json::to_value(c).ok();
+            s.set_collectors(serde_json::to_value(c).ok());
             s.notes.push(format!(
                 "collectors: rebuilt from {}/ (the run ended before writing its summary): errors_total counts the logged errors only",
                 rundir::DIAGNOSTICS
@@ -222,8 +222,18 @@ fn events_into(c: &mut CollectorsSummary, rows: impl Iterator<Item = Value>) {
                     to_t: t,
                     reason,
                     missed: v.get("missed").and_then(Value::as_u64).unwrap_or(0),
+                    probe: None,
                 });
             }
+            // One probe's data lost (a JFR recording with its JVM).
+            Some("gap") => c.gaps.push(GapInfo {
+                lane,
+                from_t: v.get("from_t").and_then(Value::as_f64).unwrap_or(t),
+                to_t: v.get("to_t").and_then(Value::as_f64).unwrap_or(t),
+                reason: s("reason"),
+                missed: v.get("missed").and_then(Value::as_u64).unwrap_or(0),
+                probe: Some(s("probe")),
+            }),
             _ => {}
         }
     }
@@ -234,6 +244,7 @@ fn events_into(c: &mut CollectorsSummary, rows: impl Iterator<Item = Value>) {
             to_t: last_t.max(from_t),
             reason: format!("{why} (still down when the log ends)"),
             missed: 0,
+            probe: None,
         });
     }
 }

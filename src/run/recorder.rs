@@ -33,6 +33,8 @@ pub(super) struct Recording {
     pub stop: Arc<AtomicBool>,
     pub observers: Vec<Arc<dyn RunObserver>>,
     pub progress: Progress,
+    /// Live export to Prometheus: gets every window as it is written.
+    pub export: Option<Arc<crate::export::Exporter>>,
 }
 
 pub(super) struct Recorded {
@@ -192,6 +194,9 @@ impl Recording {
                         });
                     }
                 };
+                if let Some(e) = &self.export {
+                    e.window(&w, stats.in_flight);
+                }
                 for o in &self.observers {
                     o.window(&stats);
                 }

@@ -4,7 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES};
+use super::{
+    RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES,
+    PROMETHEUS_SAMPLES,
+};
 use crate::evidence::ServerSide;
 use crate::vocab::series::{self, Series};
 
@@ -122,6 +125,41 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
             // The saturation signal: a worker's event loop that never rests.
             push(series::GENERATOR_WORKER_BUSY, t, Some(s.busy_pct));
         }
+    }
+    // The Prometheus source: each row names the series it feeds.
+    let mut waiting = Vec::new();
+    for_rows(&diag.join(PROMETHEUS_SAMPLES), |t, r| {
+        let (Some(name), Some(v)) = (
+            r.get("series").and_then(|s| s.as_str()),
+            r.get("value").and_then(|v| v.as_f64()),
+        ) else {
+            return;
+        };
+        if !v.is_finite() {
+            return;
+        }
+        if name == series::TARGET_POOL_WAITERS.name && v >= 1.0 {
+            let q = r.get("query").and_then(|q| q.as_str()).unwrap_or("?");
+            waiting.push((t, v, q.to_string()));
+        }
+        out.series
+            .entry(series::current_name(name).to_string())
+            .or_default()
+            .push((t, v));
+    });
+    // Threads waiting for a pooled connection are pool evidence for the
+    // knee's cause, as a thread dump's pool-borrow stacks are.
+    for (t, v, q) in waiting {
+        out.findings.push(crate::evidence::FindingRef {
+            at_s: t,
+            phase: None,
+            severity: "warning".into(),
+            kind: "pool".into(),
+            summary: format!(
+                "{v:.0} threads waiting for a pooled connection (Prometheus query `{q}`)"
+            ),
+            evidence: Some(format!("{DIAGNOSTICS}/{PROMETHEUS_SAMPLES}")),
+        });
     }
     out
 }

@@ -502,7 +502,7 @@ fn carry_collectors(shards: &[ShardDir], s: &mut Summary) {
         .filter(|(_, sum)| sum.collectors.is_some() || sum.findings.is_some())
         .collect();
     if let Some((i, sum)) = with.first() {
-        s.collectors = sum.collectors.clone();
+        s.set_collectors(sum.collectors.clone());
         s.findings = sum.findings.clone();
         if with.len() > 1 {
             s.notes.push(format!(

@@ -18,3 +18,5 @@ pub const EVIDENCE: &str = "evidence.json";
 pub const HOST_SAMPLES: &str = "host.jsonl";
 pub const HEAP_SAMPLES: &str = "heap.jsonl";
 pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
+/// The Prometheus source's answers (`collectors.prometheus`).
+pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";

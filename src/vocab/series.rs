@@ -112,6 +112,11 @@ pub const TARGET_TCP_TIME_WAIT: Series = target(
     Unit::Count,
     "TIME_WAIT connections (service port)",
 );
+pub const TARGET_POOL_WAITERS: Series = target(
+    "target.pool_waiters",
+    Unit::Count,
+    "threads waiting for a pooled connection",
+);
 pub const JVM_HEAP_USED: Series = target("jvm.heap_used_bytes", Unit::Bytes, "JVM heap used");
 pub const JVM_HEAP_COMMITTED: Series = target(
     "jvm.heap_committed_bytes",
@@ -160,6 +165,7 @@ pub const ALL: &[Series] = &[
     TARGET_TCP_ESTABLISHED,
     TARGET_TCP_CLOSE_WAIT,
     TARGET_TCP_TIME_WAIT,
+    TARGET_POOL_WAITERS,
     JVM_HEAP_USED,
     JVM_HEAP_COMMITTED,
     JVM_HEAP_AFTER_GC,

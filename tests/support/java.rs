@@ -498,10 +498,31 @@ pub const POOL_KINDS: &[&str] = &[
 /// Starts `PoolHarness` exhausting the given pool kinds with `waiters` waiters
 /// each; panics if any kind failed to set up.
 pub fn start_pool_harness(jdk: &Jdk, kinds: &[&str], waiters: u32) -> JavaProcess {
+    start_pool_harness_with(jdk, &[], kinds, waiters, false)
+}
+
+/// As [`start_pool_harness`], with JVM arguments, and the waiters as virtual
+/// threads when `virtual` (JDK 21+).
+pub fn start_pool_harness_with(
+    jdk: &Jdk,
+    jvm_args: &[&str],
+    kinds: &[&str],
+    waiters: u32,
+    virtual_threads: bool,
+) -> JavaProcess {
     let w = waiters.to_string();
     let mut args = vec!["--waiters", w.as_str()];
+    if virtual_threads {
+        args.push("--virtual");
+    }
     args.extend_from_slice(kinds);
-    let p = JavaProcess::start(jdk, &[], "com.brunt.target.PoolHarness", &args, "READY");
+    let p = JavaProcess::start(
+        jdk,
+        jvm_args,
+        "com.brunt.target.PoolHarness",
+        &args,
+        "READY",
+    );
     let failed: Vec<String> = p
         .stdout()
         .lines()

@@ -135,6 +135,9 @@ impl Sshd {
         let port = free_port();
         let user = current_user();
         let config = d.join("sshd_config");
+        // SetEnv: sessions run root's own rc files; a link-drop test that kills
+        // one mid-`pyenv init` leaves pyenv's rehash lock behind, and every later
+        // session would wait 60 s for it.
         std::fs::write(
             &config,
             format!(
@@ -142,7 +145,8 @@ impl Sshd {
                  AuthorizedKeysFile {ak}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
                  KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
                  PermitRootLogin prohibit-password\nAllowUsers {user}\n\
-                 Subsystem sftp internal-sftp\nLogLevel ERROR\nMaxStartups 100\nMaxSessions 100\n",
+                 Subsystem sftp internal-sftp\nLogLevel ERROR\nMaxStartups 100\nMaxSessions 100\n\
+                 SetEnv PYENV_REHASH_TIMEOUT=2\n",
                 hk = host_key.display(),
                 pid = d.join("sshd.pid").display(),
                 ak = d.join("authorized_keys").display(),

@@ -1,11 +1,26 @@
-//! JFR recordings: started with their phase (or the run), stopped at the
-//! phase's end or at shutdown, then downloaded and recorded as artifacts.
+//! JFR recordings: started with their phase (or the run), watched while they
+//! run, stopped at the phase's end or at shutdown, then downloaded and
+//! recorded as artifacts.
+//!
+//! A recording lives in its JVM, and one started with `filename=` is written
+//! only when it stops: a JVM that goes away mid-recording (killed, crashed,
+//! restarted) takes it along. That is noticed — every [`WATCH_EVERY`] seconds
+//! a cheap `/proc` look at the recording's PID, or another probe finding the
+//! target under a new PID — and then the loss is an error and a gap (from the
+//! recording's start to its restart), no empty file is listed, and the
+//! recording starts again on the JVM found next while its phase still runs.
 
 use serde_json::json;
 
-use super::{Engine, JfrActive};
+use super::probes::Taken;
+use super::{Engine, JfrActive, JfrLost};
 use crate::collectors::error::CollectorError;
+use crate::collectors::jvm;
 use crate::collectors::store::artifact_name;
+use crate::collectors::GapInfo;
+
+/// Seconds between two looks at a recording's JVM (one short command each).
+const WATCH_EVERY: f64 = 2.0;
 
 impl Engine {
     pub(super) fn jfr_start(&mut self, i: usize) {
@@ -35,14 +50,94 @@ impl Engine {
                     .clone()
                     .unwrap_or_else(|| "run".into());
                 self.event("jfr-start", json!({"remote": remote, "pid": pid}));
-                self.probes[i].jfr = Some(JfrActive { remote, t, phase });
-                self.probes[i].next_due = None;
+                self.probes[i].jfr = Some(JfrActive {
+                    remote,
+                    t,
+                    phase,
+                    pid,
+                });
+                self.probes[i].next_due = Some(t + WATCH_EVERY);
+                if let Some(lost) = self.probes[i].jfr_lost.take() {
+                    let again = pid.map(|p| format!(" on PID {p}")).unwrap_or_default();
+                    let reason = format!("{}; recording again{again} from {t:.1} s", lost.reason);
+                    self.push_jfr_gap(i, lost.from_t, t, reason);
+                }
             }
             Err(e) => {
                 self.probes[i].next_due = Some(self.now() + 2.0);
                 self.fail(i, e);
             }
         }
+    }
+
+    /// Is the recording's JVM still there?
+    pub(super) fn jfr_watch(&mut self, i: usize) {
+        self.probes[i].next_due = Some(self.now() + WATCH_EVERY);
+        let Some(pid) = self.probes[i].jfr.as_ref().and_then(|a| a.pid) else {
+            return;
+        };
+        if !self.ensure_link() {
+            return;
+        }
+        match jvm::alive(self.t.as_mut(), pid) {
+            Ok(true) => {}
+            Ok(false) => self.jfr_lost(i, format!("the JVM (PID {pid}) went away")),
+            Err(e) => self.fail(i, e),
+        }
+    }
+
+    /// The recording's JVM is gone, and the recording with it.
+    pub(super) fn jfr_lost(&mut self, i: usize, why: String) {
+        let Some(active) = self.probes[i].jfr.take() else {
+            return;
+        };
+        if self.pid == active.pid {
+            self.pid = None;
+            self.java_major = None;
+        }
+        // Whatever the dead JVM left at the output path is no recording.
+        if self.t.is_connected() {
+            let _ = self.t.remove(&active.remote);
+        }
+        let reason = format!(
+            "JFR recording started at {:.1} s lost before JFR.stop (a recording is written only when it stops): {why}",
+            active.t
+        );
+        let name = format!("{}/{}", self.probes[i].collector, self.probes[i].def.name);
+        self.error(&name, &CollectorError::Other(reason.clone()));
+        self.event("jfr-lost", json!({"pid": active.pid, "from_t": active.t}));
+        self.probes[i].jfr_lost = Some(JfrLost {
+            from_t: active.t,
+            reason,
+        });
+        // Start again as soon as a JVM is found (while its phase runs).
+        self.probes[i].next_due = None;
+    }
+
+    /// A lost recording that was not started again: its gap runs to now.
+    pub(super) fn jfr_gap(&mut self, i: usize, until: &str) {
+        if let Some(lost) = self.probes[i].jfr_lost.take() {
+            let reason = format!("{}; not recorded again {until}", lost.reason);
+            let now = self.now();
+            self.push_jfr_gap(i, lost.from_t, now, reason);
+        }
+    }
+
+    fn push_jfr_gap(&mut self, i: usize, from_t: f64, to_t: f64, reason: String) {
+        // Whole, so `brunt report` can rebuild the gap from the event log.
+        self.event(
+            "gap",
+            json!({"probe": self.probes[i].def.name, "from_t": from_t, "to_t": to_t,
+                   "reason": reason, "missed": 1}),
+        );
+        self.rep.gaps.push(GapInfo {
+            lane: self.lane.to_string(),
+            from_t,
+            to_t,
+            reason,
+            missed: 1,
+            probe: Some(self.probes[i].def.name.clone()),
+        });
     }
 
     pub(super) fn jfr_stop(&mut self, i: usize) {
@@ -58,8 +153,15 @@ impl Engine {
                 return self.error("jvm/jfr", &e);
             }
         }
+        // Stop it in the JVM that records it, if that is still there.
+        if let Some(pid) = active.pid {
+            if let Ok(false) = jvm::alive(self.t.as_mut(), pid) {
+                self.probes[i].jfr = Some(active);
+                return self.jfr_lost(i, format!("the JVM (PID {pid}) went away"));
+            }
+        }
+        let pid = active.pid;
         let res = (|| -> Result<(String, u64), CollectorError> {
-            let pid = self.ensure_pid()?;
             let stop = self.probes[i].def.stop_command.clone().unwrap_or_default();
             let cmd = self.render(i, &stop, pid, &active.remote, 0);
             self.t.exec(&cmd)?.check(&cmd)?;
@@ -79,9 +181,18 @@ impl Engine {
             Ok((name, n))
         })();
         self.probes[i].count += 1;
-        match res {
-            Ok((name, n)) => self.record_artifact(i, name, active.t, active.phase, n, "jfr"),
-            Err(e) => self.fail(i, e),
+        let recorded = res.and_then(|(file, bytes)| {
+            let taken = Taken {
+                file,
+                t: active.t,
+                phase: active.phase,
+                bytes,
+                pid,
+            };
+            self.record_artifact(i, taken, "jfr")
+        });
+        if let Err(e) = recorded {
+            self.fail(i, e);
         }
     }
 }

@@ -54,6 +54,7 @@ impl Engine {
                 to_t: now,
                 reason: std::mem::take(&mut self.down_reason),
                 missed: std::mem::take(&mut self.missed),
+                probe: None,
             };
             eprintln!(
                 "brunt: collectors reconnected to {} after {:.1}s",

@@ -67,6 +67,16 @@ struct JfrActive {
     remote: String,
     t: f64,
     phase: String,
+    /// The JVM recording it: a recording lives and dies with its JVM.
+    pid: Option<u32>,
+}
+
+/// A recording whose JVM went away before `JFR.stop`: nothing of it was
+/// written (a `filename=` recording is written at the stop). Becomes a gap
+/// when the probe records again or gives up.
+struct JfrLost {
+    from_t: f64,
+    reason: String,
 }
 
 struct Probe {
@@ -79,6 +89,7 @@ struct Probe {
     parser: Parser,
     jfr_want: bool,
     jfr: Option<JfrActive>,
+    jfr_lost: Option<JfrLost>,
     tail_offset: Option<u64>,
     tail_out: Option<File>,
     disabled: bool,
@@ -114,6 +125,7 @@ impl Probe {
             parser,
             jfr_want: p.kind == ProbeKind::Jfr && p.phase.as_deref().unwrap_or("run") == "run",
             jfr: None,
+            jfr_lost: None,
             tail_offset: None,
             tail_out: None,
             disabled: false,
@@ -334,9 +346,10 @@ impl Engine {
                 if target != "run" {
                     if target == name {
                         p.jfr_want = true;
-                    } else if p.jfr.is_some() {
+                    } else if p.jfr.is_some() || p.jfr_lost.is_some() {
                         p.jfr_want = false;
                         self.jfr_stop(i);
+                        self.jfr_gap(i, "until its phase ended");
                     }
                 }
             } else if p.def.at_phase_start {
@@ -390,7 +403,19 @@ impl Engine {
                 continue;
             }
             if p.def.kind == ProbeKind::Jfr {
-                if p.jfr_want && p.jfr.is_none() {
+                if let Some(a) = &p.jfr {
+                    // Another probe found the target under a new PID: this JVM is gone.
+                    match (a.pid, self.pid) {
+                        (Some(old), Some(new)) if old != new => self.jfr_lost(
+                            i,
+                            format!("the JVM (PID {old}) went away; the target is now PID {new}"),
+                        ),
+                        _ if p.next_due.is_some_and(|d| d <= now) => self.jfr_watch(i),
+                        _ => {}
+                    }
+                }
+                let p = &self.probes[i];
+                if p.jfr.is_none() && p.jfr_want {
                     self.jfr_start(i);
                 }
                 continue;
@@ -425,6 +450,7 @@ impl Engine {
             if self.probes[i].jfr.is_some() {
                 self.jfr_stop(i);
             }
+            self.jfr_gap(i, "until the load ended");
         }
         let now = self.now();
         if let Some(from) = self.down_since.take() {
@@ -434,6 +460,7 @@ impl Engine {
                 to_t: now,
                 reason: format!("{} (still down at the end)", self.down_reason),
                 missed: self.missed,
+                probe: None,
             });
         }
         for p in &self.probes {

@@ -15,6 +15,18 @@ use crate::collectors::quote::sh_quote;
 use crate::collectors::store::{artifact_name, safe};
 use crate::collectors::{ArtifactInfo, PidInfo};
 
+/// A file brought back from the target, as [`Engine::record_artifact`] lists it.
+pub(super) struct Taken {
+    /// Its name under `diagnostics/`.
+    pub file: String,
+    /// When it was taken (a recording: when it started).
+    pub t: f64,
+    pub phase: String,
+    pub bytes: u64,
+    /// The process it came from.
+    pub pid: Option<u32>,
+}
+
 impl Engine {
     pub(super) fn ensure_pid(&mut self) -> Result<Option<u32>, CollectorError> {
         if self.pid.is_some() {
@@ -190,19 +202,39 @@ impl Engine {
                 .map_err(|e| CollectorError::io(&local, e))?;
             out.stdout.len() as u64
         };
-        self.record_artifact(i, name, t, phase, bytes, reason);
-        Ok(())
+        let taken = Taken {
+            file: name,
+            t,
+            phase,
+            bytes,
+            pid,
+        };
+        self.record_artifact(i, taken, reason)
     }
 
+    /// List a file brought back in `diagnostics/` — unless it is empty: an
+    /// empty dump or recording is no evidence, so it is removed and an error.
     pub(super) fn record_artifact(
         &mut self,
         i: usize,
-        file: String,
-        t: f64,
-        phase: String,
-        bytes: u64,
+        taken: Taken,
         reason: &str,
-    ) {
+    ) -> Result<(), CollectorError> {
+        let Taken {
+            file,
+            t,
+            phase,
+            bytes,
+            pid,
+        } = taken;
+        if bytes == 0 {
+            let local = self.dir.join(&file);
+            let _ = std::fs::remove_file(&local);
+            return Err(CollectorError::Other(format!(
+                "{} came back empty (0 bytes): not kept",
+                self.probes[i].def.name
+            )));
+        }
         let p = &self.probes[i];
         let a = ArtifactInfo {
             collector: p.collector.clone(),
@@ -217,7 +249,7 @@ impl Engine {
             phase,
             bytes,
             reason: reason.to_string(),
-            pid: self.pid,
+            pid,
         };
         self.event(
             "artifact",
@@ -225,6 +257,7 @@ impl Engine {
             json!({"probe": a.probe, "file": a.file, "bytes": a.bytes, "reason": a.reason, "artifact": a}),
         );
         self.rep.artifacts.push(a);
+        Ok(())
     }
 
     fn tail(&mut self, i: usize, pid: Option<u32>) -> Result<(), CollectorError> {

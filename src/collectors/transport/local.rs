@@ -28,6 +28,9 @@ impl Transport for LocalTransport {
         c.arg("-c").arg(cmd);
         run_with_timeout(c, self.timeout, cmd, None)
     }
+    fn own_pid(&self) -> Option<u32> {
+        Some(std::process::id())
+    }
     fn download(&mut self, remote: &str, local: &Path) -> Result<u64, CollectorError> {
         std::fs::copy(remote, local).map_err(|e| CollectorError::io(remote, e))
     }

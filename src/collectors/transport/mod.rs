@@ -25,6 +25,12 @@ use super::error::CollectorError;
 use super::quote::sh_quote;
 use crate::profile::collectors::{TransportConfig, TransportKind};
 
+/// Set in the environment of every command the `local` and `openssh`
+/// transports start (`process::run_with_timeout`), so those helpers and
+/// whatever they start (a `jcmd`) are known as brunt's own, never as the
+/// target (`jvm::find_pid`).
+pub const HELPER_ENV: &str = "BRUNT_COLLECTOR_HELPER";
+
 /// What a remote command produced.
 #[derive(Debug, Clone, Default)]
 pub struct ExecOutput {
@@ -90,6 +96,11 @@ pub trait Transport: Send {
     /// Drop a broken link and open a new one.
     fn reconnect(&mut self) -> Result<(), CollectorError> {
         Ok(())
+    }
+    /// brunt's own PID when commands run in brunt's own process namespace
+    /// (`local`): never a target, whatever a `pgrep` pattern matches.
+    fn own_pid(&self) -> Option<u32> {
+        None
     }
 }
 

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use super::ExecOutput;
+use super::{ExecOutput, HELPER_ENV};
 use crate::collectors::error::CollectorError;
 
 /// Run a child process, collecting stdout/stderr, killing it after `timeout`.
@@ -17,6 +17,8 @@ pub(super) fn run_with_timeout(
     what: &str,
     stdout_to: Option<File>,
 ) -> Result<ExecOutput, CollectorError> {
+    // Marks the helper and all it starts as brunt's own (see `jvm::find_pid`).
+    cmd.env(HELPER_ENV, std::process::id().to_string());
     cmd.stdin(Stdio::null()).stderr(Stdio::piped());
     match &stdout_to {
         Some(f) => {

@@ -1,7 +1,7 @@
 //! All findings of one thread dump: thread states per pool, deadlocks, lock
 //! contention, pool-borrow waits and identical-stack clusters.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::contention::lock_contention;
 use super::deadlock::deadlock_findings;
@@ -18,14 +18,39 @@ pub fn dump_findings(d: &ThreadDump, opts: &Options) -> Vec<Finding> {
     out.extend(deadlock_findings(d));
     out.extend(lock_contention(d, &app_threads, &pool_size));
     out.extend(pool_waits(d, &app_threads, &opts.pool_patterns));
-    out.extend(stack_clusters(d, &app_threads, opts));
+    // One finding per fact: threads a deadlock, lock (waiters and holder) or
+    // pool wait already explains are not clustered again.
+    let explained: HashSet<&str> = out.iter().flat_map(explained_threads).collect();
+    let rest: Vec<&ThreadInfo> = app_threads
+        .iter()
+        .copied()
+        .filter(|t| !explained.contains(t.name.as_str()))
+        .collect();
+    out.extend(stack_clusters(d, &rest, opts));
     out
+}
+
+/// The threads a finding accounts for.
+fn explained_threads(f: &Finding) -> Vec<&str> {
+    match &f.detail {
+        Detail::LockContention {
+            waiters, holder, ..
+        } => waiters
+            .iter()
+            .chain(holder.iter())
+            .map(String::as_str)
+            .collect(),
+        Detail::PoolWait { waiters, .. } => waiters.iter().map(String::as_str).collect(),
+        Detail::Deadlock { cycle } => cycle.iter().map(|e| e.thread.as_str()).collect(),
+        _ => vec![],
+    }
 }
 
 /// Thread states, overall and per pool; also each pool's size.
 fn thread_states(d: &ThreadDump, app_threads: &[&ThreadInfo]) -> (Finding, HashMap<String, usize>) {
     let mut states: BTreeMap<String, usize> = BTreeMap::new();
     let mut pools: BTreeMap<String, PoolStates> = BTreeMap::new();
+    let inferred = app_threads.iter().filter(|t| t.state_inferred).count();
     for t in app_threads {
         let s = t.state().as_str().to_string();
         *states.entry(s.clone()).or_default() += 1;
@@ -41,13 +66,18 @@ fn thread_states(d: &ThreadDump, app_threads: &[&ThreadInfo]) -> (Finding, HashM
     let mut pool_list: Vec<PoolStates> = pools.into_values().filter(|p| p.total > 1).collect();
     pool_list.sort_by(|a, b| b.total.cmp(&a.total).then(a.pool.cmp(&b.pool)));
     let summary = format!(
-        "{} threads: {}",
+        "{} threads: {}{}",
         app_threads.len(),
         states
             .iter()
             .map(|(s, n)| format!("{n} {s}"))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        if inferred > 0 {
+            format!(" ({inferred} inferred from their top frames: the dump prints no states)")
+        } else {
+            String::new()
+        }
     );
     let finding = Finding {
         severity: Severity::Info,
@@ -58,6 +88,7 @@ fn thread_states(d: &ThreadDump, app_threads: &[&ThreadInfo]) -> (Finding, HashM
             total: app_threads.len(),
             states,
             pools: pool_list,
+            inferred,
         },
     };
     (finding, pool_size)
@@ -110,8 +141,13 @@ fn cluster_finding(
             Severity::Low
         },
         summary: format!(
-            "{n} threads {} in the same stack at `{site}`{}",
+            "{n} threads {}{} in the same stack at `{site}`{}",
             state.as_str(),
+            if ts.iter().any(|t| t.state_inferred) {
+                " (inferred)"
+            } else {
+                ""
+            },
             if idle {
                 " (idle, waiting for work)"
             } else {

@@ -61,6 +61,9 @@ pub enum Detail {
         total: usize,
         states: BTreeMap<String, usize>,
         pools: Vec<PoolStates>,
+        /// Threads whose state was inferred from their top frames.
+        #[serde(default)]
+        inferred: usize,
     },
     LockContention {
         /// `monitor` (synchronized) or `ownable` (ReentrantLock & co).
@@ -120,7 +123,16 @@ pub enum Detail {
         max_bytes: u64,
     },
     HotMethods {
+        /// Top frames as sampled (JDK frames included).
         methods: Vec<(String, u64)>,
+        #[serde(default)]
+        samples: u64,
+        /// Top application frames (self), with the JDK frame above them.
+        #[serde(default)]
+        app_self: Vec<crate::diagnosis::jfr::HotFrame>,
+        /// Application frames anywhere in the stack (total).
+        #[serde(default)]
+        app_total: Vec<(String, u64)>,
     },
     Persistence {
         /// The key of the contention followed across dumps.

@@ -66,10 +66,15 @@ pub fn pool_wait_kind(t: &ThreadInfo, patterns: &[PoolPattern]) -> Option<(Strin
             return Some((p.name.clone(), i));
         }
     }
-    // The JDK-internal top of a parked thread first: a pool frame must sit below a wait.
+    // The JDK-internal top of a parked thread first: a pool frame must sit
+    // below a wait. A parked virtual thread has no `Unsafe.park` frame
+    // (it yields its carrier): `LockSupport.park*` is common to both.
     let waiting_top = t.frames.iter().take(12).any(|f| {
         f.method.starts_with("jdk.internal.misc.Unsafe.park")
             || f.method.starts_with("sun.misc.Unsafe.park")
+            || f.method
+                .starts_with("java.util.concurrent.locks.LockSupport.park")
+            || f.method.starts_with("java.lang.VirtualThread.park")
             || f.method.starts_with("java.lang.Object.wait")
     });
     if !waiting_top {

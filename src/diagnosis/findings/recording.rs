@@ -32,7 +32,18 @@ fn jfr_evidence(r: &JfrRecording, unix: Option<f64>) -> Evidence {
 fn contention_sites(r: &JfrRecording) -> Vec<Finding> {
     let mut per_phase: BTreeMap<Option<&str>, usize> = BTreeMap::new();
     let mut out = vec![];
-    for s in r.sites.iter().filter(|s| !s.idle) {
+    // A pinned virtual thread parks its carrier (`parkOnCarrierThread`):
+    // that park is the pinning finding's fact, not a second one.
+    let pinned_park = |s: &JfrSite| {
+        s.event == "jdk.ThreadPark"
+            && s.stack
+                .iter()
+                .any(|f| f.contains("VirtualThread.parkOnCarrierThread"))
+            && r.pinned
+                .iter()
+                .any(|p| p.site == s.site && p.phase == s.phase)
+    };
+    for s in r.sites.iter().filter(|s| !s.idle && !pinned_park(s)) {
         let n = per_phase.entry(s.phase.as_deref()).or_default();
         *n += 1;
         if *n <= 10 {
@@ -138,20 +149,53 @@ fn heap_after_gc(r: &JfrRecording) -> Option<Finding> {
     })
 }
 
+/// The hottest *application* methods: JFR's and the JDK's own frames are
+/// where an application method spends its time, not what the user can
+/// change, so they are named beneath it (`in Thread.sleep`), not instead.
 fn hot_methods(r: &JfrRecording) -> Option<Finding> {
     if r.hot_methods.is_empty() {
         return None;
     }
     let top: Vec<(String, u64)> = r.hot_methods.iter().take(10).cloned().collect();
+    let pct = |n: u64| 100.0 * n as f64 / r.samples.max(1) as f64;
+    let summary = match r.hot_self.first() {
+        Some(h) => {
+            let beneath = h
+                .jdk_top
+                .as_ref()
+                .filter(|(_, n)| *n * 2 >= h.samples)
+                .map(|(f, _)| format!(", mostly in `{f}`"))
+                .unwrap_or_default();
+            let total = r
+                .hot_total
+                .first()
+                .filter(|(m, _)| *m != h.method)
+                .map(|(m, n)| format!("; most on stack: `{m}` ({:.0}%)", pct(*n)))
+                .unwrap_or_default();
+            format!(
+                "hottest application method: `{}` ({} of {} samples, {:.0}%{beneath}){total}",
+                h.method,
+                h.samples,
+                r.samples,
+                pct(h.samples)
+            )
+        }
+        None => format!(
+            "no application frame in {} samples; hottest JDK method `{}`",
+            r.samples,
+            top.first().map(|t| t.0.as_str()).unwrap_or("")
+        ),
+    };
     Some(Finding {
         severity: Severity::Info,
-        summary: format!(
-            "hottest method: `{}` ({} samples)",
-            top.first().map(|t| t.0.as_str()).unwrap_or(""),
-            top.first().map(|t| t.1).unwrap_or(0)
-        ),
+        summary,
         key: "jfr:hot-methods".into(),
         evidence: jfr_evidence(r, r.start_unix),
-        detail: Detail::HotMethods { methods: top },
+        detail: Detail::HotMethods {
+            methods: top,
+            samples: r.samples,
+            app_self: r.hot_self.iter().take(10).cloned().collect(),
+            app_total: r.hot_total.iter().take(10).cloned().collect(),
+        },
     })
 }

@@ -59,15 +59,17 @@ pub(super) fn handle_event(
                 Some(o) if kind == "jdk.JavaMonitorEnter" => chunk.thread_name(&o),
                 _ => None,
             };
+            if kind != "jdk.JavaMonitorWait" {
+                agg.waited(&stack, ms, unix);
+            }
             agg.add(kind, class, &stack, ms, unix, owner);
         }
-        "jdk.VirtualThreadPinned" => agg.add(kind, None, &stack, ms, unix, None),
-        "jdk.GCHeapSummary" => rec.heap.push(heap_sample(v, chunk, unix)),
-        "jdk.ExecutionSample" => {
-            if let Some(f) = stack.first() {
-                agg.sample(f);
-            }
+        "jdk.VirtualThreadPinned" => {
+            agg.waited(&stack, ms, unix);
+            agg.add(kind, None, &stack, ms, unix, None)
         }
+        "jdk.GCHeapSummary" => rec.heap.push(heap_sample(v, chunk, unix)),
+        "jdk.ExecutionSample" => agg.sample(&stack, unix),
         _ => {}
     }
 }

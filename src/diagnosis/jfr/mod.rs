@@ -50,7 +50,9 @@ use metadata::MetaCache;
 use sites::Agg;
 
 pub use chunk::MAGIC;
-pub use recording::{HeapSample, JfrError, JfrRecording, JfrSite};
+pub use recording::{
+    FlameKind, FoldedStacks, HeapSample, HotFrame, JfrError, JfrRecording, JfrSite,
+};
 pub use sites::{is_idle_stack_lines, is_internal_frame, site_of};
 
 pub fn looks_like_jfr(head: &[u8]) -> bool {
@@ -104,6 +106,8 @@ pub fn parse_jfr_phased<R: Read + Seek>(
     let mut meta_cache: MetaCache = None;
     while pos < file_len {
         let index = rec.chunks;
+        // Stacks are per chunk: their cached facts go with it (memory stays flat).
+        agg.end_chunk();
         match read_chunk(
             &mut r,
             pos,

@@ -70,5 +70,62 @@ pub struct JfrRecording {
     pub heap: Vec<HeapSample>,
     /// Top frames of jdk.ExecutionSample, most samples first.
     pub hot_methods: Vec<(String, u64)>,
+    /// `jdk.ExecutionSample` events read.
+    #[serde(default)]
+    pub samples: u64,
+    /// Top application frames of the samples (JDK frames skipped), most
+    /// samples first, each with the JDK frame it was mostly running in.
+    #[serde(default)]
+    pub hot_self: Vec<HotFrame>,
+    /// Application frames by samples anywhere in the stack (once per sample).
+    #[serde(default)]
+    pub hot_total: Vec<(String, u64)>,
+    /// Collapsed stacks per phase and kind, for flame graphs.
+    #[serde(default, skip_serializing)]
+    pub flames: Vec<FoldedStacks>,
     pub warnings: Vec<String>,
+}
+
+/// An application method's own samples, and the JDK frame on top of it in
+/// most of them (`Thread.sleep`, `HashMap.resize`), when there was one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HotFrame {
+    pub method: String,
+    pub samples: u64,
+    pub jdk_top: Option<(String, u64)>,
+}
+
+/// What a flame graph shows: CPU samples, or time waiting (monitor entry,
+/// park, pinning; idle waits left out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FlameKind {
+    Cpu,
+    Wait,
+}
+
+impl FlameKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlameKind::Cpu => "cpu",
+            FlameKind::Wait => "wait",
+        }
+    }
+    /// What one unit of a stack's count is.
+    pub fn unit(self) -> &'static str {
+        match self {
+            FlameKind::Cpu => "samples",
+            FlameKind::Wait => "ms",
+        }
+    }
+}
+
+/// Collapsed stacks (`root;…;leaf` → count, the format flamegraph.pl,
+/// inferno and speedscope read) of one recording, phase and kind.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct FoldedStacks {
+    pub source: String,
+    pub phase: Option<String>,
+    pub kind: Option<FlameKind>,
+    pub stacks: BTreeMap<String, u64>,
 }

@@ -6,13 +6,15 @@
 //! bands; offered vs achieved rate; outcomes per second; the latency
 //! distribution per phase (merged histograms from `latency.hlog`); the
 //! per-phase (and per-step) table; budgets; the server side (CPU, memory,
-//! connections, threads, findings) when `diagnostics/evidence.json` exists.
+//! connections, threads, findings) when `diagnostics/evidence.json` exists;
+//! flame graphs when the run left JFR stacks (`flame`).
 //!
 //! Every chart is an `<svg>` inside `<figure id="chart-…">`, so a test can
 //! check each one is there. Charts keep a wide right margin: plotters
 //! centres tick labels on their tick, and the last one would be clipped.
 
 mod charts;
+mod flame;
 mod server;
 
 use std::collections::BTreeMap;
@@ -21,7 +23,7 @@ use std::path::Path;
 
 use super::ReportError;
 use crate::budgets::Status as GateStatus;
-use crate::judge::summary::ScopeSummary;
+use crate::judge::summary::{ScopeSummary, ServerSideStatus};
 use crate::judge::trend::per_hour;
 use crate::judge::{
     LatencySplit, OverloadVerdict, SoakVerdict, SpikeVerdict, Status, StressVerdict, Summary,
@@ -240,6 +242,7 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
     phase_table(&mut o, s);
     budget_table(&mut o, s);
     server_section(&mut o, s, server.as_ref(), &bands, total)?;
+    flame::section(&mut o, dir, s);
     notes(&mut o, s);
     footer(&mut o);
     Ok(o)
@@ -464,6 +467,19 @@ fn verdict_section(o: &mut String, s: &Summary) {
             esc(&g.text)
         );
     }
+    // Before the verdicts: their causes and leaks rest on the server side.
+    let ss = s.server_side();
+    if ss.status != ServerSideStatus::Ok {
+        let cls = match ss.status {
+            ServerSideStatus::Missing | ServerSideStatus::Partial => " bad",
+            _ => "",
+        };
+        let _ = writeln!(
+            o,
+            "<div class=\"verdict{cls}\" id=\"server-side\">{}</div>",
+            esc(&ss.text)
+        );
+    }
     gate_table(o, s);
     let Some(v) = &s.verdicts else { return };
     for h in v.headlines() {
@@ -473,12 +489,6 @@ fn verdict_section(o: &mut String, s: &Summary) {
             h
         };
         let _ = writeln!(o, "<div class=\"verdict\">{}</div>", esc(&h));
-    }
-    if !v.server_side {
-        let _ = writeln!(
-            o,
-            "<div class=\"verdict\">no server-side collectors configured: causes (CPU, locks, pools) and leaks cannot be attributed</div>"
-        );
     }
     verdict_details(o, v);
 }

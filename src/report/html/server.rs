@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use super::super::ReportError;
 use super::charts::{esc, fmt_num, linear, Band, Chart, Line};
 use crate::evidence::ServerSide;
+use crate::judge::summary::ServerSideStatus;
 use crate::judge::Summary;
 use crate::vocab::series::{self as names, Side, Unit};
 
@@ -97,9 +98,17 @@ pub(super) fn server_section(
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Server side</h2>");
     let Some(sv) = server.filter(|s| s.has_target_data()) else {
+        let ss = s.server_side();
+        let text = match ss.status {
+            ServerSideStatus::NotConfigured => "no server-side collectors configured".to_string(),
+            // Artifacts came back, but no series to chart.
+            ServerSideStatus::Ok => "no server-side series".to_string(),
+            _ => ss.text,
+        };
         let _ = writeln!(
             o,
-            "<p class=\"meta\">no server-side collectors configured (no <code>diagnostics/evidence.json</code>): target CPU, memory, connections, JVM heap and threads are not shown.</p>"
+            "<p class=\"meta\">{} (no target data in <code>diagnostics/evidence.json</code>): target CPU, memory, connections, JVM heap and threads are not shown.</p>",
+            esc(&text)
         );
         return Ok(());
     };

@@ -14,12 +14,14 @@ import java.util.concurrent.TimeUnit;
 /**
  * Exhausts one real pool of each kind brunt recognises, so thread dumps show
  * genuine borrow-wait stacks: per kind, a thread "<kind>-holder" takes the
- * only slot and keeps it, and threads "<kind>-waiter-N" wait to borrow.
+ * only slot and keeps it, and threads "<kind>-waiter-N" wait to borrow
+ * (virtual threads with --virtual, JDK 21+, reached by reflection).
  *
- * Usage: PoolHarness [--waiters N] [kind ...]
+ * Usage: PoolHarness [--waiters N] [--virtual] [kind ...]
  * kinds: hikari dbcp2 pool2 c3p0 tomcat httpclient4 httpclient5 (default: all)
  * Prints "FAILED <kind> <error>" for a kind that could not be set up and
- * "READY <kind> ..." once every waiter of the others is parked.
+ * "READY <kind> ..." once every waiter of the others is parked. A daemon
+ * java.util.Timer ("harness-timer") runs an empty task every 100 ms.
  */
 public final class PoolHarness {
     static final List<String> ALL =
@@ -28,10 +30,13 @@ public final class PoolHarness {
 
     public static void main(String[] args) throws Exception {
         int waiters = 3;
+        boolean virtual = false;
         List<String> kinds = new ArrayList<>();
         for (int i = 0; i < args.length; i++) {
             if ("--waiters".equals(args[i]) && i + 1 < args.length) {
                 waiters = Integer.parseInt(args[++i]);
+            } else if ("--virtual".equals(args[i])) {
+                virtual = true;
             } else {
                 kinds.add(args[i]);
             }
@@ -40,13 +45,21 @@ public final class PoolHarness {
             kinds.addAll(ALL);
         }
         DriverManager.registerDriver(new FakeJdbc.Driver());
+        // An idle java.util.Timer, as many services have: its thread waits
+        // on the TaskQueue monitor between runs (JFR: jdk.JavaMonitorWait).
+        new java.util.Timer("harness-timer", true).schedule(new java.util.TimerTask() {
+            @Override
+            public void run() {
+                // nothing: housekeeping that finds nothing to do
+            }
+        }, 100, 100);
         int silentPort = silentServer();
 
         List<String> ready = new ArrayList<>();
         for (String kind : kinds) {
             try {
                 Callable<Object> borrow = borrower(kind, silentPort);
-                List<Thread> ws = exhaust(kind, borrow, waiters);
+                List<Thread> ws = exhaust(kind, borrow, waiters, virtual);
                 if (awaitParked(ws, 15_000)) {
                     ready.add(kind);
                 } else {
@@ -155,7 +168,8 @@ public final class PoolHarness {
     }
 
     /** Holder takes the only slot and keeps it; then the waiters start. */
-    static List<Thread> exhaust(String kind, Callable<Object> borrow, int waiters) throws Exception {
+    static List<Thread> exhaust(String kind, Callable<Object> borrow, int waiters, boolean virtual)
+            throws Exception {
         Object[] held = new Object[1];
         Throwable[] failed = new Throwable[1];
         Thread holder = new Thread(() -> {
@@ -183,18 +197,30 @@ public final class PoolHarness {
         }
         List<Thread> ws = new ArrayList<>();
         for (int i = 1; i <= waiters; i++) {
-            Thread w = new Thread(() -> {
+            Runnable r = () -> {
                 try {
                     FakeJdbc.KEEP.add(borrow.call());
                 } catch (Throwable e) {
                     // a waiter that times out just ends
                 }
-            }, kind + "-waiter-" + i);
-            w.setDaemon(true);
+            };
+            String name = kind + "-waiter-" + i;
+            Thread w = virtual ? virtualThread(name, r) : new Thread(r, name);
+            if (!virtual) {
+                w.setDaemon(true);
+            }
             w.start();
             ws.add(w);
         }
         return ws;
+    }
+
+    /** Thread.ofVirtual().name(name).unstarted(r), by reflection (compiled for release 17). */
+    static Thread virtualThread(String name, Runnable r) throws Exception {
+        Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+        Class<?> b = Class.forName("java.lang.Thread$Builder");
+        builder = b.getMethod("name", String.class).invoke(builder, name);
+        return (Thread) b.getMethod("unstarted", Runnable.class).invoke(builder, r);
     }
 
     static boolean awaitParked(List<Thread> ws, long ms) throws InterruptedException {

@@ -1,0 +1,228 @@
+//! The two encodings of [`Family`]s: OpenMetrics text for the pull endpoint
+//! (through `prometheus-client`'s encoder, so escaping, `_total`, `le` and
+//! the `# EOF` line follow the spec), and a remote-write `WriteRequest`
+//! (protobuf via `prost`, snappy block format via `snap`).
+//!
+//! The remote-write messages are declared here with `prost` derives rather
+//! than generated from `remote.proto`: four small messages, and no `protoc`
+//! at build time.
+
+use std::sync::{Arc, Mutex};
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+
+use super::figures::{Family, Figures, Value};
+
+/// `prometheus-client` collector over the shared figures: each scrape
+/// renders them as they are at that moment.
+#[derive(Debug)]
+pub(super) struct FiguresCollector(pub Arc<Mutex<Figures>>);
+
+/// One sample as `prometheus-client` encodes it.
+struct Sample<'a>(&'a Value);
+
+impl EncodeMetric for Sample<'_> {
+    fn encode(&self, mut e: MetricEncoder) -> Result<(), std::fmt::Error> {
+        match self.0 {
+            Value::Counter(v) => {
+                e.encode_counter::<prometheus_client::encoding::NoLabelSet, _, u64>(v, None)
+            }
+            Value::Gauge(v) => e.encode_gauge(v),
+            Value::Histogram {
+                sum,
+                count,
+                buckets,
+            } => e.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+                *sum, *count, buckets, None,
+            ),
+        }
+    }
+    fn metric_type(&self) -> MetricType {
+        match self.0 {
+            Value::Counter(_) => MetricType::Counter,
+            Value::Gauge(_) => MetricType::Gauge,
+            Value::Histogram { .. } => MetricType::Histogram,
+        }
+    }
+}
+
+impl Collector for FiguresCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        // A poisoned lock still holds the last figures: serve them.
+        let fams = match self.0.lock() {
+            Ok(f) => f.families(),
+            Err(p) => p.into_inner().families(),
+        };
+        for fam in &fams {
+            let Some((_, first)) = fam.samples.first() else {
+                continue;
+            };
+            let mut me =
+                encoder.encode_descriptor(fam.name, fam.help, None, Sample(first).metric_type())?;
+            for (labels, v) in &fam.samples {
+                let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                Sample(v).encode(me.encode_family(&l)?)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// OpenMetrics text of the figures now.
+pub(super) fn openmetrics(registry: &Registry) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::text::encode(&mut out, registry);
+    out
+}
+
+/// The remote-write 1.0 messages (`prometheus/prompb/{remote,types}.proto`).
+pub mod prompb {
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct WriteRequest {
+        #[prost(message, repeated, tag = "1")]
+        pub timeseries: Vec<TimeSeries>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct TimeSeries {
+        #[prost(message, repeated, tag = "1")]
+        pub labels: Vec<Label>,
+        #[prost(message, repeated, tag = "2")]
+        pub samples: Vec<Sample>,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Label {
+        #[prost(string, tag = "1")]
+        pub name: String,
+        #[prost(string, tag = "2")]
+        pub value: String,
+    }
+    #[derive(Clone, PartialEq, prost::Message)]
+    pub struct Sample {
+        #[prost(double, tag = "1")]
+        pub value: f64,
+        /// Milliseconds since the Unix epoch.
+        #[prost(int64, tag = "2")]
+        pub timestamp: i64,
+    }
+}
+
+/// The families as remote-write time series, all stamped `ts_ms`; counters
+/// get `_total`, histograms their `_bucket{le}`, `_sum` and `_count` series,
+/// the names a scrape of the pull endpoint would give.
+pub fn write_request(fams: &[Family], ts_ms: i64) -> prompb::WriteRequest {
+    let mut out = Vec::new();
+    let mut push = |name: String, labels: &[(&'static str, String)], le: Option<String>, v: f64| {
+        let mut l = vec![prompb::Label {
+            name: "__name__".into(),
+            value: name,
+        }];
+        l.extend(labels.iter().map(|(k, v)| prompb::Label {
+            name: (*k).into(),
+            value: v.clone(),
+        }));
+        if let Some(le) = le {
+            l.push(prompb::Label {
+                name: "le".into(),
+                value: le,
+            });
+        }
+        // Remote-write wants labels sorted by name.
+        l.sort_by(|a, b| a.name.cmp(&b.name));
+        out.push(prompb::TimeSeries {
+            labels: l,
+            samples: vec![prompb::Sample {
+                value: v,
+                timestamp: ts_ms,
+            }],
+        });
+    };
+    for fam in fams {
+        for (labels, v) in &fam.samples {
+            match v {
+                Value::Counter(c) => push(format!("{}_total", fam.name), labels, None, *c as f64),
+                Value::Gauge(g) => push(fam.name.to_string(), labels, None, *g),
+                Value::Histogram {
+                    sum,
+                    count,
+                    buckets,
+                } => {
+                    let mut cum = 0u64;
+                    for (le, n) in buckets {
+                        cum += n;
+                        let le = if le.is_finite() {
+                            dtoa_like(*le)
+                        } else {
+                            "+Inf".into()
+                        };
+                        push(format!("{}_bucket", fam.name), labels, Some(le), cum as f64);
+                    }
+                    push(format!("{}_sum", fam.name), labels, None, *sum);
+                    push(format!("{}_count", fam.name), labels, None, *count as f64);
+                }
+            }
+        }
+    }
+    prompb::WriteRequest { timeseries: out }
+}
+
+/// `le` as the text encoder writes it (shortest round-trip form), so a
+/// pulled and a pushed series of one bucket carry the same label value.
+fn dtoa_like(v: f64) -> String {
+    let s = format!("{v}");
+    if s.contains('.') || s.contains('e') {
+        s
+    } else {
+        format!("{s}.0")
+    }
+}
+
+/// Protobuf then snappy (block format), the body of a remote-write POST.
+pub fn remote_write_body(req: &prompb::WriteRequest) -> Result<Vec<u8>, snap::Error> {
+    use prost::Message;
+    snap::raw::Encoder::new().compress_vec(&req.encode_to_vec())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::export::figures::Labels;
+
+    #[test]
+    fn text_and_protobuf_carry_the_same_series() {
+        let f = Arc::new(Mutex::new(Figures::new(Labels {
+            run: "r".into(),
+            shard: "1/1".into(),
+            phases: vec!["a".into()],
+            requests: vec!["get".into()],
+        })));
+        let mut reg = Registry::default();
+        reg.register_collector(Box::new(FiguresCollector(f.clone())));
+        let text = openmetrics(&reg);
+        assert!(
+            text.contains("brunt_windows_total{run=\"r\",shard=\"1/1\"} 0"),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"));
+        let fams = f.lock().expect("lock").families();
+        let req = write_request(&fams, 1000);
+        assert!(req.timeseries.iter().any(|t| t
+            .labels
+            .iter()
+            .any(|l| l.name == "__name__" && l.value == "brunt_windows_total")));
+        let body = remote_write_body(&req).expect("snappy");
+        let back = snap::raw::Decoder::new()
+            .decompress_vec(&body)
+            .expect("unsnappy");
+        use prost::Message;
+        assert_eq!(
+            prompb::WriteRequest::decode(back.as_slice()).expect("decode"),
+            req
+        );
+        assert_eq!(dtoa_like(1.0), "1.0");
+        assert_eq!(dtoa_like(0.000125992), "0.000125992");
+    }
+}

@@ -1,0 +1,359 @@
+//! Live export of a run's figures to Prometheus while it runs: a pull
+//! endpoint (`--metrics-listen 127.0.0.1:PORT`, OpenMetrics text at
+//! `/metrics`) and remote-write push (`output.prometheus_remote_write`).
+//!
+//! | file | owns |
+//! |---|---|
+//! | [`figures`] | the cumulative figures folded from the recorder's 1-s windows, and their metric families |
+//! | [`encode`] | OpenMetrics text (`prometheus-client`) and remote-write protobuf + snappy (`prost`, `snap`) |
+//!
+//! The load never waits on the exporter: the recorder thread folds each
+//! finished window into [`Figures`] (a short lock), scrapes are answered on
+//! the exporter's own thread, and pushes happen on a push thread that the
+//! recorder only nudges through a one-slot channel (a push still running
+//! means the next one sends the newer cumulative figures instead). A failed
+//! push is counted (`brunt_remote_write_failures_total`) and reported on
+//! stderr, never fatal. Remote-write POSTs use `ureq` (blocking, rustls with
+//! ring, three crates on top of the tree): one small request a second on a
+//! thread of its own needs no async client.
+
+pub mod encode;
+pub mod figures;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime};
+
+use prometheus_client::registry::Registry;
+use thiserror::Error;
+
+use crate::metrics::Window;
+pub use figures::{Figures, Labels};
+
+#[derive(Debug, Error)]
+pub enum ExportError {
+    #[error("--metrics-listen {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("prometheus_remote_write `{0}`: expected an http:// or https:// URL")]
+    BadUrl(String),
+    #[error("starting the metrics exporter: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What to export and where.
+#[derive(Debug, Clone)]
+pub struct ExportConfig {
+    /// Serve `/metrics` here (pull).
+    pub listen: Option<SocketAddr>,
+    /// POST remote-write requests here every second (push).
+    pub remote_write: Option<String>,
+    /// Sent as `Authorization: Bearer …` with each push.
+    pub remote_write_token: Option<String>,
+    pub labels: Labels,
+    /// After the run, wait this long at most for one scrape of the final
+    /// figures, so a scraping Prometheus holds the end of the run.
+    pub linger: Duration,
+    /// Say on stderr when the end of the run waits for that scrape.
+    pub say: bool,
+}
+
+/// What the exporter did, for the run's stderr line and the tests.
+#[derive(Debug, Clone, Default)]
+pub struct ExportReport {
+    pub scrapes: u64,
+    pub pushes: u64,
+    pub push_failures: u64,
+    /// The final figures were scraped before the exporter stopped.
+    pub final_scraped: bool,
+}
+
+/// The running exporter: hand [`Exporter::window`] every finished window,
+/// call [`Exporter::finish`] after the last.
+pub struct Exporter {
+    figures: Arc<Mutex<Figures>>,
+    addr: Option<SocketAddr>,
+    server: Mutex<Option<(tokio::sync::oneshot::Sender<()>, JoinHandle<()>)>>,
+    scrapes: Arc<AtomicU64>,
+    final_scrapes: Arc<AtomicU64>,
+    nudge: Mutex<Option<SyncSender<()>>>,
+    pusher: Mutex<Option<JoinHandle<()>>>,
+    linger: Duration,
+    say: bool,
+}
+
+impl Exporter {
+    /// Bind the endpoint (an address in use is an error now, not mid-run)
+    /// and start the exporter's threads.
+    pub fn start(cfg: ExportConfig) -> Result<Exporter, ExportError> {
+        if let Some(u) = &cfg.remote_write {
+            let ok = url::Url::parse(u)
+                .ok()
+                .is_some_and(|p| matches!(p.scheme(), "http" | "https") && p.host().is_some());
+            if !ok {
+                return Err(ExportError::BadUrl(u.clone()));
+            }
+        }
+        let figures = Arc::new(Mutex::new(Figures::new(cfg.labels.clone())));
+        let scrapes = Arc::new(AtomicU64::new(0));
+        let final_scrapes = Arc::new(AtomicU64::new(0));
+        let mut addr = None;
+        let server = match cfg.listen {
+            Some(a) => {
+                let l = std::net::TcpListener::bind(a)
+                    .map_err(|source| ExportError::Listen { addr: a, source })?;
+                l.set_nonblocking(true)?;
+                addr = Some(l.local_addr()?);
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let state = Served {
+                    registry: Arc::new(registry(&figures)),
+                    figures: figures.clone(),
+                    scrapes: scrapes.clone(),
+                    final_scrapes: final_scrapes.clone(),
+                };
+                let h = std::thread::Builder::new()
+                    .name("brunt-metrics".into())
+                    .spawn(move || serve(l, state, rx))?;
+                Some((tx, h))
+            }
+            None => None,
+        };
+        let (nudge, pusher) = match cfg.remote_write {
+            Some(url) => {
+                let (tx, rx) = sync_channel(1);
+                let f = figures.clone();
+                let token = cfg.remote_write_token.clone();
+                let h = std::thread::Builder::new()
+                    .name("brunt-remote-write".into())
+                    .spawn(move || push_loop(&url, token.as_deref(), &f, rx))?;
+                (Some(tx), Some(h))
+            }
+            None => (None, None),
+        };
+        Ok(Exporter {
+            figures,
+            addr,
+            server: Mutex::new(server),
+            scrapes,
+            final_scrapes,
+            nudge: Mutex::new(nudge),
+            pusher: Mutex::new(pusher),
+            linger: cfg.linger,
+            say: cfg.say,
+        })
+    }
+
+    /// The endpoint's address (the port chosen when `:0` was asked for).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// Fold a finished window in (recorder thread; a short lock, no I/O).
+    pub fn window(&self, w: &Window, in_flight: u64) {
+        if let Ok(mut f) = self.figures.lock() {
+            f.window(w, in_flight);
+        }
+        if let Some(tx) = self.nudge.lock().ok().as_ref().and_then(|n| n.as_ref()) {
+            // Full: a push is pending and will carry these figures too.
+            match tx.try_send(()) {
+                Ok(()) | Err(TrySendError::Full(())) | Err(TrySendError::Disconnected(())) => {}
+            }
+        }
+    }
+
+    /// Every window is in: push the final figures, wait (up to the linger
+    /// time) for one scrape of them, then stop.
+    pub fn finish(&self) -> ExportReport {
+        if let Ok(mut f) = self.figures.lock() {
+            f.final_ = true;
+        }
+        // Closing the channel makes the push thread send once more and end;
+        // each push is bounded by its request timeout.
+        if let Ok(mut n) = self.nudge.lock() {
+            n.take();
+        }
+        if let Some(h) = self.pusher.lock().ok().and_then(|mut p| p.take()) {
+            let _ = h.join();
+        }
+        let mut final_scraped = false;
+        if let Some((stop, h)) = self.server.lock().ok().and_then(|mut s| s.take()) {
+            let until = Instant::now() + self.linger;
+            if self.say && !self.linger.is_zero() && self.final_scrapes.load(Ordering::Relaxed) == 0
+            {
+                eprintln!(
+                    "metrics: waiting up to {} for a scrape of the final figures",
+                    humantime::format_duration(self.linger)
+                );
+            }
+            while Instant::now() < until && self.final_scrapes.load(Ordering::Relaxed) == 0 {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            final_scraped = self.final_scrapes.load(Ordering::Relaxed) > 0;
+            let _ = stop.send(());
+            let _ = h.join();
+        }
+        let (pushes, push_failures) = self
+            .figures
+            .lock()
+            .map(|f| (f.pushes, f.push_failures))
+            .unwrap_or_default();
+        ExportReport {
+            scrapes: self.scrapes.load(Ordering::Relaxed),
+            pushes,
+            push_failures,
+            final_scraped,
+        }
+    }
+}
+
+fn registry(figures: &Arc<Mutex<Figures>>) -> Registry {
+    let mut r = Registry::default();
+    r.register_collector(Box::new(encode::FiguresCollector(figures.clone())));
+    r
+}
+
+/// What the endpoint's connections share.
+#[derive(Clone)]
+struct Served {
+    registry: Arc<Registry>,
+    figures: Arc<Mutex<Figures>>,
+    scrapes: Arc<AtomicU64>,
+    final_scrapes: Arc<AtomicU64>,
+}
+
+impl Served {
+    fn body(&self, path: &str) -> (u16, &'static str, String) {
+        if path != "/metrics" {
+            return (404, "text/plain", "brunt serves /metrics\n".into());
+        }
+        let is_final = self.figures.lock().map(|f| f.final_).unwrap_or(false);
+        let text = encode::openmetrics(&self.registry);
+        self.scrapes.fetch_add(1, Ordering::Relaxed);
+        if is_final {
+            self.final_scrapes.fetch_add(1, Ordering::Relaxed);
+        }
+        (
+            200,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            text,
+        )
+    }
+}
+
+/// The endpoint: hyper HTTP/1 on a current-thread runtime of its own.
+fn serve(l: std::net::TcpListener, state: Served, stop: tokio::sync::oneshot::Receiver<()>) {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        eprintln!("warning: metrics endpoint: cannot start its runtime");
+        return;
+    };
+    rt.block_on(async move {
+        let Ok(listener) = tokio::net::TcpListener::from_std(l) else {
+            eprintln!("warning: metrics endpoint: cannot listen");
+            return;
+        };
+        tokio::pin!(stop);
+        loop {
+            let conn = tokio::select! {
+                _ = &mut stop => break,
+                c = listener.accept() => c,
+            };
+            let Ok((stream, _)) = conn else { continue };
+            let st = state.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(
+                    move |req: hyper::Request<hyper::body::Incoming>| {
+                        let (code, ctype, text) = st.body(req.uri().path());
+                        async move {
+                            hyper::Response::builder()
+                                .status(code)
+                                .header("content-type", ctype)
+                                .body(Full::new(Bytes::from(text)))
+                        }
+                    },
+                );
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, svc)
+                    .await;
+            });
+        }
+    });
+}
+
+/// How long one remote-write POST may take.
+const PUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Push the figures at each nudge, and once more when the channel closes.
+fn push_loop(url: &str, token: Option<&str>, figures: &Arc<Mutex<Figures>>, rx: Receiver<()>) {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(PUSH_TIMEOUT))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    let mut last_ts = 0i64;
+    let mut failures_said = 0u64;
+    loop {
+        let closed = rx.recv().is_err();
+        let fams = match figures.lock() {
+            Ok(f) => f.families(),
+            Err(_) => return,
+        };
+        let now_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0);
+        // Samples of one series must come in increasing time.
+        let ts = now_ms.max(last_ts + 1);
+        last_ts = ts;
+        let result = encode::remote_write_body(&encode::write_request(&fams, ts))
+            .map_err(|e| e.to_string())
+            .and_then(|body| {
+                let mut req = agent.post(url);
+                if let Some(t) = token {
+                    req = req.header("Authorization", format!("Bearer {t}"));
+                }
+                req.header("Content-Encoding", "snappy")
+                    .header("Content-Type", "application/x-protobuf")
+                    .header("X-Prometheus-Remote-Write-Version", "0.1.0")
+                    .header("User-Agent", concat!("brunt/", env!("CARGO_PKG_VERSION")))
+                    .send(&body[..])
+                    .map_err(|e| e.to_string())
+                    .and_then(|mut r| {
+                        let code = r.status().as_u16();
+                        if (200..300).contains(&code) {
+                            Ok(())
+                        } else {
+                            let text = r.body_mut().read_to_string().unwrap_or_default();
+                            Err(format!("HTTP {code}: {}", text.trim()))
+                        }
+                    })
+            });
+        if let Ok(mut f) = figures.lock() {
+            f.pushes += 1;
+            if let Err(e) = &result {
+                f.push_failures += 1;
+                // The first failure, then one line per 30, so stderr stays readable.
+                if failures_said == 0 || f.push_failures % 30 == 0 {
+                    eprintln!(
+                        "warning: remote-write to {url} failed ({} so far): {e}",
+                        f.push_failures
+                    );
+                    failures_said += 1;
+                }
+            }
+        }
+        if closed {
+            return;
+        }
+    }
+}

@@ -1,0 +1,635 @@
+//! Prometheus out and in, against the real thing on 127.0.0.1: Debian's
+//! `prometheus` (remote-write receiver on, scraping brunt's `/metrics` and a
+//! `prometheus-node-exporter`), both started here (`tests/setup.sh` installs them).
+//!
+//! - out: after a run, Prometheus' HTTP API holds brunt's series, scraped
+//!   and pushed, with counts equal to `summary.json`'s, and quantiles within
+//!   the histograms' precision;
+//! - in: the Prometheus source puts node CPU into `evidence.json` and the
+//!   report, a query mapped to pool waiters is pool evidence, and a failing
+//!   query is a gap while the run completes.
+
+#[path = "support/load.rs"]
+mod load;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use brunt::demo::DemoConfig;
+use brunt::run::{execute, Progress, RunOptions};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port on 127.0.0.1")
+}
+
+fn binary(name: &str) -> PathBuf {
+    for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
+        let p = Path::new(dir).join(name);
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("{name} not found: run tests/setup.sh (apt-get install prometheus prometheus-node-exporter)");
+}
+
+/// A child process killed when the test ends.
+struct Proc(Child, String);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn get(url: &str) -> Result<String, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(5)))
+        .http_status_as_error(false)
+        .build()
+        .into();
+    agent
+        .get(url)
+        .call()
+        .map_err(|e| e.to_string())?
+        .body_mut()
+        .read_to_string()
+        .map_err(|e| e.to_string())
+}
+
+fn wait_ready(url: &str, what: &str, p: &mut Proc) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until {
+        if get(url).is_ok() {
+            return;
+        }
+        if let Ok(Some(st)) = p.0.try_wait() {
+            panic!("{what} exited at start ({st}); log: {}", p.1);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("{what} not ready at {url} within 30 s");
+}
+
+struct Prom {
+    base: String,
+    _p: Proc,
+    _dir: tempfile::TempDir,
+}
+
+/// Prometheus scraping `targets` (job → host:port) every second, remote-write receiver on.
+fn prometheus(targets: &[(&str, String)]) -> Prom {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let mut cfg =
+        String::from("global: { scrape_interval: 1s, evaluation_interval: 1s }\nscrape_configs:\n");
+    for (job, t) in targets {
+        cfg.push_str(&format!(
+            "  - job_name: {job}\n    static_configs: [ {{ targets: [\"{t}\"] }} ]\n"
+        ));
+    }
+    let cfg_path = dir.path().join("prometheus.yml");
+    std::fs::write(&cfg_path, cfg).expect("write config");
+    let log = dir.path().join("prometheus.log");
+    let child = Command::new(binary("prometheus"))
+        .arg(format!("--config.file={}", cfg_path.display()))
+        .arg(format!(
+            "--storage.tsdb.path={}",
+            dir.path().join("data").display()
+        ))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .arg("--web.enable-remote-write-receiver")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log file"))
+        .spawn()
+        .expect("start prometheus");
+    let mut p = Proc(child, log.display().to_string());
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&format!("{base}/-/ready"), "prometheus", &mut p);
+    Prom {
+        base,
+        _p: p,
+        _dir: dir,
+    }
+}
+
+impl Prom {
+    /// An instant query's vector: (labels, value) per series.
+    fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
+        let url = url::Url::parse_with_params(
+            &format!("{}/api/v1/query", self.base),
+            &[("query", promql)],
+        )
+        .expect("url");
+        let text = get(url.as_str()).unwrap_or_else(|e| panic!("query {promql}: {e}"));
+        let v: serde_json::Value = serde_json::from_str(&text).expect("json answer");
+        assert_eq!(v["status"], "success", "{promql}: {text}");
+        v["data"]["result"]
+            .as_array()
+            .expect("a vector")
+            .iter()
+            .map(|r| {
+                let val = r["value"][1]
+                    .as_str()
+                    .and_then(|s| s.parse().ok())
+                    .expect("a number");
+                (r["metric"].clone(), val)
+            })
+            .collect()
+    }
+    fn one(&self, promql: &str) -> f64 {
+        let r = self.query(promql);
+        assert_eq!(r.len(), 1, "{promql}: {r:?}");
+        r[0].1
+    }
+}
+
+#[test]
+fn prometheus_holds_brunts_series_scraped_and_pushed_with_the_summarys_counts() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let brunt_port = free_port();
+    let prom = prometheus(&[("brunt", format!("127.0.0.1:{brunt_port}"))]);
+    let p = load::profile(
+        r#"
+name: prom-out
+target: { url: "{url}", timeout: 2s }
+requests:
+  - { name: fast, path: "/", weight: 3 }
+  - { name: slow, path: "/slow?ms=20", weight: 1 }
+load: { model: open, connections: 16 }
+shape:
+  stress: { start: 100/s, step: 100/s, max: 200/s, step_duration: 3s }
+"#,
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("run-prom-out");
+    let r = execute(
+        &p,
+        RunOptions {
+            out: Some(out.clone()),
+            progress: Progress::Quiet,
+            metrics_listen: Some(format!("127.0.0.1:{brunt_port}").parse().expect("addr")),
+            remote_write: Some(format!("{}/api/v1/write", prom.base)),
+            metrics_linger: Some(Duration::from_secs(10)),
+            ..Default::default()
+        },
+    )
+    .expect("run");
+    let s = &r.summary;
+    assert!(s.totals.requests > 500, "{}", s.totals.requests);
+    let run = "run-prom-out";
+    // Pulled series carry job="brunt"; pushed ones have no job label. The
+    // endpoint is gone now (its series are stale): read the last sample.
+    for (how, sel) in [("pull", "job=\"brunt\""), ("push", "job=\"\"")] {
+        let last = |m: &str, extra: &str| {
+            format!("last_over_time({m}{{{sel},run=\"{run}\"{extra}}}[10m])")
+        };
+        for ph in &s.phases {
+            let phx = format!(",phase=\"{}\"", ph.name);
+            assert_eq!(
+                prom.one(&last("brunt_offered_total", &phx)) as u64,
+                ph.offered,
+                "{how} {}: offered",
+                ph.name
+            );
+            assert_eq!(
+                prom.one(&last("brunt_dropped_total", &phx)) as u64,
+                ph.dropped,
+                "{how} {}: dropped",
+                ph.name
+            );
+            for (class, c) in &ph.by_class {
+                let q = format!(
+                    "sum({})",
+                    last("brunt_requests_total", &format!("{phx},class=\"{class}\""))
+                );
+                assert_eq!(prom.one(&q) as u64, c.count, "{how} {} {class}", ph.name);
+            }
+            let count = prom.one(&format!(
+                "sum({})",
+                last("brunt_latency_seconds_count", &phx)
+            ));
+            assert_eq!(
+                count as u64, ph.requests,
+                "{how} {}: histogram count",
+                ph.name
+            );
+            // The quantile gauge is the summary's HdrHistogram figure.
+            let q99 = prom.one(&last(
+                "brunt_latency_quantile_seconds",
+                &format!("{phx},quantile=\"0.99\""),
+            )) * 1000.0;
+            assert!(
+                (q99 - ph.latency.p99).abs() <= 0.002 * ph.latency.p99 + 0.001,
+                "{how} {}: p99 gauge {q99} ms vs summary {} ms",
+                ph.name,
+                ph.latency.p99
+            );
+            // histogram_quantile over the buckets: within one bucket (×2^(1/3)).
+            let hq = prom.one(&format!(
+                "histogram_quantile(0.99, sum by (le) ({}))",
+                last("brunt_latency_seconds_bucket", &phx)
+            )) * 1000.0;
+            let w = 2f64.powf(1.0 / 3.0);
+            assert!(
+                hq <= ph.latency.p99 * w * 1.01 && hq >= ph.latency.p99 / w / 1.01,
+                "{how} {}: histogram_quantile p99 {hq} ms vs summary {} ms",
+                ph.name,
+                ph.latency.p99
+            );
+        }
+        // Per request of the mix, as in summary.json's `requests`.
+        for rq in &s.requests {
+            let q = format!(
+                "sum({})",
+                last("brunt_requests_total", &format!(",request=\"{}\"", rq.name))
+            );
+            assert_eq!(
+                prom.one(&q) as u64,
+                rq.requests,
+                "{how} request {}",
+                rq.name
+            );
+        }
+        let failures = prom.one(&last("brunt_remote_write_failures_total", ""));
+        assert_eq!(failures, 0.0, "{how}: remote-write failures");
+    }
+}
+
+#[test]
+fn a_bad_listen_address_or_remote_write_url_is_refused_before_the_load() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let busy = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let p = load::profile(
+        "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { path: \"/\" } ]\nshape: { constant: { rate: 10/s, duration: 1s } }\n",
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let e = execute(
+        &p,
+        RunOptions {
+            out: Some(dir.path().join("a")),
+            progress: Progress::Quiet,
+            metrics_listen: Some(busy.local_addr().expect("addr")),
+            ..Default::default()
+        },
+    )
+    .err()
+    .expect("a port in use is an error");
+    assert!(e.to_string().contains("--metrics-listen"), "{e}");
+    let e = execute(
+        &p,
+        RunOptions {
+            out: Some(dir.path().join("b")),
+            progress: Progress::Quiet,
+            remote_write: Some("prometheus:9090/api/v1/write".into()),
+            ..Default::default()
+        },
+    )
+    .err()
+    .expect("a URL without scheme is an error");
+    assert!(e.is_bad_input() && e.to_string().contains("http://"), "{e}");
+}
+
+#[test]
+fn an_unreachable_remote_write_is_counted_never_fatal() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let dead = free_port(); // nothing listens there
+    let p = load::profile(
+        "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { path: \"/\" } ]\nshape: { constant: { rate: 50/s, duration: 3s } }\n",
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t0 = Instant::now();
+    let r = execute(
+        &p,
+        RunOptions {
+            out: Some(dir.path().join("run")),
+            progress: Progress::Quiet,
+            remote_write: Some(format!("http://127.0.0.1:{dead}/api/v1/write")),
+            ..Default::default()
+        },
+    )
+    .expect("the run completes");
+    assert_eq!(r.summary.totals.offered, 150);
+    assert_eq!(r.summary.totals.ok, 150, "{:?}", r.summary.totals.by_class);
+    assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+}
+
+/// Wait until Prometheus has two scrapes of the node (rate needs two).
+fn wait_for_node_rate(prom: &Prom) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while prom
+        .query(r#"count(rate(node_cpu_seconds_total{mode="idle"}[3s]))"#)
+        .is_empty()
+    {
+        assert!(
+            Instant::now() < until,
+            "no node_exporter data in Prometheus"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+fn node_exporter() -> (Proc, String) {
+    let port = free_port();
+    let log = std::env::temp_dir().join(format!("brunt-node-exporter-{port}.log"));
+    let child = Command::new(binary("prometheus-node-exporter"))
+        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).expect("log"))
+        .spawn()
+        .expect("start node exporter");
+    let mut p = Proc(child, log.display().to_string());
+    let addr = format!("127.0.0.1:{port}");
+    wait_ready(&format!("http://{addr}/metrics"), "node exporter", &mut p);
+    (p, addr)
+}
+
+#[test]
+fn the_prometheus_source_puts_node_cpu_and_pool_waiters_into_evidence_and_the_report() {
+    let _g = load::serial();
+    let (_node, node_addr) = node_exporter();
+    let prom = prometheus(&[("node", node_addr.clone())]);
+    wait_for_node_rate(&prom);
+    let srv = load::demo(DemoConfig::default());
+    let p = load::profile(
+        &format!(
+            r#"
+name: prom-in
+target: {{ url: "{{url}}" }}
+requests: [ {{ path: "/" }} ]
+shape: {{ constant: {{ rate: 50/s, duration: 5s }} }}
+collectors:
+  generator: {{ enabled: false }}
+  prometheus:
+    url: {base}
+    every: 1s
+    instance: "{node_addr}"
+    window: 5s
+    use: [prometheus-node]
+    queries:
+      - {{ name: waiters, series: target.pool_waiters, query: "vector(7)" }}
+      - {{ name: broken, query: "sum(rate(" }}
+"#,
+            base = prom.base
+        ),
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t0 = Instant::now();
+    let r = load::run(&p, dir.path());
+    assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", t0.elapsed());
+    assert_eq!(r.summary.totals.offered, 250);
+    let ev: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("diagnostics/evidence.json")).expect("evidence"),
+    )
+    .expect("json");
+    let cpu = ev["series"]["target.host_cpu_pct"]
+        .as_array()
+        .expect("node CPU from Prometheus in evidence.json");
+    assert!(cpu.len() >= 3, "{cpu:?}");
+    for pt in cpu {
+        let (t, v) = (pt[0].as_f64().expect("t"), pt[1].as_f64().expect("v"));
+        assert!((-1.0..8.0).contains(&t), "t {t} on the run clock");
+        assert!((0.0..=100.0).contains(&v), "cpu {v}");
+    }
+    assert!(
+        ev["series"]["target.mem_used_bytes"][0][1]
+            .as_f64()
+            .expect("mem")
+            > 1e6
+    );
+    assert_eq!(
+        ev["series"]["target.pool_waiters"][0][1].as_f64(),
+        Some(7.0)
+    );
+    let findings = ev["findings"].as_array().expect("findings");
+    assert!(
+        findings.iter().any(|f| f["kind"] == "pool"
+            && f["summary"]
+                .as_str()
+                .is_some_and(|s| s.contains("7 threads waiting"))),
+        "{findings:?}"
+    );
+    // The failing query is an error and a gap; the others kept going.
+    let c = r.summary.collectors.as_ref().expect("collectors summary");
+    assert!(
+        c["gaps"]
+            .as_array()
+            .expect("gaps")
+            .iter()
+            .any(|g| g["lane"] == "prometheus:broken"),
+        "{c}"
+    );
+    assert!(
+        c["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("parse error")),
+        "{c}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report");
+    assert!(
+        html.contains("Target CPU (% of the host)"),
+        "the report charts node CPU"
+    );
+}
+
+#[test]
+fn pool_waiters_read_from_prometheus_make_the_knee_cause_contention() {
+    let _g = load::serial();
+    // No host CPU query: the waiters alone are the server-side evidence.
+    let prom = prometheus(&[]);
+    let srv = load::demo(DemoConfig::default());
+    let p = load::profile(
+        &format!(
+            r#"
+name: prom-pool
+target: {{ url: "{{url}}", timeout: 2s }}
+requests: [ {{ path: "/slow?ms=5" }} ]
+load: {{ model: open, connections: 32 }}
+shape: {{ stress: {{ start: 20/s, step: 20/s, max: 40/s, step_duration: 3s }} }}
+budgets: [ "p99 < 2ms" ]
+collectors:
+  generator: {{ enabled: false }}
+  prometheus:
+    url: {base}
+    every: 1s
+    queries: [ {{ name: hikari-pending, series: target.pool_waiters, query: "vector(12)" }} ]
+"#,
+            base = prom.base
+        ),
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&p, dir.path());
+    let st = r
+        .summary
+        .verdicts
+        .clone()
+        .and_then(|v| v.stress)
+        .expect("a stress verdict");
+    assert_eq!(st.first_breach.as_deref(), Some("step-1"), "{}", st.text);
+    // The breaking step's top finding is the waiters read from Prometheus.
+    let top = st.steps[0]
+        .top_finding
+        .as_ref()
+        .expect("a finding in step-1");
+    assert_eq!(top.kind, "pool", "{top:?}");
+    // A saturated generator outranks every server-side cause by design (its
+    // latencies are not trustworthy); on a quiet machine the waiters decide.
+    if st.cause == brunt::judge::Cause::GeneratorSaturated {
+        eprintln!("generator saturated on this loaded machine: {}", st.text);
+        assert!(st.text.contains("generator was saturated"), "{}", st.text);
+        return;
+    }
+    assert_eq!(st.cause, brunt::judge::Cause::Contention, "{}", st.text);
+    assert!(
+        st.text
+            .contains("12 threads waiting for a pooled connection"),
+        "{}",
+        st.text
+    );
+}
+
+#[test]
+fn range_mode_reads_node_cpu_once_at_the_end_on_the_run_clock() {
+    let _g = load::serial();
+    let (_node, node_addr) = node_exporter();
+    let prom = prometheus(&[("node", node_addr.clone())]);
+    wait_for_node_rate(&prom);
+    let srv = load::demo(DemoConfig::default());
+    let p = load::profile(
+        &format!(
+            r#"
+name: prom-range
+target: {{ url: "{{url}}" }}
+requests: [ {{ path: "/" }} ]
+shape: {{ constant: {{ rate: 50/s, duration: 6s }} }}
+collectors:
+  generator: {{ enabled: false }}
+  prometheus: {{ url: {base}, mode: range, every: 1s, instance: "{node_addr}", window: 3s, use: [prometheus-node] }}
+"#,
+            base = prom.base
+        ),
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&p, dir.path());
+    assert_eq!(r.summary.totals.offered, 300);
+    let rows = std::fs::read_to_string(dir.path().join("diagnostics/prometheus.jsonl"))
+        .expect("the source's stream");
+    let cpu: Vec<serde_json::Value> = rows
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["query"] == "host-cpu")
+        .collect();
+    // Prometheus scraped the node since before the run: a point per second of it.
+    assert!(cpu.len() >= 4, "{rows}");
+    for v in &cpu {
+        let t = v["t"].as_f64().expect("t");
+        assert!((-0.5..8.0).contains(&t), "{v}");
+        if (0.5..5.5).contains(&t) {
+            assert_eq!(v["phase"], "main", "{v}");
+        }
+    }
+    let ev = std::fs::read_to_string(dir.path().join("diagnostics/evidence.json")).expect("ev");
+    assert!(ev.contains("target.host_cpu_pct"), "{ev}");
+}
+
+/// nginx in front of Prometheus, answering 401 unless `Authorization: Bearer <token>`.
+fn nginx_guard(upstream: &str, token: &str) -> (Proc, String, tempfile::TempDir) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let port = free_port();
+    let d = dir.path().display();
+    let conf = format!(
+        r#"worker_processes 1; daemon off; master_process off;
+pid {d}/nginx.pid; error_log {d}/error.log warn;
+events {{ worker_connections 64; }}
+http {{ access_log off;
+  client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
+  server {{ listen 127.0.0.1:{port};
+    location / {{
+      if ($http_authorization != "Bearer {token}") {{ return 401 "no\n"; }}
+      proxy_pass {upstream};
+    }} }} }}
+"#
+    );
+    std::fs::write(dir.path().join("nginx.conf"), conf).expect("conf");
+    let child = Command::new(binary("nginx"))
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-c")
+        .arg(dir.path().join("nginx.conf"))
+        .arg("-e")
+        .arg(dir.path().join("error.log"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nginx");
+    let mut p = Proc(child, format!("{d}/error.log"));
+    let base = format!("http://127.0.0.1:{port}");
+    wait_ready(&base, "nginx", &mut p); // a 401 is an answer
+    (p, base, dir)
+}
+
+#[test]
+fn bearer_tokens_from_the_environment_reach_prometheus_behind_a_guard() {
+    let _g = load::serial();
+    let prom = prometheus(&[]);
+    let (_nginx, guarded, _d) = nginx_guard(&prom.base, "s3cret-token");
+    // Read by this test only.
+    std::env::set_var("BRUNT_TEST_PROM_TOKEN", "s3cret-token");
+    std::env::set_var("BRUNT_TEST_PROM_WRONG", "wrong");
+    let srv = load::demo(DemoConfig::default());
+    let profile = |name: &str, var: &str| {
+        load::profile(
+            &format!(
+                r#"
+name: {name}
+target: {{ url: "{{url}}" }}
+requests: [ {{ path: "/" }} ]
+shape: {{ constant: {{ rate: 20/s, duration: 3s }} }}
+output: {{ prometheus_remote_write: "{guarded}/api/v1/write", prometheus_remote_write_token_env: {var} }}
+collectors:
+  generator: {{ enabled: false }}
+  prometheus: {{ url: "{guarded}", bearer_token_env: {var}, every: 1s, queries: [ {{ name: one, query: "vector(1)" }} ] }}
+"#
+            ),
+            &srv.base_url(),
+        )
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ok = load::run(
+        &profile("guard-ok", "BRUNT_TEST_PROM_TOKEN"),
+        &dir.path().join("ok"),
+    );
+    let c = ok.summary.collectors.as_ref().expect("collectors");
+    assert_eq!(c["errors_total"], 0, "{c}");
+    let ev = std::fs::read_to_string(dir.path().join("ok/diagnostics/evidence.json")).expect("ev");
+    assert!(ev.contains("prometheus.one"), "{ev}");
+    let pushed = prom.one(r#"last_over_time(brunt_offered_total{run="ok"}[10m])"#);
+    assert_eq!(pushed as u64, ok.summary.totals.offered);
+    // The wrong token: every query is a 401 gap, every push a counted failure; the run completes.
+    let bad = load::run(
+        &profile("guard-bad", "BRUNT_TEST_PROM_WRONG"),
+        &dir.path().join("bad"),
+    );
+    assert_eq!(bad.summary.totals.offered, 60);
+    let c = bad.summary.collectors.as_ref().expect("collectors");
+    assert!(
+        c["errors"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("401")),
+        "{c}"
+    );
+    assert!(prom.query(r#"brunt_offered_total{run="bad"}"#).is_empty());
+}
