@@ -25,6 +25,13 @@
 #   generator CPU per request, PASS when at most --tmpl-limit % (15); with
 #   brunt and wrk, static brunt's req/CPU-s ratio to wrk, PASS when at least
 #   --static-floor (0.80, today's 0.80–0.87× on the 2-core dev machine).
+#   HTTP/2 (tools brunt-h2, h2load, oha-h2): the same nginx also serves h2c
+#   (HTTP/2 with prior knowledge, cleartext: the protocol's cost without
+#   TLS's) on a second port; each tool runs --h2-connections connections ×
+#   --h2-streams concurrent streams (brunt-h2: bench/profiles/max-h2.yaml,
+#   that many closed-loop VUs, --h2-streams per connection; h2load -c -m;
+#   oha --http2 -c -p), and their req/CPU-s ratios to h2load are printed
+#   (×h2load), with brunt-h2's checked against --h2-floor (1.00).
 #   Exit 0 when every run worked and every printed check passed, else 1.
 #
 # Memory mode (--memory): a long open-model brunt run against the demo target
@@ -32,6 +39,8 @@
 #   after ~1 M and ~10 M requests (at --mem-rate; checkpoints are times
 #   count/rate after the start, checked afterwards against the summary's
 #   request count). Exit 0 when RSS stayed flat, 1 when it grew.
+#   --mem-http 2 runs the brunt profile over HTTP/2 (h2c with prior knowledge:
+#   the demo target and the nginx target both speak it; `--set target.http=2`).
 #   --mem-profile templated runs bench/profiles/memory-templated.yaml instead
 #   of memory.yaml: the same load with brunt-tmpl's template fields (two random
 #   fields, one feeder column), so RSS is checked over templated requests.
@@ -48,18 +57,19 @@
 #   A brunt that is missing, fails or writes no usable summary is reported as
 #   FAILED with the reason; the other tools' figures are still printed.
 #
-# Tools: wrk and nginx from apt (`apt-get install wrk nginx-light`), jq,
+# Tools: wrk, h2load and nginx from apt (`apt-get install wrk nghttp2-client nginx-light`), jq,
 #   taskset and GNU time (`apt-get install jq util-linux time`); oha is
 #   installed once by this script into bench/.cache/oha (cargo install oha
 #   --locked, ~12 min on 2 cores; --no-install to refuse); brunt is taken from
 #   --brunt, else built with `cargo build --release`.
 #
 # Usage: bench/compare.sh [--quick] [--rounds R] [--duration SECS]
-#          [--connections N] [--tools brunt,brunt-tmpl,wrk,oha] [--brunt PATH]
+#          [--connections N] [--tools brunt,brunt-tmpl,wrk,oha,brunt-h2,h2load,oha-h2] [--brunt PATH]
+#          [--h2-connections N] [--h2-streams M] [--h2-floor RATIO]
 #          [--oha PATH] [--no-install] [--no-build] [--gen-cpu N] [--server-cpu N]
 #          [--tmpl-limit PCT] [--static-floor RATIO]
 #        bench/compare.sh --memory [--mem-rate N] [--mem-counts 1000000,10000000]
-#          [--mem-tool brunt|oha] [--mem-profile static|templated]
+#          [--mem-tool brunt|oha] [--mem-profile static|templated] [--mem-http 1.1|2]
 #          [--mem-target demo|nginx] [--mem-tolerance PCT]
 #
 # Results (per-run TSV, logs, run directories) stay in bench/.cache/runs/.
@@ -87,9 +97,13 @@ MEM_TOOL=brunt
 MEM_TARGET=demo
 MEM_TOLERANCE=10
 MEM_PROFILE=static
+MEM_HTTP=1.1
 TMPL_LIMIT=15
 STATIC_FLOOR=0.80
 FEEDER_ROWS=1000
+H2_CONNECTIONS=10
+H2_STREAMS=10
+H2_FLOOR=1.00
 
 die() {
     echo "compare.sh: $*" >&2
@@ -123,8 +137,12 @@ while [ $# -gt 0 ]; do
     --mem-target) need_arg "$@"; MEM_TARGET=$2; shift ;;
     --mem-tolerance) need_arg "$@"; MEM_TOLERANCE=$2; shift ;;
     --mem-profile) need_arg "$@"; MEM_PROFILE=$2; shift ;;
+    --mem-http) need_arg "$@"; MEM_HTTP=$2; shift ;;
     --tmpl-limit) need_arg "$@"; TMPL_LIMIT=$2; shift ;;
     --static-floor) need_arg "$@"; STATIC_FLOOR=$2; shift ;;
+    --h2-connections) need_arg "$@"; H2_CONNECTIONS=$2; shift ;;
+    --h2-streams) need_arg "$@"; H2_STREAMS=$2; shift ;;
+    --h2-floor) need_arg "$@"; H2_FLOOR=$2; shift ;;
     -h | --help) usage 0 ;;
     *) echo "compare.sh: unknown option $1" >&2; usage 2 ;;
     esac
@@ -132,7 +150,7 @@ while [ $# -gt 0 ]; do
 done
 
 is_uint() { case "$1" in '' | *[!0-9]*) return 1 ;; *) return 0 ;; esac; }
-for v in ROUNDS DURATION CONNECTIONS GEN_CPU SERVER_CPU MEM_RATE MEM_TOLERANCE TMPL_LIMIT; do
+for v in ROUNDS DURATION CONNECTIONS GEN_CPU SERVER_CPU MEM_RATE MEM_TOLERANCE TMPL_LIMIT H2_CONNECTIONS H2_STREAMS; do
     is_uint "${!v}" || die "$v must be a whole number, got '${!v}'"
 done
 [ "$ROUNDS" -ge 1 ] && [ "$DURATION" -ge 1 ] && [ "$CONNECTIONS" -ge 1 ] && [ "$MEM_RATE" -ge 1 ] ||
@@ -143,10 +161,14 @@ case "$MEM_TOOL" in brunt | oha) ;; *) die "--mem-tool is brunt or oha" ;; esac
 case "$MEM_TARGET" in demo | nginx) ;; *) die "--mem-target is demo or nginx" ;; esac
 case "$MEM_PROFILE" in static | templated) ;; *) die "--mem-profile is static or templated" ;; esac
 [ "$MEM_PROFILE" = static ] || [ "$MEM_TOOL" = brunt ] || die "--mem-profile templated needs --mem-tool brunt"
+case "$MEM_HTTP" in 1.1 | 2) ;; *) die "--mem-http is 1.1 or 2" ;; esac
+[ "$MEM_HTTP" = 1.1 ] || [ "$MEM_TOOL" = brunt ] || die "--mem-http 2 needs --mem-tool brunt"
 [[ $STATIC_FLOOR =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--static-floor must be a number like 0.80, got '$STATIC_FLOOR'"
+[[ $H2_FLOOR =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--h2-floor must be a number like 1.00, got '$H2_FLOOR'"
+[ "$H2_CONNECTIONS" -ge 1 ] && [ "$H2_STREAMS" -ge 1 ] || die "--h2-connections and --h2-streams must be at least 1"
 IFS=, read -r -a TOOL_LIST <<<"$TOOLS"
 for t in "${TOOL_LIST[@]}"; do
-    case "$t" in brunt | brunt-tmpl | wrk | oha) ;; *) die "unknown tool '$t' (brunt, brunt-tmpl, wrk, oha)" ;; esac
+    case "$t" in brunt | brunt-tmpl | wrk | oha | brunt-h2 | h2load | oha-h2) ;; *) die "unknown tool '$t' (brunt, brunt-tmpl, wrk, oha, brunt-h2, h2load, oha-h2)" ;; esac
 done
 NCPU=$(nproc)
 [ "$GEN_CPU" -lt "$NCPU" ] && [ "$SERVER_CPU" -lt "$NCPU" ] || die "this machine has CPUs 0..$((NCPU - 1))"
@@ -178,8 +200,9 @@ uses() { # tool: is it part of this run?
     local t
     for t in "${TOOL_LIST[@]}"; do
         [ "$t" = "$1" ] && return 0
-        # brunt-tmpl is the brunt binary with another profile.
-        [ "$1" = brunt ] && [ "$t" = brunt-tmpl ] && return 0
+        # brunt-tmpl and brunt-h2 are the brunt binary with another profile; oha-h2 is oha.
+        [ "$1" = brunt ] && { [ "$t" = brunt-tmpl ] || [ "$t" = brunt-h2 ]; } && return 0
+        [ "$1" = oha ] && [ "$t" = oha-h2 ] && return 0
     done
     return 1
 }
@@ -188,6 +211,7 @@ if uses nginx; then
     [ -x "$NGINX" ] || { echo "compare.sh: nginx is missing — install it with: apt-get install nginx-light" >&2; exit 2; }
 fi
 if uses wrk; then require wrk "apt-get install wrk"; fi
+if uses h2load; then require h2load "apt-get install nghttp2-client"; fi
 
 # oha: from --oha, else the cache, else installed into the cache (once).
 if uses oha; then
@@ -289,7 +313,7 @@ wait_listening() { # port, pid: bounded wait (10 s) for the port to accept
 
 NGINX_DIR="$WORK/nginx"
 NGINX_PID=""
-start_nginx() { # port
+start_nginx() { # port, h2c port
     mkdir -p "$NGINX_DIR/tmp"
     cat >"$NGINX_DIR/nginx.conf" <<EOF
 # One worker, only files under this scratch directory.
@@ -313,12 +337,18 @@ http {
         listen 127.0.0.1:$1;
         location / { default_type text/plain; return 200 "ok\n"; }
     }
+    # HTTP/2 with prior knowledge (h2c) for the HTTP/2 tools.
+    server {
+        listen 127.0.0.1:$2 http2;
+        http2_max_concurrent_streams 1024;
+        location / { default_type text/plain; return 200 "ok\n"; }
+    }
 }
 EOF
     taskset -c "$SERVER_CPU" "$NGINX" -p "$NGINX_DIR" -c "$NGINX_DIR/nginx.conf" -e "$NGINX_DIR/error.log" \
         >"$NGINX_DIR/stdout.log" 2>&1 &
     NGINX_PID=$!
-    if ! wait_listening "$1" "$NGINX_PID"; then
+    if ! wait_listening "$1" "$NGINX_PID" || ! wait_listening "$2" "$NGINX_PID"; then
         echo "compare.sh: nginx did not start; $NGINX_DIR/error.log says:" >&2
         cat "$NGINX_DIR/error.log" "$NGINX_DIR/stdout.log" >&2 2>/dev/null
         exit 1
@@ -357,6 +387,19 @@ run_tool() {
     case "$tool" in
     wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "$url/") ;;
     oha) cmd=("$OHA_BIN" -z "${DURATION}s" -c "$CONNECTIONS" --no-tui --output-format json "$url/") ;;
+    h2load) cmd=(h2load -t1 -c"$H2_CONNECTIONS" -m"$H2_STREAMS" -D"$DURATION" "$H2_URL/") ;;
+    oha-h2) cmd=("$OHA_BIN" --http2 -z "${DURATION}s" -c "$H2_CONNECTIONS" -p "$H2_STREAMS" --no-tui --output-format json "$H2_URL/") ;;
+    brunt-h2)
+        if [ -n "$BRUNT_PROBLEM" ]; then
+            printf '%s\t%s\tFAILED\t\t\t\t\t\t%s\n' "$tool" "$round" "$BRUNT_PROBLEM"
+            return
+        fi
+        sed -e "s/vus: *[0-9][0-9]*/vus: $((H2_CONNECTIONS * H2_STREAMS))/" \
+            -e "s/streams_per_connection: *[0-9][0-9]*/streams_per_connection: $H2_STREAMS/" \
+            -e "s/duration: *[0-9][0-9a-z ]*/duration: ${DURATION}s /" \
+            "$BENCH_DIR/profiles/max-h2.yaml" >"$WORK/max-h2.yaml"
+        cmd=("$BRUNT_BIN" run "$WORK/max-h2.yaml" --target "$H2_URL" --out "$WORK/$tag")
+        ;;
     brunt | brunt-tmpl)
         if [ -n "$BRUNT_PROBLEM" ]; then
             printf '%s\t%s\tFAILED\t\t\t\t\t\t%s\n' "$tool" "$round" "$BRUNT_PROBLEM"
@@ -391,14 +434,23 @@ run_tool() {
         errs=$(awk '/Socket errors|Non-2xx/{printf "%s; ", $0}' "$out")
         [ -z "$errs" ] || note="$errs"
         ;;
-    oha)
+    h2load)
+        [ -n "$fail" ] || [ "$rc" -eq 0 ] || fail="exit $rc"
+        # "requests: N total, N started, N done, N succeeded, …" and "finished in 10.00s, …"
+        requests=$(awk '/^requests:/{print $6; exit}' "$out")
+        secs=$(awk '/^finished in/{sub(/s,$/, "", $3); print $3; exit}' "$out")
+        local failed
+        failed=$(awk '/^requests:/{print $10; exit}' "$out")
+        [ "${failed:-0}" = 0 ] || note="$failed failed"
+        ;;
+    oha | oha-h2)
         [ -n "$fail" ] || [ "$rc" -eq 0 ] || fail="exit $rc"
         if [ -z "$fail" ]; then
             requests=$(jq -r '([.statusCodeDistribution[]?] | add // 0) + ([.errorDistribution[]?] | add // 0)' "$out" 2>/dev/null)
             secs=$(jq -r '.summary.total' "$out" 2>/dev/null)
         fi
         ;;
-    brunt | brunt-tmpl)
+    brunt | brunt-tmpl | brunt-h2)
         [ -n "$fail" ] || [ "$rc" -eq 0 ] || [ "$rc" -eq 99 ] || fail="brunt exit $rc: $(tail -n 3 "$out" | tr '\n\t' '  ')"
         if [ -z "$fail" ]; then
             if [ ! -s "$WORK/$tag/summary.json" ]; then
@@ -436,17 +488,19 @@ median() { # numbers on stdin → median
 # ---------------------------------------------------------------- throughput mode
 
 compare_mode() {
-    local port url
+    local port url h2port
     port=$(free_port)
+    h2port=$(free_port)
     url="http://127.0.0.1:$port"
-    start_nginx "$port"
+    H2_URL="http://127.0.0.1:$h2port"
+    start_nginx "$port" "$h2port"
     # Sanity check: the server answers before anything is measured.
     if ! timeout 5 bash -c "exec 3<>/dev/tcp/127.0.0.1/$port && printf 'GET / HTTP/1.0\r\n\r\n' >&3 && head -c 12 <&3 | grep -q 200"; then
         echo "compare.sh: nginx on $url does not answer 200" >&2
         exit 1
     fi
     echo "nginx (1 worker, CPU $SERVER_CPU) on $url; generators on CPU $GEN_CPU;" \
-        "$ROUNDS round(s) × ${DURATION}s, $CONNECTIONS connections; tools: ${TOOL_LIST[*]}"
+        "$ROUNDS round(s) × ${DURATION}s, $CONNECTIONS connections (HTTP/2: h2c on $H2_URL, $H2_CONNECTIONS connections × $H2_STREAMS streams); tools: ${TOOL_LIST[*]}"
     local results="$WORK/results.tsv" round i n=${#TOOL_LIST[@]} tool row
     printf 'tool\tround\tstatus\trequests\tseconds\tcpu_s\trss_kb\tsrv_cpu_pct\tnote\n' >"$results"
     for round in $(seq 1 "$ROUNDS"); do
@@ -462,12 +516,14 @@ compare_mode() {
 }
 
 print_table() {
-    local results=$1 tool ok total rps rpc rss srv wrk_rps="" wrk_rpc=""
-    # wrk's medians first, for the ratios.
+    local results=$1 tool ok total rps rpc rss srv wrk_rps="" wrk_rpc="" h2_rps="" h2_rpc="" ref_rps ref_rpc
+    # The references' medians first, for the ratios: wrk for HTTP/1.1, h2load for HTTP/2.
     wrk_rps=$(awk -F'\t' '$1 == "wrk" && $3 == "ok" {print $4 / $5}' "$results" | median)
     wrk_rpc=$(awk -F'\t' '$1 == "wrk" && $3 == "ok" {print $4 / $6}' "$results" | median)
+    h2_rps=$(awk -F'\t' '$1 == "h2load" && $3 == "ok" {print $4 / $5}' "$results" | median)
+    h2_rpc=$(awk -F'\t' '$1 == "h2load" && $3 == "ok" {print $4 / $6}' "$results" | median)
     echo
-    printf '%-10s %5s %12s %12s %9s %11s %9s %8s\n' tool runs req/s req/CPU-s "×wrk r/s" "×wrk r/CPU" "RSS MB" "srv CPU"
+    printf '%-10s %5s %12s %12s %9s %11s %9s %8s\n' tool runs req/s req/CPU-s "×ref r/s" "×ref r/CPU" "RSS MB" "srv CPU"
     local status=0
     for tool in "${TOOL_LIST[@]}"; do
         total=$(awk -F'\t' -v t="$tool" '$1 == t' "$results" | wc -l)
@@ -482,15 +538,19 @@ print_table() {
         rpc=$(awk -F'\t' -v t="$tool" '$1 == t && $3 == "ok" {print $4 / $6}' "$results" | median)
         rss=$(awk -F'\t' -v t="$tool" '$1 == t && $3 == "ok" {print $7 / 1024}' "$results" | median)
         srv=$(awk -F'\t' -v t="$tool" '$1 == t && $3 == "ok" {print $8}' "$results" | median)
+        case "$tool" in
+        brunt-h2 | h2load | oha-h2) ref_rps=$h2_rps ref_rpc=$h2_rpc ;;
+        *) ref_rps=$wrk_rps ref_rpc=$wrk_rpc ;;
+        esac
         awk -v t="$tool" -v runs="$ok/$total" -v rps="$rps" -v rpc="$rpc" -v rss="$rss" -v srv="$srv" \
-            -v wr="$wrk_rps" -v wc="$wrk_rpc" 'BEGIN {
+            -v wr="$ref_rps" -v wc="$ref_rpc" 'BEGIN {
                 xr = (wr > 0) ? sprintf("%.2f", rps / wr) : "-";
                 xc = (wc > 0) ? sprintf("%.2f", rpc / wc) : "-";
                 printf "%-10s %5s %12.0f %12.0f %9s %11s %9.1f %7s%%\n", t, runs, rps, rpc, xr, xc, rss, srv }'
         [ "$ok" -eq "$total" ] || status=1
     done
     echo
-    echo "medians over $ROUNDS round(s); per-run rows: $results"
+    echo "medians over $ROUNDS round(s); ×ref: against wrk (HTTP/1.1 tools), h2load (HTTP/2 tools); per-run rows: $results"
     print_checks "$results" || status=1
     return $status
 }
@@ -533,6 +593,15 @@ print_checks() {
                 s / w, ok ? "PASS" : "FAIL", floor;
             exit !ok }' || rc=1
     fi
+    local b2 h2
+    b2=$(rpc_of brunt-h2)
+    h2=$(rpc_of h2load)
+    if in_list brunt-h2 && in_list h2load && [ -n "$b2" ] && [ -n "$h2" ]; then
+        awk -v s="$b2" -v w="$h2" -v floor="$H2_FLOOR" 'BEGIN {
+            ok = (s / w >= floor);
+            printf "HTTP/2 ×h2load req/CPU-s: %.3f: %s (at least %.2f)\n", s / w, ok ? "PASS" : "FAIL", floor;
+            exit !ok }' || rc=1
+    fi
     return $rc
 }
 
@@ -548,7 +617,10 @@ memory_mode() {
     port=$(free_port)
     url="http://127.0.0.1:$port"
     if [ "$MEM_TARGET" = nginx ]; then
-        start_nginx "$port"
+        local h2port
+        h2port=$(free_port)
+        H2_URL="http://127.0.0.1:$h2port"
+        start_nginx "$port" "$h2port"
         target_pid=$NGINX_PID
     else
         taskset -c "$SERVER_CPU" "$BRUNT_BIN" demo-target --listen "127.0.0.1:$port" >"$WORK/demo-target.log" 2>&1 &
@@ -569,7 +641,11 @@ memory_mode() {
         fi
         sed -e "s|rate: *[0-9][0-9]*/s|rate: $MEM_RATE/s|" -e "s/duration: *[0-9][0-9a-z ]*/duration: ${secs}s /" \
             "$BENCH_DIR/profiles/$prof.yaml" >"$WORK/$prof.yaml"
-        cmd=("$BRUNT_BIN" run "$WORK/$prof.yaml" --target "$url" --out "$WORK/brunt-memory")
+        cmd=("$BRUNT_BIN" run "$WORK/$prof.yaml" --target "$url" --out "$WORK/brunt-memory" --set "target.http=$MEM_HTTP")
+        if [ "$MEM_HTTP" = 2 ] && [ "$MEM_TARGET" = nginx ]; then
+            # nginx's h2c listener (start_nginx's second port).
+            cmd=("${cmd[@]/#$url/$H2_URL}")
+        fi
     else
         # oha keeps every result in memory: useful to see the check catch growth.
         local path=/
@@ -577,7 +653,7 @@ memory_mode() {
         cmd=("$OHA_BIN" -n "$max" -q "$MEM_RATE" -c 50 --latency-correction --no-tui --output-format json "$url$path")
     fi
     local what=$MEM_TOOL
-    [ "$MEM_TOOL" = brunt ] && what="brunt ($prof.yaml)"
+    [ "$MEM_TOOL" = brunt ] && what="brunt ($prof.yaml, HTTP/$MEM_HTTP)"
     echo "memory check: $what at $MEM_RATE req/s for ${secs}s against $MEM_TARGET ($url), checkpoints: ${MEM_CHECKPOINTS[*]} requests"
     taskset -c "$GEN_CPU" "${cmd[@]}" >"$WORK/$MEM_TOOL-memory.out" 2>&1 </dev/null &
     local gen=$!

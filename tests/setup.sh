@@ -11,6 +11,7 @@
 #   - junitparser (PyPI): reads `--junit` files as CI systems do
 #   - tmux: a real pseudo-terminal for the live view's tests
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
+#   - nginx-light: tests/http2.rs and tests/connections.rs load a real nginx (TLS with ALPN h2, plain 1.1)
 #   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
 #   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
 #     (nginx-light guards that Prometheus with a bearer token)

@@ -1,4 +1,4 @@
-//! The built-in demo target: a small HTTP/1.1 server with known, tunable
+//! The built-in demo target: a small HTTP/1.1 (and h2c) server with known, tunable
 //! misbehaviour, so brunt can be tried (`brunt demo-target`, `target: builtin`)
 //! and tested without any outside service.
 //!
@@ -47,9 +47,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
 use serde::{Deserialize, Serialize};
 
 pub use stall::StallSchedule;
@@ -402,8 +402,10 @@ async fn accept_loop(
                     let shared = shared.clone();
                     tokio::spawn(async move {
                         let svc = service_fn(move |req| handlers::handle(shared.clone(), req));
+                        // HTTP/1.1, or HTTP/2 with prior knowledge (h2c) when the
+                        // client opens with the HTTP/2 preface.
                         // Errors here are clients hanging up: nothing to report.
-                        let _ = http1::Builder::new()
+                        let _ = auto::Builder::new(TokioExecutor::new())
                             .serve_connection(TokioIo::new(stream), svc)
                             .await;
                     });

@@ -1,15 +1,39 @@
-//! The request hot path: one HTTP/1.1 connection per lane on hyper's
-//! `client::conn::http1` (measured ~2× cheaper per request than reqwest),
-//! pre-built requests, TLS through rustls with the ring provider.
+//! The request hot path: one connection per lane on hyper's client
+//! connections (`client::conn::http1`, measured ~2× cheaper per request than
+//! reqwest; `client::conn::http2` — the `h2` crate — for HTTP/2), pre-built
+//! requests, TLS through rustls with the ring provider.
+//!
+//! HTTP/2: lanes share connections, `load.streams_per_connection` lanes per
+//! connection ([`Pool`]), so each lane is one stream and a due request that
+//! finds every stream busy waits for one, keeping its due time. Over TLS the
+//! protocol is chosen by ALPN (`h2` only for `http: "2"`, `h2` then
+//! `http/1.1` for `auto`); over cleartext `"2"` is h2c with prior knowledge.
+//!
+//! Outcome rules for broken connections (one rule, whatever the timing):
+//! - `connect_error`: no connection was made — refused, unreachable, the
+//!   TLS handshake rejected (certificate, protocol).
+//! - `reset`: the target accepted the connection and then reset or closed it
+//!   before a full answer, at whatever point the client notices: inside
+//!   `connect()` (ECONNRESET: the SYN was answered, then the RST came), in
+//!   the TLS handshake, while writing the request or reading the answer; an
+//!   HTTP/2 stream reset (`RST_STREAM`) or a GOAWAY with an error code.
+//! - HTTP/2 streams the server says it did not process — `REFUSED_STREAM`,
+//!   or above a graceful GOAWAY's last stream id — are sent again once on a
+//!   new connection (RFC 9113 §8.7: safe to retry); refused twice, `reset`.
+//! - An HTTP/1.1 request that never left on a kept-alive connection the
+//!   server had closed (its idle timeout) is sent again once.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper::header::{HeaderName, HeaderValue, HOST, USER_AGENT};
-use hyper::{Method, Request, StatusCode};
+use hyper::client::conn::{http1, http2};
+use hyper::header::{HeaderName, HeaderValue, CONNECTION, HOST, USER_AGENT};
+use hyper::{Method, Request, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use thiserror::Error;
 use tokio::net::TcpStream;
@@ -17,7 +41,7 @@ use tokio::net::TcpStream;
 use super::feeder::Feeder;
 use super::template::{self, Dynamic, Inputs};
 use crate::metrics::Class;
-use crate::profile::{Profile, RequestSpec};
+use crate::profile::{HttpVersion, Profile, RequestSpec};
 
 #[derive(Debug, Error)]
 pub enum ClientError {
@@ -41,12 +65,35 @@ pub struct Target {
     )>,
     pub connect_timeout: Duration,
     pub timeout: Duration,
+    /// What the profile asked for (`target.http`).
+    pub http: HttpVersion,
+    /// Lanes plan for HTTP/2 (share connections): `http: "2"`, or `auto`
+    /// when the preflight's TLS handshake chose `h2`.
+    h2: AtomicBool,
+    /// `load.keep_alive`.
+    pub keep_alive: bool,
+    /// `http://host:port` or `https://…`: HTTP/2 requests carry it as
+    /// `:scheme` and `:authority`.
+    origin: String,
+}
+
+impl Target {
+    /// Lanes share HTTP/2 connections.
+    pub fn plans_h2(&self) -> bool {
+        self.h2.load(Ordering::Relaxed)
+    }
+    /// The preflight's ALPN answer for `auto` over TLS.
+    pub(crate) fn set_h2(&self, on: bool) {
+        self.h2.store(on, Ordering::Relaxed);
+    }
 }
 
 /// A request of the mix, built once.
 pub struct Prepared {
     pub name: String,
     pub request: Request<Full<Bytes>>,
+    /// The same request for HTTP/2: absolute URI (`:scheme`, `:authority`), no Host.
+    request_h2: Request<Full<Bytes>>,
     /// `ok[status]` says whether a status is expected.
     ok: Box<[bool; 600]>,
     contains: Option<String>,
@@ -127,8 +174,10 @@ pub fn target_from(profile: &Profile, url: &str) -> Result<(Target, String), Cli
         .port_or_known_default()
         .ok_or_else(|| ClientError::Url(url.into(), "no port".into()))?;
     let base = uri.path().trim_end_matches('/').to_string();
+    let http = profile.target.http;
+    let origin = format!("{}://{}", uri.scheme(), authority(&host, port, https));
     let tls = if https {
-        let cfg = tls_config(&profile.target.tls)?;
+        let cfg = tls_config(&profile.target.tls, http)?;
         let name = rustls::pki_types::ServerName::try_from(host.clone())
             .map_err(|e| ClientError::Tls(format!("server name `{host}`: {e}")))?;
         Some((tokio_rustls::TlsConnector::from(Arc::new(cfg)), name))
@@ -142,12 +191,47 @@ pub fn target_from(profile: &Profile, url: &str) -> Result<(Target, String), Cli
             tls,
             connect_timeout: profile.target.connect_timeout,
             timeout: profile.target.timeout,
+            http,
+            h2: AtomicBool::new(http == HttpVersion::Http2),
+            keep_alive: profile.load.keep_alive,
+            origin,
         },
         base,
     ))
 }
 
-fn tls_config(spec: &crate::profile::TlsSpec) -> Result<rustls::ClientConfig, ClientError> {
+/// `host[:port]`, the port left out when it is the scheme's default.
+fn authority(host: &str, port: u16, https: bool) -> String {
+    let host = if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_string()
+    };
+    if (https && port == 443) || (!https && port == 80) {
+        host
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+fn tls_config(
+    spec: &crate::profile::TlsSpec,
+    http: HttpVersion,
+) -> Result<rustls::ClientConfig, ClientError> {
+    let mut cfg = tls_roots(spec)?;
+    cfg.alpn_protocols = match http {
+        // As before HTTP/2 existed here: no ALPN, the server assumes 1.1.
+        HttpVersion::Http1 => Vec::new(),
+        HttpVersion::Http2 => vec![b"h2".to_vec()],
+        HttpVersion::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+    };
+    if !spec.resumption {
+        cfg.resumption = rustls::client::Resumption::disabled();
+    }
+    Ok(cfg)
+}
+
+fn tls_roots(spec: &crate::profile::TlsSpec) -> Result<rustls::ClientConfig, ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -232,7 +316,26 @@ pub fn prepare(
     } else {
         format!("{}:{}", target.host, target.port)
     };
-    prepare_mix(profile, &host_header, base, inputs, feeders)
+    let mut mix = prepare_mix(profile, &host_header, base, inputs, feeders)?;
+    for p in &mut mix {
+        p.request_h2 = to_h2(p.request.clone(), &target.origin);
+    }
+    Ok(mix)
+}
+
+/// A request in HTTP/2's form: an absolute URI (hyper sends its scheme and
+/// authority as `:scheme` and `:authority`) and no `Host` header.
+fn to_h2(mut req: Request<Full<Bytes>>, origin: &str) -> Request<Full<Bytes>> {
+    let pq = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    if let Ok(uri) = format!("{origin}{pq}").parse::<Uri>() {
+        *req.uri_mut() = uri;
+    }
+    req.headers_mut().remove(HOST);
+    req
 }
 
 /// Every request of the mix (scenario steps included, in
@@ -392,6 +495,7 @@ fn prepare_one(
     Ok(Prepared {
         extract,
         name,
+        request_h2: req.clone(),
         request: req,
         ok,
         contains: r.expect.body_contains.clone(),
@@ -408,6 +512,8 @@ pub struct Answer {
     pub retry_after: bool,
     /// Scenario steps: the values `extract` took, by variable index.
     pub extracted: Vec<(usize, Bytes)>,
+    /// This exchange opened a connection, taking this long (TCP + TLS).
+    pub connected: Option<Duration>,
 }
 
 impl From<Class> for Answer {
@@ -416,6 +522,78 @@ impl From<Class> for Answer {
             class,
             retry_after: false,
             extracted: Vec::new(),
+            connected: None,
+        }
+    }
+}
+
+/// One connection's request side.
+enum Sender {
+    H1(http1::SendRequest<Full<Bytes>>),
+    H2(http2::SendRequest<Full<Bytes>>),
+}
+
+impl Sender {
+    fn is_closed(&self) -> bool {
+        match self {
+            Sender::H1(s) => s.is_closed(),
+            Sender::H2(s) => s.is_closed(),
+        }
+    }
+    async fn ready(&mut self) -> Result<(), hyper::Error> {
+        match self {
+            Sender::H1(s) => s.ready().await,
+            Sender::H2(s) => s.ready().await,
+        }
+    }
+}
+
+/// HTTP/2 connections of one worker, shared by its lanes: lane `i` uses
+/// connection `i / streams_per_connection`. HTTP/1.1: every lane its own.
+pub struct Pool {
+    h2: bool,
+    streams: usize,
+    slots: RefCell<Vec<Rc<Slot>>>,
+}
+
+/// One shared HTTP/2 connection; the lock makes the lanes that find it
+/// closed open one new connection, not one each.
+#[derive(Default)]
+struct Slot {
+    sender: RefCell<Option<http2::SendRequest<Full<Bytes>>>>,
+    opening: tokio::sync::Mutex<()>,
+}
+
+impl Pool {
+    pub fn new(t: &Target, streams_per_connection: usize) -> Pool {
+        Pool {
+            // Without keep-alive every request opens its own connection.
+            h2: t.plans_h2() && t.keep_alive,
+            streams: streams_per_connection.max(1),
+            slots: RefCell::new(Vec::new()),
+        }
+    }
+    /// Lanes (open model) per connection: 1 for HTTP/1.1.
+    pub fn streams(&self) -> usize {
+        if self.h2 {
+            self.streams
+        } else {
+            1
+        }
+    }
+    /// The connection of lane (or virtual user) `lane`.
+    pub fn conn(&self, lane: usize) -> Conn {
+        if !self.h2 {
+            return Conn::default();
+        }
+        let k = lane / self.streams;
+        let mut slots = self.slots.borrow_mut();
+        while slots.len() <= k {
+            slots.push(Rc::new(Slot::default()));
+        }
+        Conn {
+            sender: None,
+            slot: Some(slots[k].clone()),
         }
     }
 }
@@ -423,50 +601,113 @@ impl From<Class> for Answer {
 /// A lane's connection: opened lazily, reopened when the server closes it.
 #[derive(Default)]
 pub struct Conn {
-    sender: Option<SendRequest<Full<Bytes>>>,
+    sender: Option<Sender>,
+    /// HTTP/2: the connection this lane shares.
+    slot: Option<Rc<Slot>>,
 }
 
-#[derive(Debug)]
-enum Fail {
-    Connect(Class),
+/// Runs hyper's HTTP/2 connection tasks on the worker's own thread.
+#[derive(Clone, Copy)]
+struct LocalExec;
+
+impl<F> hyper::rt::Executor<F> for LocalExec
+where
+    F: std::future::Future + 'static,
+{
+    fn execute(&self, fut: F) {
+        tokio::task::spawn_local(fut);
+    }
 }
 
-async fn connect(t: &Target) -> Result<SendRequest<Full<Bytes>>, Fail> {
+/// A TCP connect or TLS handshake error: `reset` when the target had
+/// accepted the connection and then broke it (see the module doc),
+/// `connect_error` otherwise.
+fn connect_class(e: &std::io::Error) -> Class {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Class::Reset,
+        TimedOut => Class::Timeout,
+        _ => Class::ConnectError,
+    }
+}
+
+/// Open a connection: TCP, TLS (ALPN picks the protocol), the HTTP
+/// handshake. Returns the time it took with the sender.
+async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
+    let began = Instant::now();
     let tcp = match tokio::time::timeout(
         t.connect_timeout,
         TcpStream::connect((t.host.as_str(), t.port)),
     )
     .await
     {
-        Err(_) => return Err(Fail::Connect(Class::Timeout)),
-        Ok(Err(_)) => return Err(Fail::Connect(Class::ConnectError)),
+        Err(_) => return Err(Class::Timeout),
+        Ok(Err(e)) => return Err(connect_class(&e)),
         Ok(Ok(s)) => s,
     };
     let _ = tcp.set_nodelay(true);
-    match &t.tls {
-        None => {
-            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-                .await
-                .map_err(|_| Fail::Connect(Class::ConnectError))?;
-            tokio::task::spawn_local(async move {
-                let _ = conn.await;
-            });
-            Ok(sender)
-        }
+    let sender = match &t.tls {
+        None => handshake(TokioIo::new(tcp), t.http == HttpVersion::Http2).await?,
         Some((connector, name)) => {
-            let tls = connector
-                .connect(name.clone(), tcp)
-                .await
-                .map_err(|_| Fail::Connect(Class::ConnectError))?;
-            let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-                .await
-                .map_err(|_| Fail::Connect(Class::ConnectError))?;
-            tokio::task::spawn_local(async move {
-                let _ = conn.await;
-            });
-            Ok(sender)
+            let tls =
+                match tokio::time::timeout(t.connect_timeout, connector.connect(name.clone(), tcp))
+                    .await
+                {
+                    Err(_) => return Err(Class::Timeout),
+                    Ok(Err(e)) => return Err(connect_class(&e)),
+                    Ok(Ok(s)) => s,
+                };
+            let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+            if t.http == HttpVersion::Http2 && !h2 {
+                // The preflight refuses such a target; a server that changed mid-run.
+                return Err(Class::ConnectError);
+            }
+            handshake(TokioIo::new(tls), h2).await?
         }
+    };
+    Ok((sender, began.elapsed()))
+}
+
+async fn handshake<IO>(io: TokioIo<IO>, h2: bool) -> Result<Sender, Class>
+where
+    IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
+{
+    if h2 {
+        let (sender, conn) = http2::Builder::new(LocalExec)
+            .handshake(io)
+            .await
+            .map_err(|e| classify_error(&e))?;
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+        });
+        Ok(Sender::H2(sender))
+    } else {
+        let (sender, conn) = http1::handshake(io).await.map_err(|e| classify_error(&e))?;
+        tokio::task::spawn_local(async move {
+            let _ = conn.await;
+        });
+        Ok(Sender::H1(sender))
     }
+}
+
+/// The server did not process this request and says so (HTTP/2
+/// `REFUSED_STREAM`, or a stream above a graceful GOAWAY's last id).
+fn unprocessed(e: &hyper::Error) -> bool {
+    h2_error(e).is_some_and(|h| {
+        h.reason() == Some(h2::Reason::REFUSED_STREAM)
+            || (h.is_go_away() && h.reason() == Some(h2::Reason::NO_ERROR))
+    })
+}
+
+fn h2_error(e: &hyper::Error) -> Option<&h2::Error> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(h) = s.downcast_ref::<h2::Error>() {
+            return Some(h);
+        }
+        src = s.source();
+    }
+    None
 }
 
 fn classify_error(e: &hyper::Error) -> Class {
@@ -475,6 +716,15 @@ fn classify_error(e: &hyper::Error) -> Class {
     }
     if e.is_incomplete_message() || e.is_canceled() || e.is_closed() {
         return Class::Reset;
+    }
+    if let Some(h) = h2_error(e) {
+        if h.is_reset() || h.is_go_away() {
+            return Class::Reset;
+        }
+        return match h.get_io().map(connect_class) {
+            Some(Class::ConnectError) | None => Class::OtherError,
+            Some(c) => c,
+        };
     }
     let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(s) = src {
@@ -492,6 +742,39 @@ fn classify_error(e: &hyper::Error) -> Class {
 }
 
 impl Conn {
+    /// Make sure the lane has a live sender: its own, the shared HTTP/2
+    /// connection's, or a new connection (its connect time goes to `connected`).
+    async fn open(&mut self, t: &Target, connected: &mut Option<Duration>) -> Result<(), Class> {
+        if self.sender.as_ref().is_some_and(|s| !s.is_closed()) {
+            return Ok(());
+        }
+        self.sender = None;
+        let Some(slot) = self.slot.clone() else {
+            let (s, took) = connect(t).await?;
+            *connected = Some(took);
+            self.sender = Some(s);
+            return Ok(());
+        };
+        let _guard = slot.opening.lock().await;
+        let live = slot
+            .sender
+            .borrow()
+            .as_ref()
+            .filter(|s| !s.is_closed())
+            .cloned();
+        if let Some(s) = live {
+            self.sender = Some(Sender::H2(s));
+            return Ok(());
+        }
+        let (s, took) = connect(t).await?;
+        *connected = Some(took);
+        if let Sender::H2(h) = &s {
+            *slot.sender.borrow_mut() = Some(h.clone());
+        }
+        self.sender = Some(s);
+        Ok(())
+    }
+
     /// Send one request and read its whole answer. The caller applies the
     /// request timeout around this future (dropping it drops the connection).
     /// `msg`: this send's rendered request (templated), or `None` to send
@@ -503,19 +786,37 @@ impl Conn {
         mut msg: Option<Request<Full<Bytes>>>,
         check: bool,
     ) -> Answer {
+        let mut connected = None;
+        let mut a = self
+            .exchange_inner(t, p, &mut msg, check, &mut connected)
+            .await;
+        a.connected = connected;
+        if !t.keep_alive {
+            // One connection per request: dropping the sender closes it.
+            self.sender = None;
+        }
+        a
+    }
+
+    async fn exchange_inner(
+        &mut self,
+        t: &Target,
+        p: &Prepared,
+        msg: &mut Option<Request<Full<Bytes>>>,
+        check: bool,
+        connected: &mut Option<Duration>,
+    ) -> Answer {
         // One retry when a kept-alive connection turns out closed before the
-        // request went out: that is the server's idle timeout, not an error.
+        // request went out (the server's idle timeout), or when an HTTP/2
+        // server says it did not process the request.
         for attempt in 0..2 {
             let reused = self.sender.is_some();
-            let sender = match self.sender.as_mut() {
-                Some(s) if !s.is_closed() => s,
-                _ => match connect(t).await {
-                    Ok(s) => self.sender.insert(s),
-                    Err(Fail::Connect(c)) => {
-                        self.sender = None;
-                        return c.into();
-                    }
-                },
+            if let Err(c) = self.open(t, connected).await {
+                self.sender = None;
+                return c.into();
+            }
+            let Some(sender) = self.sender.as_mut() else {
+                return Class::OtherError.into();
             };
             if sender.ready().await.is_err() {
                 self.sender = None;
@@ -524,16 +825,37 @@ impl Conn {
                 }
                 return Class::Reset.into();
             }
-            let req = msg.take().unwrap_or_else(|| p.request.clone());
-            let resp = match sender.try_send_request(req).await {
+            let sent = match sender {
+                Sender::H1(s) => {
+                    let mut req = msg.take().unwrap_or_else(|| p.request.clone());
+                    if !t.keep_alive {
+                        req.headers_mut()
+                            .insert(CONNECTION, HeaderValue::from_static("close"));
+                    }
+                    s.try_send_request(req).await.map_err(|mut e| {
+                        // An unsent request comes back, to be retried as it was.
+                        *msg = e.take_message();
+                        let retry = msg.is_some() && reused;
+                        (classify_error(e.error()), retry)
+                    })
+                }
+                Sender::H2(s) => {
+                    let req = match msg.as_ref() {
+                        Some(m) => to_h2(m.clone(), &t.origin),
+                        None => p.request_h2.clone(),
+                    };
+                    s.try_send_request(req).await.map_err(|mut e| {
+                        let unsent = e.take_message().is_some();
+                        let retry = (unsent && reused) || unprocessed(e.error());
+                        (classify_error(e.error()), retry)
+                    })
+                }
+            };
+            let resp = match sent {
                 Ok(r) => r,
-                Err(mut e) => {
-                    // An unsent request comes back, to be retried as it was.
-                    msg = e.take_message();
-                    let unsent = msg.is_some();
-                    let class = classify_error(e.error());
+                Err((class, retry)) => {
                     self.sender = None;
-                    if unsent && reused && attempt == 0 {
+                    if retry && attempt == 0 {
                         continue;
                     }
                     return class.into();
@@ -588,6 +910,7 @@ impl Conn {
                 class,
                 retry_after,
                 extracted,
+                connected: None,
             };
         }
         Class::Reset.into()

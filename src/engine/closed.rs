@@ -15,7 +15,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::client::Conn;
+use super::client::{Conn, Pool};
 use super::{is_stopped, send_one, EngineConfig, Event, Live};
 use crate::metrics::{Class, WorkerRecorder};
 
@@ -65,6 +65,8 @@ pub(super) async fn run(
     let offset = cfg.shard.index as u64 * cfg.workers as u64 + worker as u64;
     let total = cfg.plan.total();
     let mut spawned: u64 = 0; // VUs of this worker spawned so far
+                              // HTTP/2: `streams_per_connection` VUs of this worker share a connection.
+    let pool = Pool::new(&cfg.target, cfg.load.streams_per_connection);
     let mut iv = tokio::time::interval(Duration::from_millis(50));
     loop {
         iv.tick().await;
@@ -93,8 +95,16 @@ pub(super) async fn run(
             if (v as f64) >= level.round() {
                 break;
             }
+            let conn = pool.conn(spawned as usize);
             spawned += 1;
-            tokio::task::spawn_local(vu(cfg.clone(), v, state.clone(), rec.clone(), stop.clone()));
+            tokio::task::spawn_local(vu(
+                cfg.clone(),
+                v,
+                conn,
+                state.clone(),
+                rec.clone(),
+                stop.clone(),
+            ));
         }
     }
     // Wind down: VUs send nothing more; what is running gets up to the
@@ -129,11 +139,11 @@ pub(super) async fn run(
 async fn vu(
     cfg: Arc<EngineConfig>,
     v: u64,
+    mut conn: Conn,
     state: Rc<State>,
     rec: Rc<RefCell<WorkerRecorder>>,
     stop: Arc<AtomicBool>,
 ) {
-    let mut conn = Conn::default();
     let mut rng = fastrand::Rng::with_seed(v.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut n: u64 = 0;
     loop {

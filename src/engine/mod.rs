@@ -19,6 +19,10 @@
 //!   answer), and one given up at the drain is `unfinished` — for the step
 //!   under way and for its iteration.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
+//! - Connections ([`client`]): HTTP/1.1 one per lane (or VU); HTTP/2 one per
+//!   `streams_per_connection` lanes, each lane a stream; `keep_alive: false`
+//!   one per request. The preflight settles `auto` and refuses `"2"` against
+//!   a server that speaks only 1.1.
 
 pub mod client;
 mod closed;
@@ -50,6 +54,8 @@ pub enum EngineError {
     Tls(String, String),
     #[error("target {0} is unreachable: {1}")]
     Unreachable(String, String),
+    #[error("target {0} does not speak HTTP/2: {1} (target.http: \"2\" demands it; `auto` falls back to HTTP/1.1 over TLS)")]
+    NoHttp2(String, String),
 }
 
 /// This process's share of a sharded run.
@@ -335,42 +341,72 @@ impl Engine {
 
 /// Check once, before any load, that the target accepts connections: an
 /// unreachable target is a clear error, not a run full of connect errors.
+/// It also settles the protocol: `http: "2"` against a server that answers
+/// only HTTP/1.1 is refused here, and `auto` over TLS takes the protocol
+/// its ALPN answer chose. A target that accepts and then resets connections
+/// passes (it is there): the run records those as `reset`.
 pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
-    let addr = format!("{}:{}", cfg.target.host, cfg.target.port);
+    let t = &cfg.target;
+    let addr = format!("{}:{}", t.host, t.port);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(EngineError::Spawn)?;
     rt.block_on(async {
-        match tokio::time::timeout(
-            cfg.target.connect_timeout,
-            tokio::net::TcpStream::connect((cfg.target.host.as_str(), cfg.target.port)),
+        let mut tcp = match tokio::time::timeout(
+            t.connect_timeout,
+            tokio::net::TcpStream::connect((t.host.as_str(), t.port)),
         )
         .await
         {
-            Ok(Ok(tcp)) => match &cfg.target.tls {
-                None => Ok(()),
-                // A certificate problem would otherwise show only as a run full of connect errors.
-                Some((connector, name)) => {
-                    match tokio::time::timeout(
-                        cfg.target.connect_timeout,
-                        connector.connect(name.clone(), tcp),
-                    )
-                    .await
-                    {
-                        Ok(Ok(_)) => Ok(()),
-                        Ok(Err(e)) => Err(EngineError::Tls(addr, e.to_string())),
-                        Err(_) => Err(EngineError::Tls(
-                            addr,
-                            "no TLS handshake within the connect timeout".into(),
-                        )),
+            Ok(Ok(tcp)) => tcp,
+            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+            Ok(Err(e)) => return Err(EngineError::Unreachable(addr, e.to_string())),
+            Err(_) => {
+                return Err(EngineError::Unreachable(
+                    addr,
+                    format!("no answer within {:?}", t.connect_timeout),
+                ))
+            }
+        };
+        let Some((connector, name)) = &t.tls else {
+            if t.http != crate::profile::HttpVersion::Http2 {
+                return Ok(());
+            }
+            return match h2c_preface(&mut tcp, t.connect_timeout).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(EngineError::NoHttp2(
+                    addr,
+                    "it did not answer the HTTP/2 connection preface (h2c, prior knowledge) with SETTINGS".into(),
+                )),
+                Err(e) => Err(EngineError::NoHttp2(addr, e.to_string())),
+            };
+        };
+        // A certificate problem would otherwise show only as a run full of connect errors.
+        match tokio::time::timeout(t.connect_timeout, connector.connect(name.clone(), tcp)).await {
+            Ok(Ok(tls)) => {
+                let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
+                match t.http {
+                    crate::profile::HttpVersion::Http2 if !h2 => Err(EngineError::NoHttp2(
+                        addr,
+                        "its TLS handshake (ALPN) did not choose h2: it speaks HTTP/1.1 only".into(),
+                    )),
+                    crate::profile::HttpVersion::Auto => {
+                        t.set_h2(h2);
+                        Ok(())
                     }
+                    _ => Ok(()),
                 }
-            },
-            Ok(Err(e)) => Err(EngineError::Unreachable(addr, e.to_string())),
-            Err(_) => Err(EngineError::Unreachable(
+            }
+            Ok(Err(e)) if is_reset(&e) => Ok(()),
+            Ok(Err(e)) if no_alpn(&e) => Err(EngineError::NoHttp2(
                 addr,
-                format!("no answer within {:?}", cfg.target.connect_timeout),
+                "its TLS handshake refused ALPN h2 (no_application_protocol): it speaks HTTP/1.1 only".into(),
+            )),
+            Ok(Err(e)) => Err(EngineError::Tls(addr, e.to_string())),
+            Err(_) => Err(EngineError::Tls(
+                addr,
+                "no TLS handshake within the connect timeout".into(),
             )),
         }
     })
@@ -397,6 +433,45 @@ pub(crate) enum Event {
         class: Class,
         end: Instant,
     },
+}
+
+/// The server refused every protocol offered by ALPN.
+fn no_alpn(e: &std::io::Error) -> bool {
+    e.get_ref()
+        .and_then(|i| i.downcast_ref::<rustls::Error>())
+        .is_some_and(|r| {
+            matches!(
+                r,
+                rustls::Error::AlertReceived(rustls::AlertDescription::NoApplicationProtocol)
+                    | rustls::Error::NoApplicationProtocol
+            )
+        })
+}
+
+fn is_reset(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        e.kind(),
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+    )
+}
+
+/// Send the HTTP/2 client preface and an empty SETTINGS frame; an HTTP/2
+/// server's first frame is its SETTINGS (RFC 9113 §3.4). An HTTP/1.1 server
+/// answers `HTTP/1.1 400` or closes. A few bytes by hand: hyper's client
+/// handshake does not wait for the server's SETTINGS.
+async fn h2c_preface(tcp: &mut tokio::net::TcpStream, within: Duration) -> std::io::Result<bool> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+    tcp.write_all(PREFACE).await?;
+    let mut head = [0u8; 9];
+    match tokio::time::timeout(within, tcp.read_exact(&mut head)).await {
+        Err(_) => Ok(false),
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::UnexpectedEof => Ok(false),
+        Ok(Err(e)) => Err(e),
+        // A frame header: length (3), type (4 = SETTINGS), flags, stream 0.
+        Ok(Ok(_)) => Ok(head[3] == 4 && head[5..9] == [0, 0, 0, 0]),
+    }
 }
 
 /// One pick of the mix on a lane's connection: a request, or each step of a
@@ -457,7 +532,7 @@ async fn send_one(
             intended,
             sent,
         });
-        let (class, retry_after) = match tokio::time::timeout(
+        let (class, retry_after, connect) = match tokio::time::timeout(
             cfg.target.timeout,
             conn.exchange(&cfg.target, p, msg, check),
         )
@@ -469,11 +544,11 @@ async fn send_one(
                         *slot = Some(v);
                     }
                 }
-                (a.class, a.retry_after)
+                (a.class, a.retry_after, a.connected)
             }
             Err(_) => {
                 conn.reset();
-                (Class::Timeout, false)
+                (Class::Timeout, false, None)
             }
         };
         let end = Instant::now();
@@ -485,6 +560,7 @@ async fn send_one(
             sent,
             end,
             retry_after,
+            connect,
         }));
         last = Some(class);
         let optional = cfg.optional.get(index).copied().unwrap_or(false);

@@ -2,7 +2,8 @@
 //!
 //! The scheduler computes each arrival's intended time from the phase's
 //! level (a linear ramp), sleeps until it, and queues a ticket. Lanes (one
-//! connection each, at most `connections`) take tickets; a ticket waiting
+//! connection each, at most `connections`; over HTTP/2 one stream each,
+//! `connections` × `streams_per_connection`) take tickets; a ticket waiting
 //! for a lane still has its latency counted from the intended time, which is
 //! what removes coordinated omission. When queued + running reaches
 //! `max_in_flight`, the arrival is counted as dropped.
@@ -21,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::client::Conn;
+use super::client::{Conn, Pool};
 use super::{is_stopped, send_one, share, EngineConfig, Event, Live};
 use crate::metrics::{Class, WorkerRecorder};
 use crate::profile::{Arrival, Phase};
@@ -131,7 +132,9 @@ pub(super) async fn run(
     stop: Arc<AtomicBool>,
     live: Arc<Live>,
 ) {
-    let max_conns = per_worker(cfg.load.connections, &cfg);
+    // HTTP/2: a lane is a stream, `streams_per_connection` of them share a connection.
+    let pool = Pool::new(&cfg.target, cfg.load.streams_per_connection);
+    let max_conns = per_worker(cfg.load.connections, &cfg) * pool.streams();
     let max_in_flight = per_worker(cfg.load.max_in_flight, &cfg) as u64;
     let lanes = Rc::new(Lanes {
         queue: RefCell::new(VecDeque::new()),
@@ -213,7 +216,8 @@ pub(super) async fn run(
                 let id = lanes.lanes.get();
                 lanes.lanes.set(id + 1);
                 lanes.running.borrow_mut().push(None);
-                tokio::task::spawn_local(lane(cfg.clone(), id, lanes.clone(), rec.clone()));
+                let conn = pool.conn(id);
+                tokio::task::spawn_local(lane(cfg.clone(), id, conn, lanes.clone(), rec.clone()));
             } else {
                 lanes.notify.notify_one();
             }
@@ -286,10 +290,10 @@ async fn sleep_checking(when: Instant, stop: &AtomicBool) -> bool {
 async fn lane(
     cfg: Arc<EngineConfig>,
     id: usize,
+    mut conn: Conn,
     lanes: Rc<Lanes>,
     rec: Rc<RefCell<WorkerRecorder>>,
 ) {
-    let mut conn = Conn::default();
     let mut n: u64 = 0;
     loop {
         let ticket = lanes.queue.borrow_mut().pop_front();

@@ -161,6 +161,12 @@ pub struct Stats {
     pub shed_retry_after: u64,
     /// Wall time the scope covers (for rates).
     pub duration: Duration,
+    /// Connections opened (TCP, TLS included), counted when the request
+    /// that opened one ends.
+    pub connects: u64,
+    /// Their connect times (TCP connect + TLS handshake), kept apart from
+    /// request latency; `None` until a connection is opened.
+    pub connect_time: Option<Histogram<u64>>,
 }
 
 impl Stats {
@@ -174,6 +180,10 @@ impl Stats {
         self.offered += o.offered;
         self.dropped += o.dropped;
         self.shed_retry_after += o.shed_retry_after;
+        self.connects += o.connects;
+        if let Some(h) = &o.connect_time {
+            let _ = self.connect_time.get_or_insert_with(new_hist).add(h);
+        }
     }
     pub fn count(&self, c: Class) -> u64 {
         self.classes.get(&c).map(|h| h.latency.len()).unwrap_or(0)
@@ -336,6 +346,8 @@ pub struct Outcome {
     pub end: Instant,
     /// A shed answer carried `Retry-After`.
     pub retry_after: bool,
+    /// The request opened a connection, taking this long.
+    pub connect: Option<Duration>,
 }
 
 impl WorkerRecorder {
@@ -377,6 +389,14 @@ impl WorkerRecorder {
         let stats = self.stats_at(o.phase, o.end);
         if o.retry_after {
             stats.shed_retry_after += 1;
+        }
+        if let Some(c) = o.connect {
+            stats.connects += 1;
+            let ns = (c.as_nanos() as u64).max(LOWEST_NS);
+            stats
+                .connect_time
+                .get_or_insert_with(new_hist)
+                .saturating_record(ns);
         }
         let h = stats.ensure(o.class);
         let latency = latency.max(LOWEST_NS);

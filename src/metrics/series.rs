@@ -31,6 +31,12 @@ pub struct Row {
     pub max_us: u64,
     /// Service time (from the actual send) p99.
     pub svc_p99_us: u64,
+    /// Connections opened in this second: the connection rate per second.
+    #[serde(default)]
+    pub connects: u64,
+    /// Their connect time (TCP + TLS) p99, kept apart from request latency.
+    #[serde(default)]
+    pub connect_p99_us: u64,
 }
 
 impl Row {
@@ -63,6 +69,8 @@ impl Row {
             p99_us: pct_us(&lat, 0.99),
             max_us: if lat.is_empty() { 0 } else { lat.max() / 1000 },
             svc_p99_us: pct_us(&svc, 0.99),
+            connects: s.connects,
+            connect_p99_us: s.connect_time.as_ref().map_or(0, |h| pct_us(h, 0.99)),
         }
     }
     pub fn count(&self, c: Class) -> u64 {
@@ -79,7 +87,7 @@ fn header() -> String {
         h.push(',');
         h.push_str(c.name());
     }
-    h.push_str(",shed_retry_after,in_flight,sched_lag_ms,worker_busy_pct,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms");
+    h.push_str(",shed_retry_after,in_flight,sched_lag_ms,worker_busy_pct,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms,connections,connect_p99_ms");
     h
 }
 
@@ -106,7 +114,7 @@ impl SeriesWriter {
         let ms = |us: u64| us as f64 / 1000.0;
         writeln!(
             self.out,
-            ",{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3}",
+            ",{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3}",
             r.shed_retry_after,
             r.in_flight,
             ms(r.sched_lag_us),
@@ -115,7 +123,9 @@ impl SeriesWriter {
             ms(r.p90_us),
             ms(r.p99_us),
             ms(r.max_us),
-            ms(r.svc_p99_us)
+            ms(r.svc_p99_us),
+            r.connects,
+            ms(r.connect_p99_us)
         )
     }
     pub fn flush(&mut self) -> io::Result<()> {
@@ -191,11 +201,18 @@ pub fn read_noting(path: &Path) -> io::Result<(Vec<Row>, Skipped)> {
 /// row (also what `brunt watch` reads as the file grows).
 pub fn parse_row(line: &str) -> Option<Row> {
     let v: Vec<&str> = line.split(',').collect();
+    // Columns after the classes: 9, and 11 since `connections` (always
+    // written with every class, so the length tells them apart).
+    let tail = if v.len() == 4 + CLASSES.len() + 11 {
+        11
+    } else {
+        9
+    };
     // Classes only ever get appended: a file from before `unfinished`
     // has fewer class columns, in the same order.
     let k = v
         .len()
-        .checked_sub(4 + 9)
+        .checked_sub(4 + tail)
         .filter(|k| (8..=CLASSES.len()).contains(k))?;
     let n = |s: &str| s.parse::<u64>().ok();
     let ms = |s: &str| s.parse::<f64>().ok().map(|x| (x * 1000.0).round() as u64);
@@ -219,5 +236,7 @@ pub fn parse_row(line: &str) -> Option<Row> {
         p99_us: ms(t[6])?,
         max_us: ms(t[7])?,
         svc_p99_us: ms(t[8])?,
+        connects: if tail > 9 { n(t[9])? } else { 0 },
+        connect_p99_us: if tail > 9 { ms(t[10])? } else { 0 },
     })
 }

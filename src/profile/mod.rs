@@ -149,6 +149,64 @@ pub struct TargetSpec {
     pub timeout: Duration,
     #[serde(default)]
     pub tls: TlsSpec,
+    /// Which HTTP to speak: `"1.1"` (default), `"2"` (ALPN `h2` over TLS,
+    /// prior knowledge — h2c — over cleartext) or `auto` (ALPN over TLS,
+    /// falling back to 1.1; cleartext stays 1.1).
+    #[serde(default)]
+    pub http: HttpVersion,
+}
+
+/// `target.http`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub enum HttpVersion {
+    #[default]
+    #[serde(rename = "1.1")]
+    Http1,
+    #[serde(rename = "2")]
+    Http2,
+    #[serde(rename = "auto")]
+    Auto,
+}
+
+impl<'de> Deserialize<'de> for HttpVersion {
+    // By hand: YAML reads `http: 2` as a number and `http: 1.1` as a float.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = HttpVersion;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an HTTP version: \"1.1\", \"2\" or auto")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<HttpVersion, E> {
+                match v.trim() {
+                    "1.1" | "1" | "http/1.1" => Ok(HttpVersion::Http1),
+                    "2" | "2.0" | "h2" | "h2c" => Ok(HttpVersion::Http2),
+                    "auto" => Ok(HttpVersion::Auto),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<HttpVersion, E> {
+                match v {
+                    1 => Ok(HttpVersion::Http1),
+                    2 => Ok(HttpVersion::Http2),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Unsigned(v), &self)),
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<HttpVersion, E> {
+                self.visit_u64(u64::try_from(v).unwrap_or(0))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<HttpVersion, E> {
+                if (v - 1.1).abs() < 1e-9 || v == 1.0 {
+                    Ok(HttpVersion::Http1)
+                } else if v == 2.0 {
+                    Ok(HttpVersion::Http2)
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 fn default_connect_timeout() -> Duration {
@@ -158,7 +216,7 @@ fn default_timeout() -> Duration {
     Duration::from_secs(10)
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsSpec {
     /// PEM file with extra CA certificates to trust (beside the web PKI roots).
@@ -167,6 +225,24 @@ pub struct TlsSpec {
     /// Skip certificate verification. For test rigs only.
     #[serde(default)]
     pub insecure: bool,
+    /// Resume TLS sessions on new connections (default true); `false`
+    /// makes every connection pay a full handshake.
+    #[serde(default = "yes")]
+    pub resumption: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for TlsSpec {
+    fn default() -> Self {
+        TlsSpec {
+            ca_file: None,
+            insecure: false,
+            resumption: true,
+        }
+    }
 }
 
 /// One entry of the request mix.
@@ -360,6 +436,19 @@ pub struct LoadSpec {
     /// Closed model: pause of each virtual user between its requests.
     #[serde(default, with = "humantime_serde")]
     pub think_time: Option<Duration>,
+    /// `false`: a new connection for every request (handshake and accept
+    /// cost measured each time; HTTP/1.1 sends `Connection: close`).
+    #[serde(default = "yes")]
+    pub keep_alive: bool,
+    /// HTTP/2: requests in flight at once on one connection. Open model:
+    /// up to `connections` × this many run at once; closed model: this
+    /// many virtual users share a connection.
+    #[serde(default = "default_streams")]
+    pub streams_per_connection: usize,
+}
+
+fn default_streams() -> usize {
+    100
 }
 
 fn default_max_in_flight() -> usize {
@@ -378,6 +467,8 @@ impl Default for LoadSpec {
             connections: default_connections(),
             workers: None,
             think_time: None,
+            keep_alive: true,
+            streams_per_connection: default_streams(),
         }
     }
 }
@@ -1049,6 +1140,9 @@ impl Profile {
         for pool in &self.diagnosis.pools {
             regex::Regex::new(&pool.frame)
                 .map_err(|e| format!("diagnosis.pools `{}`: frame: {e}", pool.name))?;
+        }
+        if self.load.streams_per_connection == 0 {
+            return Err("load.streams_per_connection must be at least 1".into());
         }
         if self.load.max_in_flight == 0 || self.load.connections == 0 {
             return Err("load.max_in_flight and load.connections must be at least 1".into());
