@@ -14,7 +14,7 @@ use crate::profile::ProfileError;
 use crate::run::{self, Progress, RunOptions, RunSpec};
 use crate::vocab::exit;
 
-const EXIT_CODES: &str = "Exit codes: 0 every gate met · 99 a budget failed (or a gate: knee, verdict, no data) · 105 interrupted · 74 the run directory could not be written (disk full; the load stops at once) · 2 bad input (profile, arguments) · 1 any other failure.";
+const EXIT_CODES: &str = "Exit codes: 0 every gate met · 99 a budget failed (or a gate: knee, verdict, no data) · 105 interrupted · 74 the run directory could not be written (disk full; the load stops at once) · 3 a shard ready later than --max-late after --start-at (nothing sent) · 2 bad input (profile, arguments) · 1 any other failure.";
 
 #[derive(Parser)]
 #[command(name = "brunt", version, about = "Profile-driven HTTP load that watches the server side and tells you where — and why — it broke.", after_help = EXIT_CODES)]
