@@ -7,6 +7,10 @@
 #[path = "support/load.rs"]
 mod load;
 
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::{brunt, out};
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -237,18 +241,6 @@ budgets: [ "p99 < 100ms" ]
 }
 
 // ---- the binary, stopped by a signal ----
-
-fn brunt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brunt"))
-}
-
-fn out(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn rows(path: &Path) -> usize {
     std::fs::read_to_string(path)

@@ -2,13 +2,13 @@
 //! line and column, Ctrl-C and kill -9 mid-run, `brunt report` on the
 //! leftovers, an unreachable target, and every shipped profile validating.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::{brunt, out};
 
-fn brunt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brunt"))
-}
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 fn repo(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
@@ -18,14 +18,6 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, text).unwrap();
     p
-}
-
-fn out(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 const SHORT: &str = r#"

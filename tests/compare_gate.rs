@@ -4,22 +4,14 @@
 //! a repeat of the base exits 0; a condition on a phase neither run has is
 //! NO DATA and fails; a condition that does not parse is exit 2.
 
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::{brunt, out};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use brunt::vocab::exit;
-
-fn brunt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brunt"))
-}
-
-fn out(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// 3 s at 10/s of `/slow?ms={ms}`: latency is the demo's sleep (at 500 ms,
 /// 10 % is 50 ms, well above a loaded machine's jitter), and the open model

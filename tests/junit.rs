@@ -4,22 +4,14 @@
 //! `summary.json`, with the same statuses: PASS passes, FAIL is a failure,
 //! NO DATA an error — never a pass.
 
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::{brunt, out};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use brunt::vocab::exit;
-
-fn brunt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brunt"))
-}
-
-fn out(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// The file as `junitparser` reads it: one `[name, status, message]` per case.
 fn read_with_junitparser(path: &Path) -> Vec<(String, String, String)> {

@@ -8,24 +8,16 @@
 #[path = "support/load.rs"]
 mod load;
 
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::{brunt, out as text};
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use brunt::demo::DemoConfig;
 use brunt::shard::k8s::{manifest, K8sOptions};
-
-fn brunt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brunt"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 const PROFILE: &str = r#"name: k8s-local
 target:

@@ -14,8 +14,12 @@ mod java;
 #[path = "support/load.rs"]
 mod load;
 
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::out;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use brunt::vocab::exit;
@@ -35,14 +39,6 @@ collectors:
     - use: linux-host
       probes: { host: { every: 1s } }
 "#;
-
-fn out(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// A tmux server of this test alone; killed (with its session) on drop.
 struct Tmux {

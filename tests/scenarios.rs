@@ -6,31 +6,16 @@
 #[path = "support/load.rs"]
 mod load;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::{brunt, out as text, write};
+
+use std::path::Path;
 
 use brunt::budgets::Status;
 use brunt::demo::DemoConfig;
 use brunt::judge::Summary;
 use brunt::profile::{Profile, ProfileError};
-
-fn brunt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brunt"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, body).expect("write test file");
-    p
-}
 
 /// The status of the budget whose text is `budget`.
 fn status(s: &Summary, budget: &str) -> Status {

@@ -9,6 +9,10 @@
 #[path = "support/load.rs"]
 mod load;
 
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::{brunt, out as text};
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -45,18 +49,6 @@ requests: [ { path: /fast } ]
 load: { model: open, workers: 1 }
 shape: { constant: { rate: 40/s, duration: 1s } }
 "#;
-
-fn brunt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brunt"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 fn json(path: &Path) -> serde_json::Value {
     let t = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

@@ -6,31 +6,17 @@
 #[path = "support/load.rs"]
 mod load;
 
+#[path = "support/cmd.rs"]
+mod cmd;
+use cmd::{brunt, out as text, write};
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 use std::time::SystemTime;
 
 use brunt::demo::DemoConfig;
 use brunt::profile::{Profile, ProfileError};
-
-fn brunt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_brunt"))
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, body).expect("write test file");
-    p
-}
 
 fn summary(dir: &Path) -> serde_json::Value {
     let t = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
