@@ -233,6 +233,11 @@ struct K8sArgs {
 /// Bad input (exit 2) versus other failures (exit 1).
 struct BadInput(anyhow::Error);
 
+/// A duration flag (`--wait 30s`); a bad one names the flag and the value.
+fn flag_duration(flag: &str, v: &str) -> Result<std::time::Duration, BadInput> {
+    humantime::parse_duration(v).map_err(|e| BadInput(anyhow!("{flag} {v}: {e}")))
+}
+
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
@@ -532,9 +537,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         None => None,
     };
     let max_late = match &a.max_late {
-        Some(v) => Some(
-            humantime::parse_duration(v).map_err(|e| BadInput(anyhow!("--max-late {v}: {e}")))?,
-        ),
+        Some(v) => Some(flag_duration("--max-late", v)?),
         None => None,
     };
     let metrics_listen = match &a.metrics_listen {
@@ -545,8 +548,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         })?),
         None => None,
     };
-    let metrics_linger = humantime::parse_duration(&a.metrics_linger)
-        .map_err(|e| BadInput(anyhow!("--metrics-linger {}: {e}", a.metrics_linger)))?;
+    let metrics_linger = flag_duration("--metrics-linger", &a.metrics_linger)?;
     check_junit(a.junit.as_deref())?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_by = Arc::new(OnceLock::new());
@@ -604,32 +606,25 @@ fn demo_target(listen: &str, stall_every: Option<&str>, stall_for: &str) -> Resu
         ..Default::default()
     };
     if let Some(s) = stall_every {
-        cfg.stall_every = Some(
-            humantime::parse_duration(s)
-                .map_err(|e| BadInput(anyhow!("--stall-every {s}: {e}")))?,
-        );
-        cfg.stall_for = humantime::parse_duration(stall_for)
-            .map_err(|e| BadInput(anyhow!("--stall-for {stall_for}: {e}")))?;
+        cfg.stall_every = Some(flag_duration("--stall-every", s)?);
+        cfg.stall_for = flag_duration("--stall-for", stall_for)?;
     }
     crate::demo::run_standalone(cfg).context("demo target")?;
     Ok(exit::PASS)
 }
 
 fn k8s(a: K8sArgs) -> Result<i32, Failure> {
-    let dur = |flag: &str, v: &str| {
-        humantime::parse_duration(v).map_err(|e| BadInput(anyhow!("{flag} {v}: {e}")))
-    };
     let opts = crate::shard::k8s::K8sOptions {
         namespace: a.namespace,
-        start_delay: dur("--start-delay", &a.start_delay)?,
+        start_delay: flag_duration("--start-delay", &a.start_delay)?,
         cpu: a.cpu,
         memory: a.memory,
         results_pvc: a.results_pvc,
-        hold: dur("--hold", &a.hold)?,
+        hold: flag_duration("--hold", &a.hold)?,
         job_name: a.job_name,
         target: a.target,
         secret: a.secret,
-        max_late: dur("--max-late", &a.max_late)?,
+        max_late: flag_duration("--max-late", &a.max_late)?,
         ..crate::shard::k8s::K8sOptions::new(a.shards, &a.image)
     };
     let text = crate::shard::k8s::manifest(&a.profile, &opts).map_err(shard_failure)?;
@@ -657,8 +652,7 @@ fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32,
 }
 
 fn watch(dir: &std::path::Path, wait: &str) -> Result<i32, Failure> {
-    let wait =
-        humantime::parse_duration(wait).map_err(|e| BadInput(anyhow!("--wait {wait}: {e}")))?;
+    let wait = flag_duration("--wait", wait)?;
     match crate::report::live::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
         crate::report::live::WatchEnd::Finished(s) => Ok(s.exit_code()),
         crate::report::live::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
