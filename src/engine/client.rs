@@ -623,12 +623,21 @@ where
 /// accepted the connection and then broke it (see the module doc),
 /// `connect_error` otherwise.
 fn connect_class(e: &std::io::Error) -> Class {
-    use std::io::ErrorKind::*;
     match e.kind() {
-        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Class::Reset,
-        TimedOut => Class::Timeout,
+        k if is_reset(k) => Class::Reset,
+        std::io::ErrorKind::TimedOut => Class::Timeout,
         _ => Class::ConnectError,
     }
+}
+
+/// The I/O errors that mean the target broke a connection it had accepted:
+/// the one rule behind `reset` (the module doc), wherever it is noticed.
+pub(crate) fn is_reset(kind: std::io::ErrorKind) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        kind,
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+    )
 }
 
 /// Open a connection: TCP, TLS (ALPN picks the protocol), the HTTP
@@ -729,10 +738,9 @@ fn classify_error(e: &hyper::Error) -> Class {
     let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
     while let Some(s) = src {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
-            use std::io::ErrorKind::*;
             return match io.kind() {
-                ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof => Class::Reset,
-                TimedOut => Class::Timeout,
+                k if is_reset(k) => Class::Reset,
+                std::io::ErrorKind::TimedOut => Class::Timeout,
                 _ => Class::OtherError,
             };
         }

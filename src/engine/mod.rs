@@ -360,7 +360,7 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
         .await
         {
             Ok(Ok(tcp)) => tcp,
-            Ok(Err(e)) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(()),
+            Ok(Err(e)) if client::is_reset(e.kind()) => return Ok(()),
             Ok(Err(e)) => return Err(EngineError::Unreachable(addr, e.to_string())),
             Err(_) => {
                 return Err(EngineError::Unreachable(
@@ -398,7 +398,7 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
                     _ => Ok(()),
                 }
             }
-            Ok(Err(e)) if is_reset(&e) => Ok(()),
+            Ok(Err(e)) if client::is_reset(e.kind()) => Ok(()),
             Ok(Err(e)) if no_alpn(&e) => Err(EngineError::NoHttp2(
                 addr,
                 "its TLS handshake refused ALPN h2 (no_application_protocol): it speaks HTTP/1.1 only".into(),
@@ -446,14 +446,6 @@ fn no_alpn(e: &std::io::Error) -> bool {
                     | rustls::Error::NoApplicationProtocol
             )
         })
-}
-
-fn is_reset(e: &std::io::Error) -> bool {
-    use std::io::ErrorKind::*;
-    matches!(
-        e.kind(),
-        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
-    )
 }
 
 /// Send the HTTP/2 client preface and an empty SETTINGS frame; an HTTP/2
