@@ -319,6 +319,8 @@ fn recordings(jdk: &Jdk) {
         let mut reqs = t.fire("/contended?ms=100", 6, T);
         reqs.extend(t.fire("/pool?ms=100", 6, T));
         reqs.extend(t.fire("/vthread?ms=40", 4, T));
+        // Running application code, sampled at JFR's 10-20 ms period.
+        reqs.extend(t.fire("/cpu?ms=300", 2, T));
         for r in reqs {
             assert_eq!(r.join().expect("join").expect("request").0, 200);
         }
@@ -388,6 +390,13 @@ fn recordings(jdk: &Jdk) {
             );
         }
         assert!(r.hot_self.iter().map(|h| h.samples).sum::<u64>() <= samples);
+        if rec == &target_rec {
+            assert!(
+                r.hot_self.iter().any(|h| h.method.contains("Spin.run")),
+                "{what}: the busy loop is not among the hot methods: {:?}",
+                r.hot_self
+            );
+        }
     }
 
     // The target's waiting graph shows the Inventory monitor and the pool borrow.

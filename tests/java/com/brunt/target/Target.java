@@ -97,6 +97,7 @@ public final class Target {
         server.createContext("/shed", ex -> t.handle(ex, t::shed));
         server.createContext("/leak", ex -> t.handle(ex, t::leak));
         server.createContext("/deadlock", ex -> t.handle(ex, t::deadlock));
+        server.createContext("/cpu", ex -> t.handle(ex, t::cpu));
         server.start();
         System.out.println("LISTENING " + server.getAddress().getPort());
         System.out.flush();
@@ -106,6 +107,13 @@ public final class Target {
 
     Reply fast(Map<String, String> q) {
         return reply(200, "fast");
+    }
+
+    // Burns CPU in application code for `ms`: execution samples are only
+    // taken of running Java threads, and the other endpoints mostly wait.
+    Reply cpu(Map<String, String> q) {
+        long ms = num(q, "ms", 50);
+        return reply(200, "spun " + Spin.run(ms));
     }
 
     Reply contended(Map<String, String> q) throws Exception {
