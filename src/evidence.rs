@@ -21,6 +21,9 @@
 //! }
 //! ```
 //! Both keys are optional; a missing file means "no server-side collectors".
+//! A third, `threads`, keeps what each thread dump's threads were doing
+//! (and JFR's waits per phase) for the per-phase thread table, see
+//! [`ThreadEvidence`].
 //!
 //! Findings: `severity` is one of `critical`, `high`, `warning`, `info`
 //! (others rank lowest); `kind` is free text such as `lock`, `pool`,
@@ -32,6 +35,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::vocab::series;
+use crate::vocab::threads::{Activity, JfrPhase};
 
 /// Everything seen on the server side during a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -41,6 +45,37 @@ pub struct ServerSide {
     pub series: BTreeMap<String, Vec<(f64, f64)>>,
     #[serde(default)]
     pub findings: Vec<FindingRef>,
+    #[serde(default, skip_serializing_if = "ThreadEvidence::is_empty")]
+    pub threads: ThreadEvidence,
+}
+
+/// Thread dumps and JFR waits as the per-phase thread table reads them.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct ThreadEvidence {
+    /// One per dump with a time, in time order.
+    #[serde(default)]
+    pub dumps: Vec<DumpSnapshot>,
+    /// Per phase some JFR recording covered.
+    #[serde(default)]
+    pub jfr: Vec<JfrPhase>,
+}
+
+impl ThreadEvidence {
+    pub fn is_empty(&self) -> bool {
+        self.dumps.is_empty() && self.jfr.is_empty()
+    }
+}
+
+/// One thread dump: when, in which phase, from which file, and what its
+/// threads were doing.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct DumpSnapshot {
+    pub at_s: f64,
+    #[serde(default)]
+    pub phase: Option<String>,
+    pub file: String,
+    #[serde(flatten)]
+    pub activity: Activity,
 }
 
 /// One diagnosis finding, as far as the report needs it.
@@ -103,11 +138,14 @@ impl ServerSide {
             self.series.entry(k).or_default().extend(pts);
         }
         self.findings.extend(other.findings);
+        self.threads.dumps.extend(other.threads.dumps);
+        self.threads.jfr.extend(other.threads.jfr);
+        self.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
         self.normalize();
     }
 
     pub fn is_empty(&self) -> bool {
-        self.series.is_empty() && self.findings.is_empty()
+        self.series.is_empty() && self.findings.is_empty() && self.threads.is_empty()
     }
 
     /// Anything seen on the target (not only brunt's own `generator.*` figures).
@@ -191,6 +229,27 @@ pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerS
     for d in &a.dumps {
         let Some(at) = d.time_unix else { continue };
         let t = (at - start_unix).max(0.0);
+        if let Some(activity) = &d.activity {
+            // The name: the run directory may have moved since.
+            let file = std::path::Path::new(&d.file)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| d.file.clone());
+            // A text dump prints whole seconds: one asked for just after a
+            // phase began would read as the phase before. When brunt's
+            // artifact name says when it was asked for, that is the later
+            // bound, and the phase follows from the time.
+            let (at_s, phase) = match crate::collectors::store::artifact_time(&file) {
+                Some(asked) if asked > t => (asked, None),
+                _ => (t, d.phase.clone()),
+            };
+            out.threads.dumps.push(DumpSnapshot {
+                at_s,
+                phase,
+                file,
+                activity: activity.clone(),
+            });
+        }
         for (state, n) in &d.states {
             out.series
                 .entry(format!(
@@ -208,6 +267,8 @@ pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerS
             .or_default()
             .push(((h.unix - start_unix).max(0.0), h.heap_used as f64));
     }
+    out.threads.jfr = a.jfr_phases.clone();
+    out.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     out.normalize();
     out
 }

@@ -12,6 +12,7 @@
 //! | [`jfr`] | JFR recordings (own streaming parser; why: see its doc) |
 //! | [`flame`] | flame graphs of recordings: `.folded` stacks, SVG, differential |
 //! | [`findings`] | what it all means: contention, pool waits, pinning, deadlocks, clusters, persistence |
+//! | [`phases`] | what each dump's threads were doing, and JFR waits per load phase |
 //!
 //! Input from outside never panics the parser: unreadable parts become
 //! warnings on a partial result, and a file that yields nothing is an error
@@ -48,6 +49,7 @@ pub mod flame;
 pub mod jfr;
 pub mod json;
 pub mod model;
+pub mod phases;
 pub mod pinning;
 pub mod text;
 
@@ -119,6 +121,9 @@ pub struct DumpStates {
     pub phase: Option<String>,
     pub threads: usize,
     pub states: BTreeMap<String, usize>,
+    /// What the threads were doing: idle told apart from contention.
+    #[serde(default)]
+    pub activity: Option<crate::vocab::threads::Activity>,
 }
 
 /// Everything brunt read from a set of diagnostic files. Serializable as
@@ -133,6 +138,9 @@ pub struct Analysis {
     pub dumps: Vec<DumpStates>,
     /// Heap before/after GC from JFR recordings, in time order.
     pub heap: Vec<HeapSample>,
+    /// JFR waits per load phase a recording covers (with phases given).
+    #[serde(default)]
+    pub jfr_phases: Vec<crate::vocab::threads::JfrPhase>,
     /// Collapsed stacks of the recordings, per phase and kind (not in
     /// `findings.json`: they are written beside the recording, see [`flame`]).
     #[serde(skip)]
@@ -434,6 +442,7 @@ impl Analysis {
             a.flames.append(&mut r.flames);
         }
         a.heap.sort_by(|x, y| x.unix.total_cmp(&y.unix));
+        a.jfr_phases = phases::jfr_phases(&recs, &opts.phases);
         // Most severe first; stable, so each kind keeps its own ranking.
         a.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         if !opts.phases.is_empty() {
@@ -487,6 +496,7 @@ impl Analysis {
                         phase: None,
                         threads: *total,
                         states: states.clone(),
+                        activity: Some(phases::dump_activity(d, &fs)),
                     });
                 }
             }

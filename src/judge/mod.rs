@@ -32,6 +32,7 @@
 //! | [`stress`], [`cause`] | the stress verdict's table and the cause at the first breach |
 //! | [`overload`], [`spike`], [`soak`] | one file per shape |
 //! | [`trend`] | slopes and fits of server-side series |
+//! | [`threads`] | the per-phase thread table (dumps and JFR, phase by phase) |
 //!
 //! Every verdict is computed from in-memory [`Inputs`]; [`Inputs::load`]
 //! fills them from a run directory through [`crate::rundir`].
@@ -45,6 +46,7 @@ pub mod soak;
 pub mod spike;
 pub mod stress;
 pub mod summary;
+pub mod threads;
 pub mod trend;
 pub mod verdict;
 

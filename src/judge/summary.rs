@@ -366,6 +366,10 @@ pub struct Summary {
     /// The shape's verdict (knee and cause, overload checks, spike recovery, leaks).
     #[serde(default)]
     pub verdicts: Option<Verdicts>,
+    /// Per load phase: its threads (from dumps) and JFR waits; empty
+    /// without thread evidence (see [`super::threads`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads_by_phase: Vec<super::threads::PhaseThreads>,
 }
 
 /// The whole run less its warm-up phase (`None`: there is none, the run is it).
@@ -513,8 +517,10 @@ pub fn build(
             }
         })
         .collect();
+    let threads_by_phase = super::threads::by_phase(&meta.phases, inputs.server.as_ref());
     Summary {
         schema: SUMMARY_SCHEMA.into(),
+        threads_by_phase,
         requests,
         iterations,
         totals: ScopeSummary::of("run", "", 0.0, &m.run),

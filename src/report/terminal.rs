@@ -46,6 +46,7 @@ pub fn render(s: &Summary) -> String {
     request_table(&mut o, s);
     iteration_table(&mut o, s);
     service_time(&mut o, s);
+    threads_by_phase(&mut o, s);
     let mut judged = String::new();
     knee(&mut judged, s);
     if let Some(v) = &s.verdicts {
@@ -84,6 +85,41 @@ pub(crate) fn met_not_pass(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// One line per phase of the thread table, only with thread evidence.
+fn threads_by_phase(o: &mut String, s: &Summary) {
+    if s.threads_by_phase.is_empty() {
+        return;
+    }
+    let knee = s.stress.as_ref().and_then(|st| st.knee.as_deref());
+    let breach = s.stress.as_ref().and_then(|st| st.first_breach.as_deref());
+    let _ = writeln!(
+        o,
+        "\nthreads by phase (each phase's most contended dump; JFR where recorded):"
+    );
+    let w = s
+        .threads_by_phase
+        .iter()
+        .map(|r| r.phase.len())
+        .max()
+        .unwrap_or(0);
+    for r in &s.threads_by_phase {
+        let mark = if Some(r.phase.as_str()) == breach {
+            "  ← first breach"
+        } else if Some(r.phase.as_str()) == knee {
+            "  ← knee"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            "  {:w$}  {} · {}{mark}",
+            r.phase,
+            r.dump_text(),
+            r.jfr_text()
+        );
+    }
 }
 
 /// Said whenever the server side was not fully seen: the causes and leak

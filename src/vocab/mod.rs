@@ -7,6 +7,7 @@
 //! | [`phase`] | phases with their numeric level, model and shape kinds, the observer trait, 1-s window stats |
 //! | [`units`] | value types of the profile language: levels, percentages, growth per hour |
 //! | [`series`] | names and units of every evidence series |
+//! | [`threads`] | what the target's threads were doing, per dump and per phase |
 //! | [`exit`] | exit codes |
 //! | [`files`] | the names of a run directory's files |
 
@@ -15,6 +16,7 @@ pub mod exit;
 pub mod files;
 pub mod phase;
 pub mod series;
+pub mod threads;
 pub mod units;
 
 pub use clock::RunClock;

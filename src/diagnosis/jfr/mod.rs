@@ -53,7 +53,7 @@ pub use chunk::MAGIC;
 pub use recording::{
     FlameKind, FoldedStacks, HeapSample, HotFrame, JfrError, JfrRecording, JfrSite,
 };
-pub use sites::{is_idle_stack_lines, is_internal_frame, site_of};
+pub use sites::{is_idle_stack, is_idle_stack_lines, is_internal_frame, site_of};
 
 pub fn looks_like_jfr(head: &[u8]) -> bool {
     head.starts_with(MAGIC)

@@ -18,7 +18,8 @@ pub fn is_internal_frame(method: &str) -> bool {
     P.iter().any(|p| method.starts_with(p)) || method.contains("$$Lambda")
 }
 
-fn is_idle_stack(frames: &[Frame]) -> bool {
+/// Threads waiting for work (see [`is_idle_methods`]): parked, but not contention.
+pub fn is_idle_stack(frames: &[Frame]) -> bool {
     is_idle_methods(frames.iter().map(|f| f.method.as_str()), frames.len())
 }
 

@@ -7,6 +7,7 @@
 //! distribution per phase (merged histograms from `latency.hlog`); the
 //! per-phase (and per-step) table; budgets; the server side (CPU, memory,
 //! connections, threads, findings) when `diagnostics/evidence.json` exists;
+//! threads by phase (dumps and JFR, phase by phase) when there were any;
 //! flame graphs when the run left JFR stacks (`flame`).
 //!
 //! Every chart is an `<svg>` inside `<figure id="chart-…">`, so a test can
@@ -16,6 +17,7 @@
 mod charts;
 mod flame;
 mod server;
+mod threads;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -243,6 +245,7 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
     step_tables(&mut o, s);
     budget_table(&mut o, s);
     server_section(&mut o, s, server.as_ref(), &bands, total)?;
+    threads::section(&mut o, s);
     flame::section(&mut o, dir, s);
     notes(&mut o, s);
     footer(&mut o);

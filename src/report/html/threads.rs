@@ -1,0 +1,119 @@
+//! The "Threads by phase" section: summary.json's per-phase thread table,
+//! one row per load phase, the knee (last step within budget) and the first
+//! breaking step of a stress run highlighted.
+
+use std::fmt::Write as _;
+
+use super::charts::esc;
+use crate::judge::threads::PhaseThreads;
+use crate::judge::Summary;
+
+/// Nothing without thread evidence (the server-side section says why).
+pub(super) fn section(o: &mut String, s: &Summary) {
+    if s.threads_by_phase.is_empty() {
+        return;
+    }
+    let knee = s.stress.as_ref().and_then(|st| st.knee.as_deref());
+    let breach = s.stress.as_ref().and_then(|st| st.first_breach.as_deref());
+    let _ = writeln!(
+        o,
+        "<h2 id=\"threads-by-phase\">Threads by phase</h2><p class=\"meta\">from each phase's most contended thread dump (the most threads BLOCKED or parked on a pool or lock; the later on ties), and from JFR where a recording covered the phase. Idle threads (waiting for work: executor queues, timers, selectors) are counted apart, never as contention.</p>"
+    );
+    let _ = writeln!(o, "<table id=\"table-threads-by-phase\"><tr><th class=\"l\">phase</th><th>level</th><th>dumps</th><th>threads</th><th>RUNNABLE</th><th>BLOCKED</th><th>in pool</th><th>waiting</th><th>idle</th><th class=\"l\">top lock (waiters, holder)</th><th class=\"l\">top pool (waiters)</th><th>JFR blocked entries</th><th>JFR blocked ms</th><th class=\"l\">JFR top parks/waits</th></tr>");
+    for r in &s.threads_by_phase {
+        let (style, mark) = if Some(r.phase.as_str()) == breach {
+            (" style=\"background:#fdecea\"", " <b>first breach</b>")
+        } else if Some(r.phase.as_str()) == knee {
+            (" style=\"background:#fff4e0\"", " <b>knee</b>")
+        } else {
+            ("", "")
+        };
+        let _ = write!(
+            o,
+            "<tr{style}><td class=\"l\">{}{mark}</td><td>{}</td><td title=\"BLOCKED in each dump\">{}{}</td>",
+            esc(&r.phase),
+            esc(&r.label),
+            r.dumps,
+            if r.dumps > 1 {
+                let per: Vec<String> = r.blocked_per_dump.iter().map(|n| n.to_string()).collect();
+                format!(" <span class=\"meta\">(BLOCKED {})</span>", per.join(", "))
+            } else {
+                String::new()
+            }
+        );
+        dump_cells(o, r);
+        jfr_cells(o, r);
+        let _ = writeln!(o, "</tr>");
+    }
+    let _ = writeln!(o, "</table>");
+}
+
+fn dump_cells(o: &mut String, r: &PhaseThreads) {
+    let Some(d) = &r.dump else {
+        let _ = write!(o, "<td class=\"na\" colspan=\"8\">no dump</td>");
+        return;
+    };
+    let a = &d.activity;
+    let lock = a
+        .top_lock
+        .as_ref()
+        .map(|l| {
+            format!(
+                "{} ×{}{}",
+                l.class,
+                l.waiters,
+                l.holder
+                    .as_ref()
+                    .map(|h| format!(", held by {h}"))
+                    .unwrap_or_default()
+            )
+        })
+        .unwrap_or_else(|| "-".into());
+    let pool = a
+        .top_pool
+        .as_ref()
+        .map(|p| format!("{} ×{}", p.pool, p.waiters))
+        .unwrap_or_else(|| "-".into());
+    let _ = write!(
+        o,
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\" title=\"{}\">{}</td><td class=\"l\">{}</td>",
+        a.threads,
+        a.runnable,
+        a.blocked,
+        a.in_pool,
+        a.waiting,
+        a.idle,
+        esc(&d.file),
+        esc(&lock),
+        esc(&pool)
+    );
+}
+
+fn jfr_cells(o: &mut String, r: &PhaseThreads) {
+    let Some(j) = &r.jfr else {
+        let _ = write!(o, "<td class=\"na\" colspan=\"3\">no JFR</td>");
+        return;
+    };
+    let parks: Vec<String> = j
+        .waits
+        .iter()
+        .map(|w| format!("{} × {:.0} ms at {}", w.count, w.total_ms, w.site))
+        .collect();
+    let partial = if j.covered_s + 0.5 < j.phase_s {
+        format!(" ({:.0} of {:.0} s recorded)", j.covered_s, j.phase_s)
+    } else {
+        String::new()
+    };
+    let _ = write!(
+        o,
+        "<td>{}</td><td>{:.0}</td><td class=\"l\">{}{}</td>",
+        j.monitor_entries,
+        j.monitor_ms,
+        esc(&if parks.is_empty() {
+            "-".to_string()
+        } else {
+            parks.join("; ")
+        }),
+        esc(&partial)
+    );
+}
