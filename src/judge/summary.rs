@@ -517,7 +517,15 @@ pub fn build(
             }
         })
         .collect();
-    let threads_by_phase = super::threads::by_phase(&meta.phases, inputs.server.as_ref());
+    // Phases a stop left unreached have no row: "no dump" there says nothing.
+    let ran: Vec<_> = meta
+        .phases
+        .iter()
+        .zip(&m.phases)
+        .filter(|(_, s)| !s.duration.is_zero())
+        .map(|(p, _)| p.clone())
+        .collect();
+    let threads_by_phase = super::threads::by_phase(&ran, inputs.server.as_ref());
     Summary {
         schema: SUMMARY_SCHEMA.into(),
         threads_by_phase,

@@ -15,12 +15,17 @@ pub(super) fn section(o: &mut String, s: &Summary) {
     }
     let knee = s.stress.as_ref().and_then(|st| st.knee.as_deref());
     let breach = s.stress.as_ref().and_then(|st| st.first_breach.as_deref());
+    table(o, &s.threads_by_phase, knee, breach);
+}
+
+/// The heading, a line on how to read it, and the table.
+fn table(o: &mut String, rows: &[PhaseThreads], knee: Option<&str>, breach: Option<&str>) {
     let _ = writeln!(
         o,
         "<h2 id=\"threads-by-phase\">Threads by phase</h2><p class=\"meta\">from each phase's most contended thread dump (the most threads BLOCKED or parked on a pool or lock; the later on ties), and from JFR where a recording covered the phase. Idle threads (waiting for work: executor queues, timers, selectors) are counted apart, never as contention.</p>"
     );
     let _ = writeln!(o, "<table id=\"table-threads-by-phase\"><tr><th class=\"l\">phase</th><th>level</th><th>dumps</th><th>threads</th><th>RUNNABLE</th><th>BLOCKED</th><th>in pool</th><th>waiting</th><th>idle</th><th class=\"l\">top lock (waiters, holder)</th><th class=\"l\">top pool (waiters)</th><th>JFR blocked entries</th><th>JFR blocked ms</th><th class=\"l\">JFR top parks/waits</th></tr>");
-    for r in &s.threads_by_phase {
+    for r in rows {
         let (style, mark) = if Some(r.phase.as_str()) == breach {
             (" style=\"background:#fdecea\"", " <b>first breach</b>")
         } else if Some(r.phase.as_str()) == knee {
@@ -116,4 +121,72 @@ fn jfr_cells(o: &mut String, r: &PhaseThreads) {
         }),
         esc(&partial)
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::DumpSnapshot;
+    use crate::vocab::threads::{Activity, LockTop};
+
+    fn row(phase: &str, blocked: Option<usize>) -> PhaseThreads {
+        PhaseThreads {
+            phase: phase.into(),
+            label: "50/s".into(),
+            dumps: usize::from(blocked.is_some()),
+            blocked_per_dump: blocked.into_iter().collect(),
+            dump: blocked.map(|b| DumpSnapshot {
+                at_s: 1.0,
+                phase: None,
+                file: "thread-dump-t0001.0-step-1-001.txt".into(),
+                activity: Activity {
+                    threads: 16,
+                    blocked: b,
+                    idle: 16 - b,
+                    top_lock: Some(LockTop {
+                        lock_type: "monitor".into(),
+                        class: "com.acme.Inventory<T>".into(),
+                        holder: Some("http-1".into()),
+                        waiters: b,
+                    }),
+                    ..Activity::default()
+                },
+            }),
+            jfr: None,
+        }
+    }
+
+    #[test]
+    fn a_phase_without_a_dump_says_so_and_the_knee_is_marked() {
+        let mut o = String::new();
+        let rows = [
+            row("step-1", Some(2)),
+            row("step-2", None),
+            row("step-3", Some(12)),
+        ];
+        table(&mut o, &rows, Some("step-1"), Some("step-3"));
+        let tr: Vec<&str> = o.split("<tr").skip(2).collect();
+        assert_eq!(tr.len(), 3, "{o}");
+        assert!(
+            tr[0].contains("<b>knee</b>") && tr[0].contains("<td>2</td>"),
+            "{}",
+            tr[0]
+        );
+        assert!(
+            tr[1].contains(">no dump</td>") && tr[1].contains(">no JFR</td>"),
+            "{}",
+            tr[1]
+        );
+        assert!(
+            !tr[1].contains("<td>0</td>"),
+            "no zeros for a missing dump: {}",
+            tr[1]
+        );
+        assert!(tr[2].contains("<b>first breach</b>"), "{}", tr[2]);
+        assert!(
+            tr[2].contains("com.acme.Inventory&lt;T&gt; ×12, held by http-1"),
+            "{}",
+            tr[2]
+        );
+    }
 }
