@@ -248,3 +248,93 @@ budgets: [ "p99 < 150ms" ]
         "{printed}"
     );
 }
+
+/// The pool column: `/pool?ms=50` borrows from a commons-pool2 pool of 2
+/// (≈ 40/s at most). At 10/s the workers mostly wait for a task (idle); at
+/// 80/s they pile up parked in the pool's borrow.
+#[test]
+fn borrowers_parked_in_the_pool_rise_with_the_steps_jdk21() {
+    let _g = load::serial();
+    let jdk = java::jdk21();
+    let t = java::JavaTarget::start(&jdk, &java::TargetOpts::default());
+    for _ in 0..20 {
+        let r = t.get("/pool?ms=1", Duration::from_secs(5));
+        assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
+    }
+    let mut profile = load::profile(
+        r#"
+name: pool-by-phase
+target: { url: "{url}", timeout: 10s }
+requests: [ { path: "/pool?ms=50" } ]
+load: { connections: 64 }
+shape: { stress: { start: 10/s, step: 70/s, step_duration: 4s, max: 80/s, stop_on_breach: false } }
+budgets: [ "p99 < 500ms" ]
+"#,
+        &format!("http://127.0.0.1:{}", t.port),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
+    profile.collectors = CollectorsConfig {
+        target: TargetConfig {
+            pid: Some(t.proc.pid),
+            port: Some(t.port),
+            jcmd: jdk.jcmd().display().to_string(),
+            ..Default::default()
+        },
+        collect: vec![CollectEntry {
+            use_: "jvm".into(),
+            probes: [
+                ("thread-dump", probe(Some(2000), true)),
+                ("jfr", probe(None, false)),
+                ("thread-dump-json", probe(None, false)),
+                ("heap", probe(None, false)),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+        }],
+        remote_dir: dir.path().join("remote").display().to_string(),
+        ..Default::default()
+    };
+    let r = load::run(&profile, &run_dir);
+    let rows = r.summary.threads_by_phase.clone();
+    for row in &rows {
+        eprintln!(
+            "{} {}: {} · {}",
+            row.phase,
+            row.label,
+            row.dump_text(),
+            row.jfr_text()
+        );
+    }
+    let names: Vec<&str> = rows.iter().map(|r| r.phase.as_str()).collect();
+    assert_eq!(names, ["step-1", "step-2"]);
+    let act = |i: usize| {
+        rows[i]
+            .dump
+            .as_ref()
+            .map(|d| d.activity.clone())
+            .unwrap_or_else(|| panic!("{} has no dump", rows[i].phase))
+    };
+    let (a1, a2) = (act(0), act(1));
+    assert!(
+        a1.in_pool <= 3 && a1.idle >= 8,
+        "step-1: {}",
+        rows[0].dump_text()
+    );
+    assert!(a2.in_pool >= 8, "step-2: {}", rows[1].dump_text());
+    let pool = a2.top_pool.clone().expect("step-2 top pool");
+    assert_eq!(pool.pool, "commons-pool2");
+    assert_eq!(pool.waiters, a2.in_pool);
+    // Waiting in a pool is neither BLOCKED nor idle.
+    assert!(
+        a2.blocked <= 1 && a2.idle < a1.idle,
+        "step-2: {}",
+        rows[1].dump_text()
+    );
+    // No recording ran: the JFR side says so rather than 0 blocked entries.
+    assert!(rows
+        .iter()
+        .all(|r| r.jfr.is_none() && r.jfr_text() == "no JFR"));
+}

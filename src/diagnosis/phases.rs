@@ -64,6 +64,10 @@ pub fn dump_activity(d: &ThreadDump, findings: &[Finding]) -> Activity {
             &mut a.blocked
         } else if is_idle_stack(&t.frames) {
             &mut a.idle
+        } else if t.frames.is_empty() {
+            // JVM service threads (compilers, Signal Dispatcher, Attach
+            // Listener) print RUNNABLE with no Java frame: not the service's work.
+            &mut a.other
         } else {
             match t.state() {
                 ThreadState::Runnable => &mut a.runnable,

@@ -23,10 +23,11 @@ pub struct PhaseThreads {
     pub label: String,
     /// Thread dumps taken in the phase (0: no dump, `dump` is absent).
     pub dumps: usize,
-    /// BLOCKED threads of each of the phase's dumps, in time order: a burst
-    /// (`0, 0, 9`) reads apart from a steady state (`9, 9, 9`).
+    /// Threads held up by others (BLOCKED, in a pool, parked on a lock) in
+    /// each of the phase's dumps, in time order: a burst (`0, 0, 9`) reads
+    /// apart from a steady state (`9, 9, 9`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub blocked_per_dump: Vec<usize>,
+    pub contended_per_dump: Vec<usize>,
     /// The phase's most contended dump (see the module doc).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dump: Option<DumpSnapshot>,
@@ -67,7 +68,7 @@ pub fn by_phase(phases: &[PhaseInfo], server: Option<&ServerSide>) -> Vec<PhaseT
                 phase: p.name.clone(),
                 label: p.label.clone(),
                 dumps: inside.len(),
-                blocked_per_dump: inside.iter().map(|d| d.activity.blocked).collect(),
+                contended_per_dump: inside.iter().map(|d| d.activity.contended()).collect(),
                 dump,
                 jfr: ev.jfr.iter().find(|j| j.phase == p.name).cloned(),
             }
@@ -83,8 +84,13 @@ impl PhaseThreads {
             return "no dump".into();
         };
         let a = &d.activity;
+        let other = if a.other > 0 {
+            format!(", {} other", a.other)
+        } else {
+            String::new()
+        };
         let mut s = format!(
-            "{} RUNNABLE, {} BLOCKED, {} in pool, {} waiting, {} idle of {}",
+            "{} RUNNABLE, {} BLOCKED, {} in pool, {} waiting, {} idle{other} of {}",
             a.runnable, a.blocked, a.in_pool, a.waiting, a.idle, a.threads
         );
         if let Some(l) = &a.top_lock {
@@ -98,12 +104,12 @@ impl PhaseThreads {
         }
         if self.dumps > 1 {
             let per: Vec<String> = self
-                .blocked_per_dump
+                .contended_per_dump
                 .iter()
                 .map(|n| n.to_string())
                 .collect();
             s.push_str(&format!(
-                " [worst of {} dumps; BLOCKED in each: {}]",
+                " [worst of {} dumps; contended in each: {}]",
                 self.dumps,
                 per.join(", ")
             ));
@@ -223,7 +229,7 @@ mod tests {
         let rows = by_phase(&phases, Some(&ev));
         assert_eq!(rows.len(), 3);
         let (r1, r2, r3) = (&rows[0], &rows[1], &rows[2]);
-        assert_eq!((r1.dumps, &r1.blocked_per_dump[..]), (2, &[1, 4][..]));
+        assert_eq!((r1.dumps, &r1.contended_per_dump[..]), (2, &[1, 4][..]));
         let d1 = r1.dump.as_ref().expect("step-1 dump");
         assert_eq!(d1.activity.blocked, 4, "the worst of the two: {d1:?}");
         assert_eq!(

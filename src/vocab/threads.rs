@@ -18,7 +18,8 @@ pub struct Activity {
     /// WAITING / TIMED_WAITING, not idle and not in a pool (lock parks, sleeps, I/O waits).
     pub waiting: usize,
     pub idle: usize,
-    /// NEW, TERMINATED, or no state printed.
+    /// NEW, TERMINATED, no state printed, or no Java frame (JVM service
+    /// threads such as compiler threads).
     pub other: usize,
     /// The lock with the most waiters in this dump.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -24,7 +24,7 @@ fn table(o: &mut String, rows: &[PhaseThreads], knee: Option<&str>, breach: Opti
         o,
         "<h2 id=\"threads-by-phase\">Threads by phase</h2><p class=\"meta\">from each phase's most contended thread dump (the most threads BLOCKED or parked on a pool or lock; the later on ties), and from JFR where a recording covered the phase. Idle threads (waiting for work: executor queues, timers, selectors) are counted apart, never as contention.</p>"
     );
-    let _ = writeln!(o, "<table id=\"table-threads-by-phase\"><tr><th class=\"l\">phase</th><th>level</th><th>dumps</th><th>threads</th><th>RUNNABLE</th><th>BLOCKED</th><th>in pool</th><th>waiting</th><th>idle</th><th class=\"l\">top lock (waiters, holder)</th><th class=\"l\">top pool (waiters)</th><th>JFR blocked entries</th><th>JFR blocked ms</th><th class=\"l\">JFR top parks/waits</th></tr>");
+    let _ = writeln!(o, "<table id=\"table-threads-by-phase\"><tr><th class=\"l\">phase</th><th>level</th><th>dumps</th><th>threads</th><th>RUNNABLE</th><th>BLOCKED</th><th>in pool</th><th>waiting</th><th>idle</th><th title=\"NEW, TERMINATED, no state, or no Java frame (JVM service threads)\">other</th><th class=\"l\">top lock (waiters, holder)</th><th class=\"l\">top pool (waiters)</th><th>JFR blocked entries</th><th>JFR blocked ms</th><th class=\"l\">JFR top parks/waits</th></tr>");
     for r in rows {
         let (style, mark) = if Some(r.phase.as_str()) == breach {
             (" style=\"background:#fdecea\"", " <b>first breach</b>")
@@ -35,13 +35,13 @@ fn table(o: &mut String, rows: &[PhaseThreads], knee: Option<&str>, breach: Opti
         };
         let _ = write!(
             o,
-            "<tr{style}><td class=\"l\">{}{mark}</td><td>{}</td><td title=\"BLOCKED in each dump\">{}{}</td>",
+            "<tr{style}><td class=\"l\">{}{mark}</td><td>{}</td><td title=\"threads BLOCKED, in a pool or parked on a lock, in each dump\">{}{}</td>",
             esc(&r.phase),
             esc(&r.label),
             r.dumps,
             if r.dumps > 1 {
-                let per: Vec<String> = r.blocked_per_dump.iter().map(|n| n.to_string()).collect();
-                format!(" <span class=\"meta\">(BLOCKED {})</span>", per.join(", "))
+                let per: Vec<String> = r.contended_per_dump.iter().map(|n| n.to_string()).collect();
+                format!(" <span class=\"meta\">(contended {})</span>", per.join(", "))
             } else {
                 String::new()
             }
@@ -55,7 +55,7 @@ fn table(o: &mut String, rows: &[PhaseThreads], knee: Option<&str>, breach: Opti
 
 fn dump_cells(o: &mut String, r: &PhaseThreads) {
     let Some(d) = &r.dump else {
-        let _ = write!(o, "<td class=\"na\" colspan=\"8\">no dump</td>");
+        let _ = write!(o, "<td class=\"na\" colspan=\"9\">no dump</td>");
         return;
     };
     let a = &d.activity;
@@ -81,13 +81,14 @@ fn dump_cells(o: &mut String, r: &PhaseThreads) {
         .unwrap_or_else(|| "-".into());
     let _ = write!(
         o,
-        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\" title=\"{}\">{}</td><td class=\"l\">{}</td>",
+        "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\" title=\"{}\">{}</td><td class=\"l\">{}</td>",
         a.threads,
         a.runnable,
         a.blocked,
         a.in_pool,
         a.waiting,
         a.idle,
+        a.other,
         esc(&d.file),
         esc(&lock),
         esc(&pool)
@@ -134,7 +135,7 @@ mod tests {
             phase: phase.into(),
             label: "50/s".into(),
             dumps: usize::from(blocked.is_some()),
-            blocked_per_dump: blocked.into_iter().collect(),
+            contended_per_dump: blocked.into_iter().collect(),
             dump: blocked.map(|b| DumpSnapshot {
                 at_s: 1.0,
                 phase: None,
