@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES,
+    RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES, JFR_WINDOWS,
     PROMETHEUS_SAMPLES,
 };
 use crate::evidence::ServerSide;
@@ -48,7 +48,7 @@ pub fn save(dir: &Path, ev: &ServerSide) -> Result<(), RundirError> {
     super::write_json(&path, ev)
 }
 
-/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator}.jsonl`,
+/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator,jfr-windows}.jsonl`,
 /// rows stamped with `t` seconds since the run start) and the run's own
 /// per-second generator figures into the series names above.
 pub fn from_collector_streams(dir: &Path) -> ServerSide {
@@ -111,6 +111,37 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
         push(series::GENERATOR_HOST_CPU, t, f("host_cpu_pct"));
         push(series::GENERATOR_RSS, t, f("rss_bytes"));
         push(series::GENERATOR_PROBE_LAG, t, f("lag_p99_ms"));
+    });
+    // JFR windows: each window's totals over its length, at its middle.
+    for_rows(&diag.join(JFR_WINDOWS), |_, r| {
+        let f = |k: &str| r.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite());
+        let (Some(from), Some(to)) = (f("from_t"), f("to_t")) else {
+            return;
+        };
+        let span = to - from;
+        if span < 1.0 {
+            return;
+        }
+        let t = (from + to) / 2.0;
+        let rate = |k: &str| f(k).map(|v| v / span);
+        push(series::JFR_BLOCKED_RATE, t, rate("monitor_enter"));
+        // ms blocked per ms of wall time: how many threads were blocked, on average.
+        push(
+            series::JFR_BLOCKED_THREADS,
+            t,
+            rate("monitor_enter_ms").map(|v| v / 1e3),
+        );
+        push(series::JFR_PARK_RATE, t, rate("park"));
+        push(
+            series::JFR_PARKED_THREADS,
+            t,
+            rate("park_ms").map(|v| v / 1e3),
+        );
+        // No allocation samples (settings without them): no figure, not zero.
+        if f("alloc_samples").is_some_and(|n| n > 0.0) {
+            push(series::JFR_ALLOC_RATE, t, rate("alloc_bytes"));
+        }
+        push(series::JFR_GC_PAUSE, t, rate("gc_pause_ms"));
     });
     // The engine's own view, per second: scheduler lateness and the busiest
     // worker's event-loop share (a worker near 100% cannot start requests on time).
