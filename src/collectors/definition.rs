@@ -448,6 +448,32 @@ mod tests {
     }
 
     #[test]
+    fn windows_are_checked() {
+        let jvm = parse(BUILTIN[1].1, "jvm").unwrap();
+        let mut jfr = jvm.probes.into_iter().find(|p| p.name == "jfr").unwrap();
+        jfr.window = Some(Duration::from_secs(600));
+        assert!(jfr.validate("t").is_ok());
+        jfr.window = Some(Duration::from_secs(2));
+        let e = jfr.validate("t").unwrap_err().to_string();
+        assert!(e.contains("below 5s"), "{e}");
+        jfr.window = Some(Duration::from_secs(60));
+        jfr.keep_windows = Some(0);
+        assert!(jfr.validate("t").is_err());
+        jfr.keep_windows = None;
+        jfr.windows = None;
+        let e = jfr.validate("t").unwrap_err().to_string();
+        assert!(e.contains("windows:"), "{e}");
+        let heap = parse(BUILTIN[1].1, "jvm")
+            .unwrap()
+            .probes
+            .into_iter()
+            .find(|p| p.name == "heap");
+        let mut heap = heap.unwrap();
+        heap.window = Some(Duration::from_secs(60));
+        assert!(heap.validate("t").is_err());
+    }
+
+    #[test]
     fn unknown_placeholder_is_refused() {
         assert!(check_template("cat {nope}").is_err());
         assert!(check_template("awk '{print}' {file}").is_err());

@@ -216,6 +216,32 @@ mod tests {
     use crate::evidence::FindingRef;
 
     #[test]
+    fn jfr_windows_become_rates_at_their_middle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let diag = dir.path().join(DIAGNOSTICS);
+        std::fs::create_dir_all(&diag).expect("mkdir");
+        let rows = [
+            // 10 s: 50 blocked entries, 20 s blocked in all: 2 threads on average.
+            r#"{"t":10.0,"from_t":0.0,"to_t":10.0,"monitor_enter":50,"monitor_enter_ms":20000,"park":10,"park_ms":5000,"alloc_bytes":1e9,"alloc_samples":40,"gc":2,"gc_pause_ms":30}"#,
+            // No allocation samples: no allocation figure, not a zero.
+            r#"{"t":15.0,"from_t":10.0,"to_t":15.0,"monitor_enter":5,"monitor_enter_ms":0,"park":0,"park_ms":0,"alloc_bytes":0,"alloc_samples":0,"gc":0,"gc_pause_ms":0}"#,
+            // Too short to be a rate, and a garbled row: skipped.
+            r#"{"t":15.5,"from_t":15.0,"to_t":15.5,"monitor_enter":5}"#,
+            r#"{"t":16.0,"from_t":"x"}"#,
+        ];
+        std::fs::write(diag.join(JFR_WINDOWS), rows.join("\n")).expect("write");
+        let s = from_collector_streams(dir.path());
+        assert_eq!(
+            s.series[series::JFR_BLOCKED_RATE.name],
+            vec![(5.0, 5.0), (12.5, 1.0)]
+        );
+        assert_eq!(s.series[series::JFR_BLOCKED_THREADS.name][0], (5.0, 2.0));
+        assert_eq!(s.series[series::JFR_PARKED_THREADS.name][0], (5.0, 0.5));
+        assert_eq!(s.series[series::JFR_ALLOC_RATE.name], vec![(5.0, 1e8)]);
+        assert_eq!(s.series[series::JFR_GC_PAUSE.name][0], (5.0, 3.0));
+    }
+
+    #[test]
     fn round_trips_and_normalizes() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert!(load(dir.path()).expect("no file is fine").is_none());
