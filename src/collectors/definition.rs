@@ -131,6 +131,10 @@ pub struct JfrWindow {
     pub stop_command: String,
 }
 
+/// A jfr probe recording a run or phase at least this long gets windows of
+/// [`AUTO_WINDOW`] unless its `window` is set (`0s`: one recording).
+pub const AUTO_WINDOW_FROM: Duration = Duration::from_secs(3600);
+pub const AUTO_WINDOW: Duration = Duration::from_secs(600);
 /// Window files kept locally when `keep_windows` is unset.
 pub const DEFAULT_KEEP_WINDOWS: u32 = 12;
 /// The shortest window: each dump is a jcmd attach and a chunk rotation.
@@ -158,6 +162,15 @@ const PLACEHOLDERS: &[&str] = &[
 ];
 
 impl ProbeDef {
+    /// The window length in seconds when this jfr probe records in windows
+    /// (`window` set and not `0s`, and the definition has `windows:` commands).
+    pub fn window_s(&self) -> Option<f64> {
+        self.windows.as_ref()?;
+        self.window
+            .filter(|w| !w.is_zero())
+            .map(|w| w.as_secs_f64())
+    }
+
     pub fn uses(&self, placeholder: &str) -> bool {
         let p = format!("{{{placeholder}}}");
         self.command.contains(&p) || self.stop_command.as_ref().is_some_and(|c| c.contains(&p))
@@ -219,7 +232,7 @@ impl ProbeDef {
         {
             check_template(t).map_err(bad)?;
         }
-        if let Some(w) = self.window {
+        if let Some(w) = self.window.filter(|w| !w.is_zero()) {
             if self.kind != ProbeKind::Jfr {
                 return Err(bad("`window` is for jfr probes".into()));
             }

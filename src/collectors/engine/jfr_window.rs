@@ -71,9 +71,7 @@ fn window_row(from_t: f64, to_t: f64, file: &str, bytes: u64, t: &JfrTotals) -> 
 impl Engine {
     /// The window length of probe `i`, when it records in windows.
     pub(super) fn window_of(&self, i: usize) -> Option<f64> {
-        let d = &self.probes[i].def;
-        d.windows.as_ref()?;
-        d.window.map(|w| w.as_secs_f64())
+        self.probes[i].def.window_s()
     }
 
     /// `{maxage}` of the bounded recording: two windows, so a dump that runs

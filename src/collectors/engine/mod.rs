@@ -114,7 +114,7 @@ impl Probe {
             let name = safe(p.stream.as_deref().unwrap_or(&p.name));
             let file = diag_dir.join(format!("{name}.jsonl"));
             Some((name, Jsonl::open(&file)?))
-        } else if p.kind == ProbeKind::Jfr && p.window.is_some() && p.windows.is_some() {
+        } else if p.kind == ProbeKind::Jfr && p.window_s().is_some() {
             // Each window's figures, kept even when its file is pruned.
             let file = diag_dir.join(crate::vocab::files::JFR_WINDOWS);
             let name = crate::vocab::files::JFR_WINDOWS.trim_end_matches(".jsonl");
@@ -352,10 +352,19 @@ impl Engine {
             .get(index)
             .map(|p| p.name.clone())
             .unwrap_or_default();
+        let now = self.now();
+        let min_window = super::definition::MIN_WINDOW.as_secs_f64();
         for i in 0..self.probes.len() {
             let p = &mut self.probes[i];
             if p.def.kind == ProbeKind::Jfr {
                 let target = p.def.phase.clone().unwrap_or_else(|| "run".into());
+                // Windows of a run-long recording end at phase starts too:
+                // no window mixes two phases (unless one is too short for its own).
+                if let Some(c) = p.jfr.as_mut().and_then(|a| a.cut.as_mut()) {
+                    if target == "run" && now - c.t >= min_window {
+                        c.next = now;
+                    }
+                }
                 if target != "run" {
                     if target == name {
                         p.jfr_want = true;
