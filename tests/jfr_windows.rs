@@ -195,7 +195,8 @@ fn mean(v: &[(f64, f64)]) -> f64 {
 // ---------------------------------------------------------------------------
 // A soak with contention growing through it
 
-fn growing_contention(jdk: Jdk, over_ssh: bool) {
+/// A soak of `soak_s` (its first 6 s the warm-up) in windows of `window_s`.
+fn growing_contention(jdk: Jdk, over_ssh: bool, soak_s: u64, window_s: u64) {
     let _g = load::serial();
     let m = jdk.major;
     let sshd = over_ssh.then(sshd::Sshd::start);
@@ -209,14 +210,15 @@ fn growing_contention(jdk: Jdk, over_ssh: bool) {
         assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
     }
     let mut profile = load::profile(
-        r#"
+        &r#"
 name: jfr-windows-soak
 target: { url: "{url}", timeout: 10s }
 requests: [ { path: "/contended?ms=1" } ]
 load: { connections: 4 }
-shape: { soak: { rate: 20/s, duration: 40s, warmup: 6s } }
+shape: { soak: { rate: 20/s, duration: {soak_s}s, warmup: 6s } }
 budgets: [ "p99 < 5s" ]
-"#,
+"#
+        .replace("{soak_s}", &soak_s.to_string()),
         &t.url(),
     );
     let dir = tempfile::tempdir().expect("tempdir");
@@ -228,16 +230,17 @@ budgets: [ "p99 < 5s" ]
         transport,
         t.target_config(&jdk),
         &remote,
-        Duration::from_secs(8),
+        Duration::from_secs(window_s),
         3,
     );
     let stop = Arc::new(AtomicBool::new(false));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    // One more client every 5 s: 1 → 8 threads queueing on one 5-ms monitor.
+    let deadline = Instant::now() + Duration::from_secs(soak_s + 20);
+    // One more client every ninth of the run: 1 → 8 threads queueing on one
+    // 5-ms monitor, rising to the end.
     let (hs, ok) = rising_contention(
         std::net::SocketAddr::from(([127, 0, 0, 1], t.port)),
         8,
-        Duration::from_secs(5),
+        Duration::from_secs(soak_s) / 9,
         deadline,
         stop.clone(),
     );
@@ -253,7 +256,7 @@ budgets: [ "p99 < 5s" ]
         "JDK {m}: side load answered"
     );
     assert!(
-        elapsed < Duration::from_secs(90),
+        elapsed < Duration::from_secs(soak_s + 50),
         "JDK {m}: run took {elapsed:?}"
     );
 
@@ -356,6 +359,23 @@ budgets: [ "p99 < 5s" ]
         .unwrap_or_else(|| panic!("JDK {m}: no trend of blocked threads: {:?}", so.trends));
     eprintln!("JDK {m}: trend {tr:?}");
     assert!(tr.slope_per_hour > 0.0, "JDK {m}: {tr:?}");
+    // With ≥ 60 s and ≥ 10 windows after the warm-up the trend is
+    // conclusive, and the verdict says the contention rose.
+    eprintln!("JDK {m}: soak verdict: {}", so.text);
+    if tr.note.is_none() {
+        assert!(
+            so.text.contains(
+                "rising steadily through the soak (JFR windows): jvm.jfr.monitor_blocked"
+            ),
+            "JDK {m}: {}",
+            so.text
+        );
+    } else {
+        assert!(
+            soak_s < 66,
+            "JDK {m}: inconclusive over a {soak_s}-s soak: {tr:?}"
+        );
+    }
     let html = std::fs::read_to_string(run_dir.join("report.html")).expect("report.html");
     assert!(
         html.contains("jvm.jfr.monitor_blocked_threads"),
@@ -365,12 +385,12 @@ budgets: [ "p99 < 5s" ]
 
 #[test]
 fn windows_show_growing_contention_jdk17_local() {
-    growing_contention(java::jdk17(), false);
+    growing_contention(java::jdk17(), false, 72, 6);
 }
 
 #[test]
 fn windows_show_growing_contention_jdk21_ssh() {
-    growing_contention(java::jdk21(), true);
+    growing_contention(java::jdk21(), true, 34, 8);
 }
 
 // ---------------------------------------------------------------------------

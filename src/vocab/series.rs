@@ -138,7 +138,8 @@ pub const JVM_HEAP_AFTER_GC: Series = target(
 );
 /// `jvm.threads.<state>` (`runnable`, `blocked`, `waiting`, `timed_waiting`), count per dump.
 pub const JVM_THREADS_PREFIX: &str = "jvm.threads.";
-// Per JFR window (`window:` on the jfr probe), at the window's middle.
+/// Per JFR window (`window:` on the jfr probe), at the window's middle.
+pub const JFR_PREFIX: &str = "jvm.jfr.";
 pub const JFR_BLOCKED_RATE: Series = target(
     "jvm.jfr.monitor_blocked_per_s",
     Unit::PerSecond,
