@@ -310,6 +310,28 @@ budgets: [ "p99 < 5s" ]
             .expect("run jfr");
         assert!(out.status.success(), "JDK {m}: jfr refused {f}");
     }
+    // The cut: a window's totals count only events that ended after it
+    // (the oldest kept window: a full one).
+    let win = diag.join(kept.first().expect("a kept window"));
+    let all = brunt::diagnosis::jfr::parse_jfr_window(&win, f64::NEG_INFINITY).expect("parse");
+    let tot = all.totals;
+    assert!(
+        tot.monitor_enter > 0 && tot.alloc_samples > 0,
+        "JDK {m}: {tot:?}"
+    );
+    let (a, b) = (tot.first_unix.expect("first"), tot.last_unix.expect("last"));
+    let mid = brunt::diagnosis::jfr::parse_jfr_window(&win, (a + b) / 2.0).expect("parse");
+    assert!(
+        mid.totals.monitor_enter < tot.monitor_enter && mid.totals.first_unix > Some((a + b) / 2.0),
+        "JDK {m}: {:?} vs {tot:?}",
+        mid.totals
+    );
+    let none = brunt::diagnosis::jfr::parse_jfr_window(&win, b).expect("parse");
+    assert_eq!(
+        none.totals.monitor_enter + none.totals.alloc_samples,
+        0,
+        "JDK {m}"
+    );
     // No whole-run recording, and nothing left on the target's side.
     let other = files_in(&diag, |n| {
         n.ends_with(".jfr") && !n.starts_with("jfr-window-")
