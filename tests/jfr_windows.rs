@@ -273,6 +273,10 @@ budgets: [ "p99 < 5s" ]
         eprintln!("JDK {m}: window {row}");
     }
     assert!(rows.len() >= 5, "JDK {m}: {} windows", rows.len());
+    assert!(
+        rows[1..].iter().all(|r| r["phase"] == "soak"),
+        "JDK {m}: windows after the warm-up are the soak's"
+    );
     let first_end = rows[0]["to_t"].as_f64().unwrap_or(0.0);
     assert!(
         (6.0..7.9).contains(&first_end),

@@ -72,6 +72,7 @@ impl Engine {
                     t,
                     unix: f64::NEG_INFINITY,
                     next: t + w,
+                    phase: self.tracker.name(),
                 });
                 self.probes[i].jfr = Some(JfrActive {
                     remote,
@@ -179,8 +180,16 @@ impl Engine {
             // One immediate retry: the recording is worth it.
             self.next_retry = 0.0;
             if !self.ensure_link() {
-                let e =
-                    CollectorError::Other(format!("JFR {} lost: link down at stop", active.remote));
+                let what = match &active.cut {
+                    // Left running in the JVM, but bounded there by maxage/maxsize.
+                    Some(c) => format!("the JFR window from {:.1} s", c.t),
+                    None => format!("JFR {}", active.remote),
+                };
+                let e = CollectorError::Other(format!("{what} lost: link down at stop"));
+                if let Some(c) = &active.cut {
+                    let now = self.now();
+                    self.push_jfr_gap(i, c.t, now, e.to_string());
+                }
                 return self.error("jvm/jfr", &e);
             }
         }

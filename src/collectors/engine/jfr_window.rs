@@ -31,6 +31,8 @@ pub(super) struct WindowCut {
     pub unix: f64,
     /// Run clock of the next dump.
     pub next: f64,
+    /// The load phase when the window started (names its file and row).
+    pub phase: String,
 }
 
 /// The probe's windows so far.
@@ -93,13 +95,14 @@ impl Engine {
     /// Dump, fetch, analyse and keep one window of recording `i`. Returns
     /// false when the window failed (recorded as an error and a gap).
     pub(super) fn jfr_window(&mut self, i: usize) -> bool {
-        let Some((pid, phase, cut)) = self.probes[i]
+        let Some((pid, cut)) = self.probes[i]
             .jfr
             .as_ref()
-            .and_then(|a| Some((a.pid, a.phase.clone(), a.cut.clone()?)))
+            .and_then(|a| Some((a.pid, a.cut.clone()?)))
         else {
             return false;
         };
+        let phase = cut.phase.clone();
         let window = self.window_of(i).unwrap_or(600.0);
         let now = self.now();
         if let Some(c) = self.probes[i].jfr.as_mut().and_then(|a| a.cut.as_mut()) {
@@ -229,8 +232,10 @@ impl Engine {
     }
 
     fn advance_cut(&mut self, i: usize, t: f64, end_unix: Option<f64>) {
+        let phase = self.tracker.name();
         if let Some(c) = self.probes[i].jfr.as_mut().and_then(|a| a.cut.as_mut()) {
             c.t = t;
+            c.phase = phase;
             if let Some(u) = end_unix.filter(|u| u.is_finite()) {
                 c.unix = c.unix.max(u);
             }
