@@ -2,14 +2,16 @@
 //! against the Java target (`tests/java`): a time-compressed soak while the
 //! test adds rising contention at `/contended` (one more looping client every
 //! few seconds, each holding the `Inventory` monitor 5 ms), the recording
-//! dumped every 8 s and at the soak's start:
+//! dumped every 6 or 8 s and at the soak's start:
 //! - every window is downloaded, removed on the target, analysed at once,
 //!   its figures kept in `jfr-windows.jsonl`; at most `keep_windows` window
 //!   files stay; the blocked-entry series rise window after window and the
 //!   soak verdict and the report carry their trend (JDK 17 over the local
 //!   transport, JDK 21 over a per-test sshd);
 //! - the JVM killed mid-window: the windows before it are kept, the window
-//!   in progress is a gap and an error, and the run ends with what it measured.
+//!   in progress is a gap and an error, and the run ends with what it measured;
+//! - a window that comes back truncated: a gap and an error of that window,
+//!   the next windows start where it ended.
 
 #[path = "support/java.rs"]
 mod java;
@@ -519,5 +521,138 @@ budgets: [ "p99 < 5s" ]
         n.starts_with("jfr-window-") && n.ends_with(".jfr")
     });
     assert_eq!(kept.len(), rows.len(), "{kept:?}");
+    assert!(files_in(&remote, |_| true).is_empty(), "left on the target");
+}
+
+// ---------------------------------------------------------------------------
+// A window that comes back truncated
+
+#[test]
+fn truncated_window_is_a_gap_and_the_next_ones_still_come() {
+    let _g = load::serial();
+    let jdk = java::jdk17();
+    let t = Target::start(&jdk, "trunc");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let remote = dir.path().join("remote-tmp");
+    std::fs::create_dir_all(&remote).expect("remote dir");
+    let run_dir = dir.path().join("run");
+    // The built-in jfr probe, but the first window's file is cut to 3000
+    // bytes on the target (a disk that filled, a copy cut short).
+    let once = dir.path().join("truncated-once");
+    let def = dir.path().join("jfr-trunc.yaml");
+    std::fs::write(
+        &def,
+        format!(
+            r#"
+name: jfr-trunc
+probes:
+  - name: jfr
+    kind: jfr
+    phase: run
+    settings: profile
+    extension: jfr
+    command: "{{jcmd}} {{pid}} JFR.start name=brunt settings={{settings}} filename={{remote_file}}"
+    stop_command: "{{jcmd}} {{pid}} JFR.stop name=brunt filename={{remote_file}}"
+    windows:
+      start_command: "{{jcmd}} {{pid}} JFR.start name=brunt settings={{settings}} maxage={{maxage}} maxsize=64m disk=true"
+      dump_command: "{{jcmd}} {{pid}} JFR.dump name=brunt filename={{remote_file}} begin={{begin}} && if [ ! -e {once} ]; then touch {once}; head -c 3000 {{remote_file}} > {{remote_file}}.cut && mv {{remote_file}}.cut {{remote_file}}; fi"
+      stop_command: "{{jcmd}} {{pid}} JFR.stop name=brunt"
+"#,
+            once = once.display()
+        ),
+    )
+    .expect("write jfr-trunc.yaml");
+    let mut profile = load::profile(
+        r#"
+name: jfr-windows-trunc
+target: { url: "{url}", timeout: 5s }
+requests: [ { path: "/contended?ms=2" } ]
+load: { connections: 4 }
+shape: { constant: { rate: 20/s, duration: 22s } }
+budgets: [ "p99 < 5s" ]
+"#,
+        &t.url(),
+    );
+    let mut c = collectors(
+        TransportConfig::default(),
+        t.target_config(&jdk),
+        &remote,
+        Duration::from_secs(6),
+        12,
+    );
+    c.collect = vec![CollectEntry {
+        use_: def.display().to_string(),
+        probes: [(
+            "jfr".to_string(),
+            ProbeOverride {
+                window: Some(Duration::from_secs(6)),
+                ..Default::default()
+            },
+        )]
+        .into_iter()
+        .collect(),
+    }];
+    profile.collectors = c;
+    let t0 = Instant::now();
+    let r = load::run(&profile, &run_dir);
+    assert!(
+        t0.elapsed() < Duration::from_secs(60),
+        "run took {:?}",
+        t0.elapsed()
+    );
+    assert!(once.exists(), "the dump command never ran");
+
+    let rows = window_rows(&run_dir);
+    for row in &rows {
+        eprintln!("window {row}");
+    }
+    // Window 1 lost; 2, 3 and the last one at the end kept, numbered on.
+    assert!(
+        rows.len() >= 2,
+        "windows after the truncated one: {}",
+        rows.len()
+    );
+    assert!(rows.iter().all(|r| r["n"].as_u64() > Some(1)), "{rows:?}");
+    let c = r.summary.collectors.clone().unwrap_or_default();
+    let gaps: Vec<&serde_json::Value> = c["gaps"]
+        .as_array()
+        .expect("gaps")
+        .iter()
+        .filter(|g| g["probe"] == "jfr")
+        .collect();
+    assert_eq!(gaps.len(), 1, "gaps {}", c["gaps"]);
+    let g = gaps[0];
+    assert!(
+        g["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("JFR window 1")),
+        "{g}"
+    );
+    // The next window starts where the lost one ended: a gap, not a double count.
+    let (gap_to, next_from) = (g["to_t"].as_f64(), rows[0]["from_t"].as_f64());
+    assert!(
+        gap_to
+            .zip(next_from)
+            .is_some_and(|(a, b)| (a - b).abs() < 0.002),
+        "{g} / {}",
+        rows[0]
+    );
+    assert!(
+        c["errors"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|e| e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("JFR window 1")))),
+        "errors {}",
+        c["errors"]
+    );
+    let kept = files_in(&run_dir.join("diagnostics"), |n| {
+        n.starts_with("jfr-window-") && n.ends_with(".jfr")
+    });
+    assert_eq!(
+        kept.len(),
+        rows.len(),
+        "the truncated file is not kept: {kept:?}"
+    );
     assert!(files_in(&remote, |_| true).is_empty(), "left on the target");
 }

@@ -95,10 +95,10 @@ impl Engine {
     /// Dump, fetch, analyse and keep one window of recording `i`. Returns
     /// false when the window failed (recorded as an error and a gap).
     pub(super) fn jfr_window(&mut self, i: usize) -> bool {
-        let Some((pid, cut)) = self.probes[i]
+        let Some((pid, started, cut)) = self.probes[i]
             .jfr
             .as_ref()
-            .and_then(|a| Some((a.pid, a.cut.clone()?)))
+            .and_then(|a| Some((a.pid, a.t, a.cut.clone()?)))
         else {
             return false;
         };
@@ -115,9 +115,9 @@ impl Engine {
         }
         // `begin` is on the target's clock, relative to its now: no clock
         // sync needed. Just after the previous cut leaves out the chunks the
-        // previous dump ended (the first window takes everything).
+        // previous dump ended (the recording's first window takes everything).
         let since = now - cut.t;
-        let back = if cut.unix.is_finite() {
+        let back = if cut.t > started {
             ((since - 1.0).floor() as i64).max(1)
         } else {
             since.ceil() as i64 + 60
@@ -180,9 +180,11 @@ impl Engine {
                         return false;
                     }
                 }
-                let link = e.is_link();
-                self.fail(i, e);
-                if !link {
+                if e.is_link() {
+                    // The link's own gap covers it; the next window reaches back.
+                    self.fail(i, e);
+                } else {
+                    self.fail(i, CollectorError::Other(reason.clone()));
                     self.push_jfr_gap(i, cut.t, to_t, reason);
                     // Counting starts again after this window: its span is a gap.
                     self.advance_cut(i, to_t, None);
