@@ -137,6 +137,11 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
             t,
             rate("park_ms").map(|v| v / 1e3),
         );
+        push(
+            series::JFR_PINNED_THREADS,
+            t,
+            rate("pinned_ms").map(|v| v / 1e3),
+        );
         // No allocation samples (settings without them): no figure, not zero.
         if f("alloc_samples").is_some_and(|n| n > 0.0) {
             push(series::JFR_ALLOC_RATE, t, rate("alloc_bytes"));
@@ -222,7 +227,7 @@ mod tests {
         std::fs::create_dir_all(&diag).expect("mkdir");
         let rows = [
             // 10 s: 50 blocked entries, 20 s blocked in all: 2 threads on average.
-            r#"{"t":10.0,"from_t":0.0,"to_t":10.0,"monitor_enter":50,"monitor_enter_ms":20000,"park":10,"park_ms":5000,"alloc_bytes":1e9,"alloc_samples":40,"gc":2,"gc_pause_ms":30}"#,
+            r#"{"t":10.0,"from_t":0.0,"to_t":10.0,"monitor_enter":50,"monitor_enter_ms":20000,"park":10,"park_ms":5000,"pinned_ms":2500,"alloc_bytes":1e9,"alloc_samples":40,"gc":2,"gc_pause_ms":30}"#,
             // No allocation samples: no allocation figure, not a zero.
             r#"{"t":15.0,"from_t":10.0,"to_t":15.0,"monitor_enter":5,"monitor_enter_ms":0,"park":0,"park_ms":0,"alloc_bytes":0,"alloc_samples":0,"gc":0,"gc_pause_ms":0}"#,
             // Too short to be a rate, and a garbled row: skipped.
@@ -237,6 +242,8 @@ mod tests {
         );
         assert_eq!(s.series[series::JFR_BLOCKED_THREADS.name][0], (5.0, 2.0));
         assert_eq!(s.series[series::JFR_PARKED_THREADS.name][0], (5.0, 0.5));
+        // Only the row with the field has the figure.
+        assert_eq!(s.series[series::JFR_PINNED_THREADS.name], vec![(5.0, 0.25)]);
         assert_eq!(s.series[series::JFR_ALLOC_RATE.name], vec![(5.0, 1e8)]);
         assert_eq!(s.series[series::JFR_GC_PAUSE.name][0], (5.0, 3.0));
     }

@@ -160,6 +160,11 @@ pub const JFR_PARKED_THREADS: Series = target(
     Unit::Count,
     "threads in such park waits, mean over a JFR window",
 );
+pub const JFR_PINNED_THREADS: Series = target(
+    "jvm.jfr.pinned_threads",
+    Unit::Count,
+    "virtual threads pinned to their carrier, mean over a JFR window",
+);
 pub const JFR_ALLOC_RATE: Series = target(
     "jvm.jfr.alloc_bytes_per_s",
     Unit::BytesPerSecond,
@@ -213,6 +218,7 @@ pub const ALL: &[Series] = &[
     JFR_BLOCKED_THREADS,
     JFR_PARK_RATE,
     JFR_PARKED_THREADS,
+    JFR_PINNED_THREADS,
     JFR_ALLOC_RATE,
     JFR_GC_PAUSE,
     GENERATOR_HOST_CPU,
