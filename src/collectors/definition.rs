@@ -4,7 +4,8 @@
 //! anywhere) and the same files ship in `collectors/` for users to copy.
 //!
 //! Placeholders in commands (`{pid}`, `{port}` (target.port), `{jcmd}`,
-//! `{remote_file}`, `{settings}`, `{file}`, `{offset}`) are replaced by
+//! `{remote_file}`, `{settings}`, `{file}`, `{offset}`, and for windowed JFR
+//! `{maxage}`, `{begin}`) are replaced by
 //! shell-quoted values. Only `{lowercase_name}` is a placeholder; other
 //! braces (`{ print $1 }`, `${HOME}`) are literal.
 
@@ -103,7 +104,41 @@ pub struct ProbeDef {
     pub settings: Option<String>,
     /// `tail`: value of `{file}`.
     pub file: Option<String>,
+    /// `jfr`: record in windows of this length (see [`JfrWindow`]); unset =
+    /// one recording downloaded at its end.
+    #[serde(default, with = "humantime_serde::option")]
+    pub window: Option<Duration>,
+    /// `jfr` windows: keep at most this many window files on the local disk
+    /// (the oldest go first; their figures stay in `jfr-windows.jsonl`).
+    pub keep_windows: Option<u32>,
+    /// `jfr` windows: the commands of the windowed recording.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub windows: Option<JfrWindow>,
 }
+
+/// The commands of a windowed JFR recording: a recording bounded in the JVM
+/// (`maxage`, `maxsize`, on disk), a dump of the span since the previous
+/// window every `window`, and a stop that writes nothing.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JfrWindow {
+    /// Starts the bounded recording (`{maxage}`: two windows).
+    pub start_command: String,
+    /// Writes the chunks since the previous window (`{begin}`: `-Ns`,
+    /// relative to the target's own clock) to `{remote_file}`.
+    pub dump_command: String,
+    /// Ends the recording without writing it (the last window was dumped).
+    pub stop_command: String,
+}
+
+/// A jfr probe recording a run or phase at least this long gets windows of
+/// [`AUTO_WINDOW`] unless its `window` is set (`0s`: one recording).
+pub const AUTO_WINDOW_FROM: Duration = Duration::from_secs(3600);
+pub const AUTO_WINDOW: Duration = Duration::from_secs(600);
+/// Window files kept locally when `keep_windows` is unset.
+pub const DEFAULT_KEEP_WINDOWS: u32 = 12;
+/// The shortest window: each dump is a jcmd attach and a chunk rotation.
+pub const MIN_WINDOW: Duration = Duration::from_secs(5);
 
 fn d_true() -> bool {
     true
@@ -122,9 +157,20 @@ const PLACEHOLDERS: &[&str] = &[
     "settings",
     "file",
     "offset",
+    "maxage",
+    "begin",
 ];
 
 impl ProbeDef {
+    /// The window length in seconds when this jfr probe records in windows
+    /// (`window` set and not `0s`, and the definition has `windows:` commands).
+    pub fn window_s(&self) -> Option<f64> {
+        self.windows.as_ref()?;
+        self.window
+            .filter(|w| !w.is_zero())
+            .map(|w| w.as_secs_f64())
+    }
+
     pub fn uses(&self, placeholder: &str) -> bool {
         let p = format!("{{{placeholder}}}");
         self.command.contains(&p) || self.stop_command.as_ref().is_some_and(|c| c.contains(&p))
@@ -155,6 +201,12 @@ impl ProbeDef {
         if let Some(v) = &o.file {
             self.file = Some(v.clone());
         }
+        if let Some(v) = o.window {
+            self.window = Some(v);
+        }
+        if let Some(v) = o.keep_windows {
+            self.keep_windows = Some(v);
+        }
     }
 
     fn validate(&self, src: &str) -> Result<(), CollectorError> {
@@ -170,8 +222,40 @@ impl ProbeDef {
         {
             return Err(bad("name must be letters, digits, `-` or `_`".into()));
         }
-        for t in std::iter::once(&self.command).chain(self.stop_command.iter()) {
+        let win = self
+            .windows
+            .iter()
+            .flat_map(|w| [&w.start_command, &w.dump_command, &w.stop_command]);
+        for t in std::iter::once(&self.command)
+            .chain(self.stop_command.iter())
+            .chain(win)
+        {
             check_template(t).map_err(bad)?;
+        }
+        if let Some(w) = self.window.filter(|w| !w.is_zero()) {
+            if self.kind != ProbeKind::Jfr {
+                return Err(bad("`window` is for jfr probes".into()));
+            }
+            if w < MIN_WINDOW {
+                return Err(bad(format!(
+                    "`window` below {}s (each window is a jcmd attach and a JFR chunk rotation)",
+                    MIN_WINDOW.as_secs()
+                )));
+            }
+            match &self.windows {
+                None => {
+                    return Err(bad(
+                        "`window` needs `windows:` commands (start_command, dump_command, stop_command) in the definition".into(),
+                    ))
+                }
+                Some(c) if !c.dump_command.contains("{remote_file}") => {
+                    return Err(bad("`windows.dump_command` needs `{remote_file}`".into()))
+                }
+                Some(_) => {}
+            }
+        }
+        if self.keep_windows == Some(0) {
+            return Err(bad("`keep_windows` must be at least 1".into()));
         }
         match self.kind {
             ProbeKind::Sample => match self.parser.as_deref() {
@@ -374,6 +458,32 @@ mod tests {
             render("x {pid} {file} ${HOME} { print } {jcmd}", &look),
             "x 12 '/tmp/a b'\\''; rm -rf /' ${HOME} { print } ''"
         );
+    }
+
+    #[test]
+    fn windows_are_checked() {
+        let jvm = parse(BUILTIN[1].1, "jvm").unwrap();
+        let mut jfr = jvm.probes.into_iter().find(|p| p.name == "jfr").unwrap();
+        jfr.window = Some(Duration::from_secs(600));
+        assert!(jfr.validate("t").is_ok());
+        jfr.window = Some(Duration::from_secs(2));
+        let e = jfr.validate("t").unwrap_err().to_string();
+        assert!(e.contains("below 5s"), "{e}");
+        jfr.window = Some(Duration::from_secs(60));
+        jfr.keep_windows = Some(0);
+        assert!(jfr.validate("t").is_err());
+        jfr.keep_windows = None;
+        jfr.windows = None;
+        let e = jfr.validate("t").unwrap_err().to_string();
+        assert!(e.contains("windows:"), "{e}");
+        let heap = parse(BUILTIN[1].1, "jvm")
+            .unwrap()
+            .probes
+            .into_iter()
+            .find(|p| p.name == "heap");
+        let mut heap = heap.unwrap();
+        heap.window = Some(Duration::from_secs(60));
+        assert!(heap.validate("t").is_err());
     }
 
     #[test]

@@ -84,9 +84,13 @@ fn pick_jcmd(out: &str, re: &Regex) -> Option<u32> {
     })
 }
 
-/// Is process `pid` still there? (`/proc/PID` exists: any user's process, no attach.)
+/// Is process `pid` still there? (`/proc/PID` exists: any user's process, no
+/// attach.) A zombie is gone: killed, it stays in `/proc` until its parent
+/// reaps it, but it answers no jcmd and its recording is lost.
 pub fn alive(t: &mut dyn Transport, pid: u32) -> Result<bool, CollectorError> {
-    let cmd = format!("[ -d /proc/{pid} ] && echo alive || echo gone");
+    let cmd = format!(
+        "if [ -d /proc/{pid} ] && ! grep -qs '^State:[[:space:]]*[ZX]' /proc/{pid}/status; then echo alive; else echo gone; fi"
+    );
     let out = t.exec(&cmd)?.check(&cmd)?;
     Ok(out.stdout_str().trim() == "alive")
 }

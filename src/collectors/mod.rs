@@ -253,6 +253,34 @@ pub fn validate(
     Ok(definitions)
 }
 
+/// A JFR recording of an hour or more would grow with the run (≈ 200 MB per
+/// hour with `profile` settings under load) and come back only at its end:
+/// such a jfr probe records in windows of [`definition::AUTO_WINDOW`]
+/// unless the profile set its `window` (`0s` keeps one recording).
+fn auto_windows(defs: &mut [definition::Definition], phases: &[PhaseInfo]) {
+    let run = phases
+        .iter()
+        .map(|p| p.start + p.duration)
+        .max()
+        .unwrap_or_default();
+    for p in defs.iter_mut().flat_map(|d| d.probes.iter_mut()) {
+        if p.kind != ProbeKind::Jfr || p.window.is_some() || p.windows.is_none() {
+            continue;
+        }
+        let span = match p.phase.as_deref().unwrap_or("run") {
+            "run" => run,
+            name => phases
+                .iter()
+                .find(|x| x.name == name)
+                .map(|x| x.duration)
+                .unwrap_or_default(),
+        };
+        if span >= definition::AUTO_WINDOW_FROM {
+            p.window = Some(definition::AUTO_WINDOW);
+        }
+    }
+}
+
 /// Start the collectors for a run: [`validate`], then start the collector
 /// threads. Transports connect on those threads, so this never blocks on the
 /// network; an unreachable target shows up as a gap, not as an error here.
@@ -260,7 +288,8 @@ pub fn start(
     cfg: &CollectorsConfig,
     ctx: CollectorContext,
 ) -> Result<CollectorSet, CollectorError> {
-    let definitions = validate(cfg, ctx.base_dir.as_deref())?;
+    let mut definitions = validate(cfg, ctx.base_dir.as_deref())?;
+    auto_windows(&mut definitions, &ctx.phases);
     let diag = ctx.run_dir.join(crate::vocab::files::DIAGNOSTICS);
     std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
     let tracker = PhaseTracker::new(ctx.clock, ctx.phases.clone());
@@ -437,5 +466,58 @@ impl RunObserver for CollectorSet {
     }
     fn finished(&self) {
         self.observer.finished()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(index: usize, name: &str, start_s: u64, dur_s: u64) -> PhaseInfo {
+        PhaseInfo {
+            index,
+            name: name.into(),
+            label: String::new(),
+            start: Duration::from_secs(start_s),
+            duration: Duration::from_secs(dur_s),
+            level: None,
+        }
+    }
+
+    fn jfr(window: Option<Duration>, phase: &str) -> Vec<definition::Definition> {
+        let mut d = definition::parse(definition::BUILTIN[1].1, "jvm").expect("jvm.yaml");
+        for p in &mut d.probes {
+            p.window = window;
+            p.phase = Some(phase.into());
+        }
+        vec![d]
+    }
+
+    fn window_of(d: &[definition::Definition]) -> Option<Duration> {
+        d[0].probes
+            .iter()
+            .find(|p| p.name == "jfr")
+            .and_then(|p| p.window)
+    }
+
+    #[test]
+    fn long_recordings_get_windows_unless_set() {
+        let phases = [phase(0, "warmup", 0, 600), phase(1, "soak", 600, 8 * 3600)];
+        let mut d = jfr(None, "run");
+        auto_windows(&mut d, &phases);
+        assert_eq!(window_of(&d), Some(definition::AUTO_WINDOW));
+        // Set by the profile (here: off) is kept.
+        let mut d = jfr(Some(Duration::ZERO), "run");
+        auto_windows(&mut d, &phases);
+        assert_eq!(window_of(&d), Some(Duration::ZERO));
+        assert!(d[0].probes.iter().all(|p| p.window_s().is_none()));
+        // A short phase's recording stays one recording.
+        let mut d = jfr(None, "warmup");
+        auto_windows(&mut d, &phases);
+        assert_eq!(window_of(&d), None);
+        let short = [phase(0, "soak", 0, 1800)];
+        let mut d = jfr(None, "run");
+        auto_windows(&mut d, &short);
+        assert_eq!(window_of(&d), None);
     }
 }

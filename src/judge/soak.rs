@@ -135,6 +135,15 @@ pub(super) fn soak(
             }
         ),
     };
+    let rising = rising_jfr(&trends, th, to - from);
+    let text = if rising.is_empty() {
+        text
+    } else {
+        format!(
+            "{text}; rising steadily through the soak (JFR windows): {}",
+            rising.join("; ")
+        )
+    };
     Some(SoakVerdict {
         status,
         window_start_s: from,
@@ -146,4 +155,60 @@ pub(super) fn soak(
         p99_drift_limit: th.p99_drift.0,
         text,
     })
+}
+
+/// The JFR window series (`jvm.jfr.*`: blocked entries, park waits,
+/// allocation, GC pauses) that rose steadily through a soak window of
+/// `span_s` — contention or GC growing through the night. No threshold
+/// makes them a leak; the verdict's text says them. Steadily: a conclusive
+/// trend (no note), rising in both halves, R² ≥ `min_r2`, the growth over
+/// the window above 3σ of the noise.
+pub(super) fn rising_jfr(trends: &[Trend], th: &LeakThresholds, span_s: f64) -> Vec<String> {
+    trends
+        .iter()
+        .filter(|t| t.series.starts_with(crate::vocab::series::JFR_PREFIX))
+        .filter(|t| t.note.is_none() && t.slope_per_hour > 0.0 && t.r2 >= th.min_r2)
+        .filter(|t| t.halves_per_hour.is_some_and(|(a, b)| a > 0.0 && b > 0.0))
+        .filter(|t| t.slope_per_hour / 3600.0 * span_s > 3.0 * t.noise.unwrap_or(0.0))
+        .map(|t| {
+            format!(
+                "{} {} (R² {:.2})",
+                t.series,
+                per_hour(&t.series, t.slope_per_hour),
+                t.r2
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::trend::trend;
+    use super::*;
+
+    #[test]
+    fn steadily_rising_jfr_series_are_said() {
+        let th = LeakThresholds::default();
+        let rise: Vec<(f64, f64)> = (0..12).map(|i| (i as f64 * 10.0, 1.0 + i as f64)).collect();
+        let flat: Vec<(f64, f64)> = (0..12)
+            .map(|i| (i as f64 * 10.0, 3.0 + (i % 2) as f64))
+            .collect();
+        let step: Vec<(f64, f64)> = (0..12)
+            .map(|i| (i as f64 * 10.0, if i < 6 { 1.0 } else { 9.0 }))
+            .collect();
+        let short: Vec<(f64, f64)> = (0..4).map(|i| (i as f64 * 10.0, i as f64)).collect();
+        let trends = vec![
+            trend("jvm.jfr.monitor_blocked_threads", &rise, 0.0, 120.0, &th),
+            trend("jvm.jfr.parked_threads", &flat, 0.0, 120.0, &th),
+            trend("jvm.jfr.gc_pause_ms_per_s", &step, 0.0, 120.0, &th),
+            trend("jvm.jfr.park_waits_per_s", &short, 0.0, 120.0, &th),
+            trend("target.threads", &rise, 0.0, 120.0, &th),
+        ];
+        let said = rising_jfr(&trends, &th, 120.0);
+        assert_eq!(said.len(), 1, "{said:?}");
+        assert!(
+            said[0].starts_with("jvm.jfr.monitor_blocked_threads +360.00/h"),
+            "{said:?}"
+        );
+    }
 }

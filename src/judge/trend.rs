@@ -189,7 +189,9 @@ pub fn trend(name: &str, pts: &[(f64, f64)], from: f64, to: f64, th: &LeakThresh
 
 /// An amount in the series' unit.
 fn amount(series: &str, v: f64) -> String {
-    if series.ends_with("_bytes") {
+    if series.ends_with("_bytes_per_s") {
+        format!("{:.2}MB/s", v / 1e6)
+    } else if series.ends_with("_bytes") {
         format!("{:.2}MB", v / 1e6)
     } else {
         format!("{v:.2}")
@@ -198,7 +200,9 @@ fn amount(series: &str, v: f64) -> String {
 
 /// Show a per-hour value in the series' unit.
 pub fn per_hour(series: &str, v: f64) -> String {
-    if series.ends_with("_bytes") {
+    if series.ends_with("_bytes_per_s") {
+        format!("{:+.2}MB/s per h", v / 1e6)
+    } else if series.ends_with("_bytes") {
         format!("{:+.2}MB/h", v / 1e6)
     } else {
         format!("{v:+.2}/h")

@@ -260,6 +260,12 @@ pub struct ProbeOverride {
     pub settings: Option<String>,
     /// `tail`: file on the target to follow.
     pub file: Option<String>,
+    /// `jfr`: dump and analyse the recording every this long (`10m`), the
+    /// recording bounded in the JVM; unset = one recording, downloaded at its end.
+    #[serde(default, with = "humantime_serde::option")]
+    pub window: Option<Duration>,
+    /// `jfr` windows: window files kept on the local disk (default 12).
+    pub keep_windows: Option<u32>,
 }
 
 /// Thresholds for calling the generator saturated.

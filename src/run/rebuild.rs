@@ -170,7 +170,7 @@ fn events_into(c: &mut CollectorsSummary, rows: impl Iterator<Item = Value>) {
                     .and_then(|a| serde_json::from_value::<ArtifactInfo>(a.clone()).ok())
                     .unwrap_or_else(|| ArtifactInfo {
                         probe: s("probe"),
-                        kind: if s("reason") == "jfr" {
+                        kind: if s("reason").starts_with("jfr") {
                             "jfr"
                         } else {
                             "artifact"
@@ -184,6 +184,11 @@ fn events_into(c: &mut CollectorsSummary, rows: impl Iterator<Item = Value>) {
                         ..Default::default()
                     });
                 c.artifacts.push(a);
+            }
+            // A JFR window file pruned to bound the disk: no longer listed.
+            Some("artifact-pruned") => {
+                let file = s("file");
+                c.artifacts.retain(|a| a.file != file);
             }
             Some("target-pid") => {
                 if let Some(pid) = v.get("pid").and_then(Value::as_u64) {

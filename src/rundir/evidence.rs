@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES,
+    RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES, JFR_WINDOWS,
     PROMETHEUS_SAMPLES,
 };
 use crate::evidence::ServerSide;
@@ -48,7 +48,7 @@ pub fn save(dir: &Path, ev: &ServerSide) -> Result<(), RundirError> {
     super::write_json(&path, ev)
 }
 
-/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator}.jsonl`,
+/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator,jfr-windows}.jsonl`,
 /// rows stamped with `t` seconds since the run start) and the run's own
 /// per-second generator figures into the series names above.
 pub fn from_collector_streams(dir: &Path) -> ServerSide {
@@ -111,6 +111,42 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
         push(series::GENERATOR_HOST_CPU, t, f("host_cpu_pct"));
         push(series::GENERATOR_RSS, t, f("rss_bytes"));
         push(series::GENERATOR_PROBE_LAG, t, f("lag_p99_ms"));
+    });
+    // JFR windows: each window's totals over its length, at its middle.
+    for_rows(&diag.join(JFR_WINDOWS), |_, r| {
+        let f = |k: &str| r.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite());
+        let (Some(from), Some(to)) = (f("from_t"), f("to_t")) else {
+            return;
+        };
+        let span = to - from;
+        if span < 1.0 {
+            return;
+        }
+        let t = (from + to) / 2.0;
+        let rate = |k: &str| f(k).map(|v| v / span);
+        push(series::JFR_BLOCKED_RATE, t, rate("monitor_enter"));
+        // ms blocked per ms of wall time: how many threads were blocked, on average.
+        push(
+            series::JFR_BLOCKED_THREADS,
+            t,
+            rate("monitor_enter_ms").map(|v| v / 1e3),
+        );
+        push(series::JFR_PARK_RATE, t, rate("park"));
+        push(
+            series::JFR_PARKED_THREADS,
+            t,
+            rate("park_ms").map(|v| v / 1e3),
+        );
+        push(
+            series::JFR_PINNED_THREADS,
+            t,
+            rate("pinned_ms").map(|v| v / 1e3),
+        );
+        // No allocation samples (settings without them): no figure, not zero.
+        if f("alloc_samples").is_some_and(|n| n > 0.0) {
+            push(series::JFR_ALLOC_RATE, t, rate("alloc_bytes"));
+        }
+        push(series::JFR_GC_PAUSE, t, rate("gc_pause_ms"));
     });
     // The engine's own view, per second: scheduler lateness and the busiest
     // worker's event-loop share (a worker near 100% cannot start requests on time).
@@ -183,6 +219,34 @@ fn for_rows(path: &Path, mut f: impl FnMut(f64, &serde_json::Value)) {
 mod tests {
     use super::*;
     use crate::evidence::FindingRef;
+
+    #[test]
+    fn jfr_windows_become_rates_at_their_middle() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let diag = dir.path().join(DIAGNOSTICS);
+        std::fs::create_dir_all(&diag).expect("mkdir");
+        let rows = [
+            // 10 s: 50 blocked entries, 20 s blocked in all: 2 threads on average.
+            r#"{"t":10.0,"from_t":0.0,"to_t":10.0,"monitor_enter":50,"monitor_enter_ms":20000,"park":10,"park_ms":5000,"pinned_ms":2500,"alloc_bytes":1e9,"alloc_samples":40,"gc":2,"gc_pause_ms":30}"#,
+            // No allocation samples: no allocation figure, not a zero.
+            r#"{"t":15.0,"from_t":10.0,"to_t":15.0,"monitor_enter":5,"monitor_enter_ms":0,"park":0,"park_ms":0,"alloc_bytes":0,"alloc_samples":0,"gc":0,"gc_pause_ms":0}"#,
+            // Too short to be a rate, and a garbled row: skipped.
+            r#"{"t":15.5,"from_t":15.0,"to_t":15.5,"monitor_enter":5}"#,
+            r#"{"t":16.0,"from_t":"x"}"#,
+        ];
+        std::fs::write(diag.join(JFR_WINDOWS), rows.join("\n")).expect("write");
+        let s = from_collector_streams(dir.path());
+        assert_eq!(
+            s.series[series::JFR_BLOCKED_RATE.name],
+            vec![(5.0, 5.0), (12.5, 1.0)]
+        );
+        assert_eq!(s.series[series::JFR_BLOCKED_THREADS.name][0], (5.0, 2.0));
+        assert_eq!(s.series[series::JFR_PARKED_THREADS.name][0], (5.0, 0.5));
+        // Only the row with the field has the figure.
+        assert_eq!(s.series[series::JFR_PINNED_THREADS.name], vec![(5.0, 0.25)]);
+        assert_eq!(s.series[series::JFR_ALLOC_RATE.name], vec![(5.0, 1e8)]);
+        assert_eq!(s.series[series::JFR_GC_PAUSE.name][0], (5.0, 3.0));
+    }
 
     #[test]
     fn round_trips_and_normalizes() {

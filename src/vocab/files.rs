@@ -18,5 +18,8 @@ pub const EVIDENCE: &str = "evidence.json";
 pub const HOST_SAMPLES: &str = "host.jsonl";
 pub const HEAP_SAMPLES: &str = "heap.jsonl";
 pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
+/// One row per JFR window (`window:` on the jfr probe): its figures, kept
+/// even when the window's file is pruned.
+pub const JFR_WINDOWS: &str = "jfr-windows.jsonl";
 /// The Prometheus source's answers (`collectors.prometheus`).
 pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";

@@ -22,6 +22,11 @@ pub enum Unit {
     Millis,
     /// The kernel's run-queue load average.
     Load,
+    /// Events per second (a JFR window's count over its length).
+    PerSecond,
+    /// Milliseconds per second of wall time (GC pause time over a JFR window).
+    MillisPerSecond,
+    BytesPerSecond,
 }
 
 impl Unit {
@@ -35,6 +40,9 @@ impl Unit {
             Unit::Count => "count",
             Unit::Millis => "ms",
             Unit::Load => "load average",
+            Unit::PerSecond => "per second",
+            Unit::MillisPerSecond => "ms per second",
+            Unit::BytesPerSecond => "bytes per second",
         }
     }
 }
@@ -130,6 +138,43 @@ pub const JVM_HEAP_AFTER_GC: Series = target(
 );
 /// `jvm.threads.<state>` (`runnable`, `blocked`, `waiting`, `timed_waiting`), count per dump.
 pub const JVM_THREADS_PREFIX: &str = "jvm.threads.";
+/// Per JFR window (`window:` on the jfr probe), at the window's middle.
+pub const JFR_PREFIX: &str = "jvm.jfr.";
+pub const JFR_BLOCKED_RATE: Series = target(
+    "jvm.jfr.monitor_blocked_per_s",
+    Unit::PerSecond,
+    "monitor entries that blocked (JFR window)",
+);
+pub const JFR_BLOCKED_THREADS: Series = target(
+    "jvm.jfr.monitor_blocked_threads",
+    Unit::Count,
+    "threads blocked on monitors, mean over a JFR window",
+);
+pub const JFR_PARK_RATE: Series = target(
+    "jvm.jfr.park_waits_per_s",
+    Unit::PerSecond,
+    "park waits outside idle pools: pool, lock, latch (JFR window)",
+);
+pub const JFR_PARKED_THREADS: Series = target(
+    "jvm.jfr.parked_threads",
+    Unit::Count,
+    "threads in such park waits, mean over a JFR window",
+);
+pub const JFR_PINNED_THREADS: Series = target(
+    "jvm.jfr.pinned_threads",
+    Unit::Count,
+    "virtual threads pinned to their carrier, mean over a JFR window",
+);
+pub const JFR_ALLOC_RATE: Series = target(
+    "jvm.jfr.alloc_bytes_per_s",
+    Unit::BytesPerSecond,
+    "allocation rate (JFR allocation samples)",
+);
+pub const JFR_GC_PAUSE: Series = target(
+    "jvm.jfr.gc_pause_ms_per_s",
+    Unit::MillisPerSecond,
+    "GC pause time per second (JFR window)",
+);
 pub const GENERATOR_HOST_CPU: Series = generator(
     "generator.host_cpu_pct",
     Unit::PctOfHost,
@@ -169,6 +214,13 @@ pub const ALL: &[Series] = &[
     JVM_HEAP_USED,
     JVM_HEAP_COMMITTED,
     JVM_HEAP_AFTER_GC,
+    JFR_BLOCKED_RATE,
+    JFR_BLOCKED_THREADS,
+    JFR_PARK_RATE,
+    JFR_PARKED_THREADS,
+    JFR_PINNED_THREADS,
+    JFR_ALLOC_RATE,
+    JFR_GC_PAUSE,
     GENERATOR_HOST_CPU,
     GENERATOR_RSS,
     GENERATOR_PROBE_LAG,

@@ -9,9 +9,12 @@
 //! target under a new PID — and then the loss is an error and a gap (from the
 //! recording's start to its restart), no empty file is listed, and the
 //! recording starts again on the JVM found next while its phase still runs.
+//! A recording in windows (`window:`) is dumped window by window instead
+//! (`jfr_window`): its stop dumps the last window and writes nothing else.
 
 use serde_json::json;
 
+use super::jfr_window::WindowCut;
 use super::probes::Taken;
 use super::{Engine, JfrActive, JfrLost};
 use crate::collectors::error::CollectorError;
@@ -39,8 +42,20 @@ impl Engine {
                 return self.fail(i, e);
             }
         };
-        let remote = self.remote_file(i);
-        let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, &remote, 0);
+        let windowed = self.window_of(i).is_some();
+        let (remote, cmd) = match self.probes[i].def.windows.clone() {
+            // Windows: bounded in the JVM, nothing written at the stop.
+            Some(w) if windowed => {
+                let maxage = self.window_maxage(i);
+                let cmd = self.render_with(i, &w.start_command, pid, "", 0, &[("maxage", maxage)]);
+                (String::new(), cmd)
+            }
+            _ => {
+                let remote = self.remote_file(i);
+                let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, &remote, 0);
+                (remote, cmd)
+            }
+        };
         let t = self.now();
         match self.t.exec(&cmd).and_then(|o| o.check(&cmd)) {
             Ok(_) => {
@@ -49,12 +64,22 @@ impl Engine {
                     .phase
                     .clone()
                     .unwrap_or_else(|| "run".into());
-                self.event("jfr-start", json!({"remote": remote, "pid": pid}));
+                self.event(
+                    "jfr-start",
+                    json!({"remote": remote, "pid": pid, "window_s": self.window_of(i)}),
+                );
+                let cut = self.window_of(i).map(|w| WindowCut {
+                    t,
+                    unix: f64::NEG_INFINITY,
+                    next: t + w,
+                    phase: self.tracker.name(),
+                });
                 self.probes[i].jfr = Some(JfrActive {
                     remote,
                     t,
                     phase,
                     pid,
+                    cut,
                 });
                 self.probes[i].next_due = Some(t + WATCH_EVERY);
                 if let Some(lost) = self.probes[i].jfr_lost.take() {
@@ -96,20 +121,27 @@ impl Engine {
             self.java_major = None;
         }
         // Whatever the dead JVM left at the output path is no recording.
-        if self.t.is_connected() {
+        if self.t.is_connected() && !active.remote.is_empty() {
             let _ = self.t.remove(&active.remote);
         }
-        let reason = format!(
-            "JFR recording started at {:.1} s lost before JFR.stop (a recording is written only when it stops): {why}",
-            active.t
-        );
+        let (from_t, reason) = match &active.cut {
+            // Windows: only the window in progress is lost.
+            Some(c) => (
+                c.t,
+                format!("JFR window from {:.1} s lost before its dump: {why}", c.t),
+            ),
+            None => (
+                active.t,
+                format!(
+                    "JFR recording started at {:.1} s lost before JFR.stop (a recording is written only when it stops): {why}",
+                    active.t
+                ),
+            ),
+        };
         let name = format!("{}/{}", self.probes[i].collector, self.probes[i].def.name);
         self.error(&name, &CollectorError::Other(reason.clone()));
-        self.event("jfr-lost", json!({"pid": active.pid, "from_t": active.t}));
-        self.probes[i].jfr_lost = Some(JfrLost {
-            from_t: active.t,
-            reason,
-        });
+        self.event("jfr-lost", json!({"pid": active.pid, "from_t": from_t}));
+        self.probes[i].jfr_lost = Some(JfrLost { from_t, reason });
         // Start again as soon as a JVM is found (while its phase runs).
         self.probes[i].next_due = None;
     }
@@ -123,7 +155,7 @@ impl Engine {
         }
     }
 
-    fn push_jfr_gap(&mut self, i: usize, from_t: f64, to_t: f64, reason: String) {
+    pub(super) fn push_jfr_gap(&mut self, i: usize, from_t: f64, to_t: f64, reason: String) {
         // Whole, so `brunt report` can rebuild the gap from the event log.
         self.event(
             "gap",
@@ -148,8 +180,16 @@ impl Engine {
             // One immediate retry: the recording is worth it.
             self.next_retry = 0.0;
             if !self.ensure_link() {
-                let e =
-                    CollectorError::Other(format!("JFR {} lost: link down at stop", active.remote));
+                let what = match &active.cut {
+                    // Left running in the JVM, but bounded there by maxage/maxsize.
+                    Some(c) => format!("the JFR window from {:.1} s", c.t),
+                    None => format!("JFR {}", active.remote),
+                };
+                let e = CollectorError::Other(format!("{what} lost: link down at stop"));
+                if let Some(c) = &active.cut {
+                    let now = self.now();
+                    self.push_jfr_gap(i, c.t, now, e.to_string());
+                }
                 return self.error("jvm/jfr", &e);
             }
         }
@@ -159,6 +199,9 @@ impl Engine {
                 self.probes[i].jfr = Some(active);
                 return self.jfr_lost(i, format!("the JVM (PID {pid}) went away"));
             }
+        }
+        if active.cut.is_some() {
+            return self.jfr_stop_windows(i, active);
         }
         let pid = active.pid;
         let res = (|| -> Result<(String, u64), CollectorError> {
@@ -194,5 +237,31 @@ impl Engine {
         if let Err(e) = recorded {
             self.fail(i, e);
         }
+    }
+
+    /// The end of a windowed recording: its last window, then a stop that
+    /// writes nothing (everything was dumped window by window).
+    fn jfr_stop_windows(&mut self, i: usize, active: JfrActive) {
+        let pid = active.pid;
+        let since = active.cut.as_ref().map(|c| self.now() - c.t).unwrap_or(0.0);
+        self.probes[i].jfr = Some(active);
+        // Under a second since the last dump holds nothing worth a window.
+        if since >= 1.0 && !self.jfr_window(i) && self.probes[i].jfr.is_none() {
+            return; // the JVM went away: jfr_lost has the gap
+        }
+        if self.probes[i].jfr.take().is_none() {
+            return;
+        }
+        let stop = self.probes[i]
+            .def
+            .windows
+            .as_ref()
+            .map(|w| w.stop_command.clone())
+            .unwrap_or_default();
+        let cmd = self.render(i, &stop, pid, "", 0);
+        if let Err(e) = self.t.exec(&cmd).and_then(|o| o.check(&cmd)) {
+            self.fail(i, e);
+        }
+        self.probes[i].count += 1;
     }
 }

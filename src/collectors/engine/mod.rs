@@ -13,9 +13,13 @@
 //! This file holds the lane's state, its loop and the scheduling (phases,
 //! triggers, probe order). Helpers, each an `impl Engine` block, from the
 //! bottom up: `link` (reconnects, gaps), `probes` (running one probe on the
-//! target), `jfr` (recordings). Each calls only those before it.
+//! target), `jfr` (recordings) and `jfr_window` (a recording dumped and
+//! analysed window by window). Each calls only those before it, except that
+//! `jfr` and `jfr_window` call each other (a stop dumps the last window; a
+//! failed window may find the JVM gone).
 
 mod jfr;
+mod jfr_window;
 mod link;
 mod probes;
 
@@ -69,6 +73,8 @@ struct JfrActive {
     phase: String,
     /// The JVM recording it: a recording lives and dies with its JVM.
     pid: Option<u32>,
+    /// Recording in windows: where the next window starts.
+    cut: Option<jfr_window::WindowCut>,
 }
 
 /// A recording whose JVM went away before `JFR.stop`: nothing of it was
@@ -90,6 +96,7 @@ struct Probe {
     jfr_want: bool,
     jfr: Option<JfrActive>,
     jfr_lost: Option<JfrLost>,
+    windows: jfr_window::Windows,
     tail_offset: Option<u64>,
     tail_out: Option<File>,
     disabled: bool,
@@ -107,6 +114,11 @@ impl Probe {
             let name = safe(p.stream.as_deref().unwrap_or(&p.name));
             let file = diag_dir.join(format!("{name}.jsonl"));
             Some((name, Jsonl::open(&file)?))
+        } else if p.kind == ProbeKind::Jfr && p.window_s().is_some() {
+            // Each window's figures, kept even when its file is pruned.
+            let file = diag_dir.join(crate::vocab::files::JFR_WINDOWS);
+            let name = crate::vocab::files::JFR_WINDOWS.trim_end_matches(".jsonl");
+            Some((name.to_string(), Jsonl::open(&file)?))
         } else {
             None
         };
@@ -126,6 +138,7 @@ impl Probe {
             jfr_want: p.kind == ProbeKind::Jfr && p.phase.as_deref().unwrap_or("run") == "run",
             jfr: None,
             jfr_lost: None,
+            windows: jfr_window::Windows::default(),
             tail_offset: None,
             tail_out: None,
             disabled: false,
@@ -339,10 +352,19 @@ impl Engine {
             .get(index)
             .map(|p| p.name.clone())
             .unwrap_or_default();
+        let now = self.now();
+        let min_window = super::definition::MIN_WINDOW.as_secs_f64();
         for i in 0..self.probes.len() {
             let p = &mut self.probes[i];
             if p.def.kind == ProbeKind::Jfr {
                 let target = p.def.phase.clone().unwrap_or_else(|| "run".into());
+                // Windows of a run-long recording end at phase starts too:
+                // no window mixes two phases (unless one is too short for its own).
+                if let Some(c) = p.jfr.as_mut().and_then(|a| a.cut.as_mut()) {
+                    if target == "run" && now - c.t >= min_window {
+                        c.next = now;
+                    }
+                }
                 if target != "run" {
                     if target == name {
                         p.jfr_want = true;
@@ -413,6 +435,9 @@ impl Engine {
                         _ if p.next_due.is_some_and(|d| d <= now) => self.jfr_watch(i),
                         _ => {}
                     }
+                }
+                if self.window_due(i, now) {
+                    self.jfr_window(i);
                 }
                 let p = &self.probes[i];
                 if p.jfr.is_none() && p.jfr_want {

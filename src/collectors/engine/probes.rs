@@ -89,6 +89,19 @@ impl Engine {
         remote: &str,
         offset: u64,
     ) -> String {
+        self.render_with(i, template, pid, remote, offset, &[])
+    }
+
+    /// As [`Self::render`], with values of further placeholders (`maxage`, `begin`).
+    pub(super) fn render_with(
+        &self,
+        i: usize,
+        template: &str,
+        pid: Option<u32>,
+        remote: &str,
+        offset: u64,
+        extra: &[(&str, String)],
+    ) -> String {
         let d = &self.probes[i].def;
         let jcmd = self.target.jcmd.clone();
         let port = self.target.port;
@@ -100,7 +113,7 @@ impl Engine {
             "settings" => d.settings.clone(),
             "file" => d.file.clone(),
             "offset" => Some(offset.to_string()),
-            _ => None,
+            k => extra.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()),
         })
     }
 

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use super::buf::Value;
 use super::metadata::Metadata;
 use super::pool::Chunk;
-use super::recording::{HeapSample, JfrRecording};
+use super::recording::{HeapSample, JfrRecording, JfrTotals};
 use super::sites::Agg;
 
 const WANTED: &[&str] = &[
@@ -16,6 +16,8 @@ const WANTED: &[&str] = &[
     "jdk.VirtualThreadPinned",
     "jdk.GCHeapSummary",
     "jdk.ExecutionSample",
+    "jdk.ObjectAllocationSample",
+    "jdk.GarbageCollection",
 ];
 
 /// The chunk's type ids of the events brunt decodes.
@@ -60,18 +62,65 @@ pub(super) fn handle_event(
                 _ => None,
             };
             if kind != "jdk.JavaMonitorWait" {
-                agg.waited(&stack, ms, unix);
+                let busy = agg.waited(&stack, ms, unix);
+                if let Some(t) = counted(rec, agg, unix, ms) {
+                    if kind == "jdk.JavaMonitorEnter" {
+                        t.monitor_enter += 1;
+                        t.monitor_enter_ms += ms;
+                    } else if busy {
+                        t.park += 1;
+                        t.park_ms += ms;
+                    }
+                }
             }
             agg.add(kind, class, &stack, ms, unix, owner);
         }
         "jdk.VirtualThreadPinned" => {
             agg.waited(&stack, ms, unix);
+            if let Some(t) = counted(rec, agg, unix, ms) {
+                t.pinned += 1;
+                t.pinned_ms += ms;
+            }
             agg.add(kind, None, &stack, ms, unix, None)
         }
         "jdk.GCHeapSummary" => rec.heap.push(heap_sample(v, chunk, unix)),
         "jdk.ExecutionSample" => agg.sample(&stack, unix),
+        "jdk.ObjectAllocationSample" => {
+            let w = chunk.int(chunk.get(v, "weight")).unwrap_or(0).max(0);
+            if let Some(t) = counted(rec, agg, unix, ms) {
+                t.alloc_bytes += w as f64;
+                t.alloc_samples += 1;
+            }
+        }
+        "jdk.GarbageCollection" => {
+            let pause = chunk
+                .int(chunk.get(v, "sumOfPauses"))
+                .map(|d| chunk.ticks_to_ms(d).max(0.0))
+                .unwrap_or(0.0);
+            if let Some(t) = counted(rec, agg, unix, ms) {
+                t.gc += 1;
+                t.gc_pause_ms += pause;
+            }
+        }
         _ => {}
     }
+}
+
+/// The totals to add an event to, unless it ended before the cut (an
+/// earlier window counted it). Events are written when they end, so the
+/// end, not the start, places an event in a window.
+fn counted<'r>(
+    rec: &'r mut JfrRecording,
+    agg: &Agg,
+    start_unix: f64,
+    ms: f64,
+) -> Option<&'r mut JfrTotals> {
+    let end = start_unix + ms.max(0.0) / 1e3;
+    if !end.is_finite() || end <= agg.cut_unix {
+        return None;
+    }
+    rec.totals.saw(end);
+    Some(&mut rec.totals)
 }
 
 fn heap_sample(v: &Value, chunk: &Chunk, unix: f64) -> HeapSample {

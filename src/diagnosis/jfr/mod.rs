@@ -51,7 +51,7 @@ use sites::Agg;
 
 pub use chunk::MAGIC;
 pub use recording::{
-    FlameKind, FoldedStacks, HeapSample, HotFrame, JfrError, JfrRecording, JfrSite,
+    FlameKind, FoldedStacks, HeapSample, HotFrame, JfrError, JfrRecording, JfrSite, JfrTotals,
 };
 pub use sites::{is_idle_stack, is_idle_stack_lines, is_internal_frame, site_of};
 
@@ -80,6 +80,22 @@ pub fn parse_jfr_file_phased(
     )
 }
 
+/// As [`parse_jfr_file`], with [`JfrRecording::totals`] counting only
+/// events that ended after `cut_unix` (the target's clock): one window of a
+/// recording dumped again and again, whose dump may repeat the chunk the
+/// previous window already counted.
+pub fn parse_jfr_window(path: &Path, cut_unix: f64) -> Result<JfrRecording, JfrError> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    parse_inner(
+        BufReader::with_capacity(1 << 16, file),
+        len,
+        &path.display().to_string(),
+        &[],
+        cut_unix,
+    )
+}
+
 pub fn parse_jfr<R: Read + Seek>(
     r: R,
     file_len: u64,
@@ -91,16 +107,27 @@ pub fn parse_jfr<R: Read + Seek>(
 /// Parses a recording from any seekable reader of `file_len` bytes;
 /// contention and pinning sites are kept apart per phase of `phases`.
 pub fn parse_jfr_phased<R: Read + Seek>(
+    r: R,
+    file_len: u64,
+    source: &str,
+    phases: &[PhaseWindow],
+) -> Result<JfrRecording, JfrError> {
+    parse_inner(r, file_len, source, phases, f64::NEG_INFINITY)
+}
+
+fn parse_inner<R: Read + Seek>(
     mut r: R,
     file_len: u64,
     source: &str,
     phases: &[PhaseWindow],
+    cut_unix: f64,
 ) -> Result<JfrRecording, JfrError> {
     let mut rec = JfrRecording {
         source: source.to_string(),
         ..JfrRecording::default()
     };
     let mut agg = Agg::new(phases);
+    agg.cut_unix = cut_unix;
     let mut pos: u64 = 0;
     let mut end_unix: f64 = 0.0;
     let mut meta_cache: MetaCache = None;

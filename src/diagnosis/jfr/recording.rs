@@ -80,10 +80,46 @@ pub struct JfrRecording {
     /// Application frames by samples anywhere in the stack (once per sample).
     #[serde(default)]
     pub hot_total: Vec<(String, u64)>,
+    /// Run-wide figures (monitor entries, park waits, allocation, GC pauses)
+    /// of the events that ended after [`super::parse_jfr_window`]'s cut.
+    #[serde(default)]
+    pub totals: JfrTotals,
     /// Collapsed stacks per phase and kind, for flame graphs.
     #[serde(default, skip_serializing)]
     pub flames: Vec<FoldedStacks>,
     pub warnings: Vec<String>,
+}
+
+/// Totals of one recording (or of its part after a cut): the per-window
+/// figures of a windowed JFR collector. Counts are events over the
+/// settings' thresholds (`profile`: 10 ms monitor entries and parks).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct JfrTotals {
+    /// `jdk.JavaMonitorEnter`: threads that blocked entering a monitor.
+    pub monitor_enter: u64,
+    pub monitor_enter_ms: f64,
+    /// `jdk.ThreadPark` outside idle executor waits (pool, lock, latch waits).
+    pub park: u64,
+    pub park_ms: f64,
+    /// `jdk.VirtualThreadPinned`.
+    pub pinned: u64,
+    pub pinned_ms: f64,
+    /// Sum of `jdk.ObjectAllocationSample` weights: the bytes allocated.
+    pub alloc_bytes: f64,
+    pub alloc_samples: u64,
+    /// `jdk.GarbageCollection`: collections and their summed pauses.
+    pub gc: u64,
+    pub gc_pause_ms: f64,
+    /// First and last event end counted (target's clock, Unix seconds).
+    pub first_unix: Option<f64>,
+    pub last_unix: Option<f64>,
+}
+
+impl JfrTotals {
+    pub(super) fn saw(&mut self, end_unix: f64) {
+        self.first_unix = Some(self.first_unix.map_or(end_unix, |f| f.min(end_unix)));
+        self.last_unix = Some(self.last_unix.map_or(end_unix, |l| l.max(end_unix)));
+    }
 }
 
 /// An application method's own samples, and the JDK frame on top of it in

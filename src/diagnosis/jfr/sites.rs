@@ -112,6 +112,8 @@ pub(super) struct Agg<'p> {
     /// (phase index, kind) → collapsed stack → count.
     folded: HashMap<(Option<usize>, FlameKind), HashMap<Rc<str>, u64>>,
     phases: &'p [PhaseWindow],
+    /// Events ending at or before this (Unix s) are left out of the totals.
+    pub(super) cut_unix: f64,
 }
 
 /// `root;…;leaf` of class.method names (lines left out, so one method is
@@ -192,16 +194,18 @@ impl<'p> Agg<'p> {
             .or_default() += n;
     }
 
-    /// A waiting stack (monitor entry, park, pinning) for the wait flame graph.
-    pub(super) fn waited(&mut self, stack: &Rc<Vec<Frame>>, ms: f64, unix: f64) {
+    /// A waiting stack (monitor entry, park, pinning) for the wait flame
+    /// graph; false when it is an idle wait (a worker waiting for work).
+    pub(super) fn waited(&mut self, stack: &Rc<Vec<Frame>>, ms: f64, unix: f64) -> bool {
         let phase = self.phase_index(unix);
         let f = self.facts(stack);
         if f.idle {
-            return;
+            return false;
         }
         let folded = f.folded.clone();
         // Whole milliseconds, at least 1: every event shows.
         self.add_folded(phase, FlameKind::Wait, folded, (ms.round() as u64).max(1));
+        true
     }
 
     pub(super) fn add(

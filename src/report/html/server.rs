@@ -14,7 +14,7 @@ use crate::vocab::series::{self as names, Side, Unit};
 /// percentage of one core never shares an axis with a percentage of the host,
 /// and brunt's own machine is never drawn as the server's.
 /// (id, title, axis caption, divisor)
-const SERIES_CHARTS: [(&str, &str, &str, f64); 11] = [
+const SERIES_CHARTS: [(&str, &str, &str, f64); 13] = [
     (
         "server-cpu",
         "Target CPU (% of the host)",
@@ -42,6 +42,18 @@ const SERIES_CHARTS: [(&str, &str, &str, f64); 11] = [
         1.0,
     ),
     ("server-load", "Target load average", "load", 1.0),
+    (
+        "server-jfr-windows",
+        "JVM per JFR window: blocked entries, park waits (per s), GC pause (ms per s)",
+        "per second",
+        1.0,
+    ),
+    (
+        "server-alloc",
+        "JVM allocation rate (JFR windows)",
+        "MB/s",
+        1e6,
+    ),
     ("server-other", "Other server-side series", "value", 1.0),
     (
         "generator-cpu",
@@ -86,6 +98,8 @@ fn chart_of(name: &str) -> &'static str {
         (Side::Target, Unit::Count) => "server-threads",
         (Side::Target, Unit::Load) => "server-load",
         (Side::Target, Unit::Millis) => "server-other",
+        (Side::Target, Unit::PerSecond | Unit::MillisPerSecond) => "server-jfr-windows",
+        (Side::Target, Unit::BytesPerSecond) => "server-alloc",
     }
 }
 
