@@ -404,6 +404,30 @@ budgets: [ "p99 < 5s" ]
             "JDK {m}: inconclusive over a {soak_s}-s soak: {tr:?}"
         );
     }
+    // The windows are one recording to the diagnosis: each fact once per
+    // phase (not once per window), the Inventory monitor among them.
+    let fj = read_json(&run_dir.join("findings.json"));
+    let mut seen = std::collections::BTreeSet::new();
+    for f in fj["findings"].as_array().expect("findings") {
+        let k = (f["key"].to_string(), f["evidence"]["phase"].to_string());
+        assert!(seen.insert(k.clone()), "JDK {m}: twice: {k:?}");
+    }
+    let inventory: Vec<&serde_json::Value> = fj["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| {
+            f["evidence"]["file"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("jfr-windows"))
+                && f["detail"]["kind"] == "jfr_contention"
+                && f["detail"]["site"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("Inventory.reserve"))
+                && f["evidence"]["phase"] == "soak"
+        })
+        .collect();
+    assert_eq!(inventory.len(), 1, "JDK {m}: {inventory:#?}");
     let html = std::fs::read_to_string(run_dir.join("report.html")).expect("report.html");
     assert!(
         html.contains("jvm.jfr.monitor_blocked_threads"),

@@ -369,6 +369,44 @@ fn expand(path: &Path, out: &mut Vec<PathBuf>, depth: u32) -> Result<(), DiagErr
     Ok(())
 }
 
+/// The files a windowed JFR collector writes, one per window of one
+/// recording (`collectors/engine/jfr_window.rs` names them).
+const WINDOW_PREFIX: &str = "jfr-window-";
+
+/// Folds the windows of one recording (same directory) into one, so a lock
+/// held through the night is one finding per phase, not one per window.
+fn merge_windows(recs: Vec<JfrRecording>) -> Vec<JfrRecording> {
+    let mut out: Vec<JfrRecording> = vec![];
+    let mut windows: BTreeMap<PathBuf, JfrRecording> = BTreeMap::new();
+    for r in recs {
+        let p = Path::new(&r.source);
+        let is_window = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(WINDOW_PREFIX));
+        if !is_window {
+            out.push(r);
+            continue;
+        }
+        let dir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+        match windows.get_mut(&dir) {
+            Some(w) => w.absorb(r),
+            None => {
+                let mut r = r;
+                // Not a file: the name the merged windows go by (findings,
+                // `jfr-windows.<phase>.cpu.folded` flame graphs).
+                r.source = dir.join("jfr-windows").display().to_string();
+                for f in &mut r.flames {
+                    f.source = r.source.clone();
+                }
+                windows.insert(dir, r);
+            }
+        }
+    }
+    out.extend(windows.into_values());
+    out
+}
+
 impl Analysis {
     /// Reads any mix of files and directories (a run directory reads its
     /// `diagnostics/`). Unreadable files are listed in `inputs` with their
@@ -436,13 +474,15 @@ impl Analysis {
         }
         a.add_dumps(dumps, opts);
         a.findings.extend(findings::pinning_findings(&pins));
+        // Coverage per file (a failed window is a hole), facts once per recording.
+        a.jfr_phases = phases::jfr_phases(&recs, &opts.phases);
+        let mut recs = merge_windows(recs);
         for r in &mut recs {
             a.findings.extend(findings::jfr_findings(r));
             a.heap.extend(r.heap.iter().cloned());
             a.flames.append(&mut r.flames);
         }
         a.heap.sort_by(|x, y| x.unix.total_cmp(&y.unix));
-        a.jfr_phases = phases::jfr_phases(&recs, &opts.phases);
         // Most severe first; stable, so each kind keeps its own ranking.
         a.findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
         if !opts.phases.is_empty() {

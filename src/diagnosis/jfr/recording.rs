@@ -165,3 +165,145 @@ pub struct FoldedStacks {
     pub kind: Option<FlameKind>,
     pub stacks: BTreeMap<String, u64>,
 }
+
+/// Adds `other`'s counts to `top` (name → count), most first, at most `keep`.
+fn merge_counts(top: &mut Vec<(String, u64)>, other: Vec<(String, u64)>, keep: usize) {
+    let mut m: BTreeMap<String, u64> = std::mem::take(top).into_iter().collect();
+    for (k, n) in other {
+        *m.entry(k).or_default() += n;
+    }
+    let mut v: Vec<(String, u64)> = m.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.truncate(keep);
+    *top = v;
+}
+
+/// Folds sites of the same event, class, call site, phase and idleness into one.
+fn merge_sites(sites: &mut Vec<JfrSite>, other: Vec<JfrSite>) {
+    type Key = (String, Option<String>, String, Option<String>, bool);
+    let key = |s: &JfrSite| -> Key {
+        (
+            s.event.clone(),
+            s.class.clone(),
+            s.site.clone(),
+            s.phase.clone(),
+            s.idle,
+        )
+    };
+    let mut m: BTreeMap<Key, JfrSite> = BTreeMap::new();
+    for s in std::mem::take(sites).into_iter().chain(other) {
+        match m.entry(key(&s)) {
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(s);
+            }
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                let t = e.get_mut();
+                t.count += s.count;
+                t.total_ms += s.total_ms;
+                t.max_ms = t.max_ms.max(s.max_ms);
+                t.first_unix = t.first_unix.min(s.first_unix);
+                t.last_unix = t.last_unix.max(s.last_unix);
+                let keep = t.previous_owners.len().max(s.previous_owners.len());
+                merge_counts(&mut t.previous_owners, s.previous_owners, keep);
+            }
+        }
+    }
+    let mut v: Vec<JfrSite> = m.into_values().collect();
+    v.sort_by(|a, b| {
+        b.total_ms
+            .total_cmp(&a.total_ms)
+            .then(b.count.cmp(&a.count))
+    });
+    *sites = v;
+}
+
+impl JfrRecording {
+    /// Adds the next window of the same recording (a windowed JFR collector
+    /// dumps one file per window) so its facts are read once, not once per
+    /// window: sites, samples, flame graphs and totals add up; top-N lists
+    /// are merged from each window's top N (a method just outside every
+    /// window's top 20 can be missing from the merged one).
+    pub fn absorb(&mut self, other: JfrRecording) {
+        self.chunks += other.chunks;
+        self.events += other.events;
+        for (k, n) in other.events_by_type {
+            *self.events_by_type.entry(k).or_default() += n;
+        }
+        self.start_unix = match (self.start_unix, other.start_unix) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.duration_s += other.duration_s;
+        merge_sites(&mut self.sites, other.sites);
+        merge_sites(&mut self.pinned, other.pinned);
+        self.heap.extend(other.heap);
+        self.heap.sort_by(|a, b| a.unix.total_cmp(&b.unix));
+        let keep = self.hot_methods.len().max(other.hot_methods.len());
+        merge_counts(&mut self.hot_methods, other.hot_methods, keep);
+        let keep = self.hot_total.len().max(other.hot_total.len());
+        merge_counts(&mut self.hot_total, other.hot_total, keep);
+        self.samples += other.samples;
+        let keep = self.hot_self.len().max(other.hot_self.len());
+        let mut hs: BTreeMap<String, HotFrame> = BTreeMap::new();
+        for h in std::mem::take(&mut self.hot_self)
+            .into_iter()
+            .chain(other.hot_self)
+        {
+            match hs.get_mut(&h.method) {
+                None => {
+                    hs.insert(h.method.clone(), h);
+                }
+                Some(t) => {
+                    t.samples += h.samples;
+                    t.jdk_top = match (t.jdk_top.take(), h.jdk_top) {
+                        (Some(a), Some(b)) if a.0 == b.0 => Some((a.0, a.1 + b.1)),
+                        (Some(a), Some(b)) => Some(if b.1 > a.1 { b } else { a }),
+                        (a, b) => a.or(b),
+                    };
+                }
+            }
+        }
+        let mut hs: Vec<HotFrame> = hs.into_values().collect();
+        hs.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.method.cmp(&b.method)));
+        hs.truncate(keep);
+        self.hot_self = hs;
+        let t = &mut self.totals;
+        let o = other.totals;
+        t.monitor_enter += o.monitor_enter;
+        t.monitor_enter_ms += o.monitor_enter_ms;
+        t.park += o.park;
+        t.park_ms += o.park_ms;
+        t.pinned += o.pinned;
+        t.pinned_ms += o.pinned_ms;
+        t.alloc_bytes += o.alloc_bytes;
+        t.alloc_samples += o.alloc_samples;
+        t.gc += o.gc;
+        t.gc_pause_ms += o.gc_pause_ms;
+        t.first_unix = match (t.first_unix, o.first_unix) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        t.last_unix = match (t.last_unix, o.last_unix) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        for f in other.flames {
+            match self
+                .flames
+                .iter_mut()
+                .find(|g| g.phase == f.phase && g.kind == f.kind)
+            {
+                Some(g) => {
+                    for (k, n) in f.stacks {
+                        *g.stacks.entry(k).or_default() += n;
+                    }
+                }
+                None => self.flames.push(FoldedStacks {
+                    source: self.source.clone(),
+                    ..f
+                }),
+            }
+        }
+        self.warnings.extend(other.warnings);
+    }
+}
