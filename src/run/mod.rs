@@ -636,7 +636,8 @@ fn diagnose(
         ..Default::default()
     };
     match crate::diagnosis::Analysis::from_run_dir(dir, &opts) {
-        Ok(a) => {
+        Ok(mut a) => {
+            retime_dumps(&mut a, meta.started_at, &opts.phases);
             if let Err(e) = a.write_findings_json(dir) {
                 eprintln!("warning: {}: {e}", rundir::FINDINGS);
             }
@@ -653,10 +654,112 @@ fn diagnose(
     }
 }
 
+/// A text dump's header prints whole seconds, so a dump asked for just
+/// after a phase began reads as taken in the phase before. The artifact's
+/// name says when brunt asked for it (run clock), a lower bound of when it
+/// was taken: where that is later than the header's time, it is the better
+/// time, and the dump and its findings are tagged with the phase it gives.
+fn retime_dumps(
+    a: &mut crate::diagnosis::Analysis,
+    started_at: f64,
+    phases: &[crate::diagnosis::PhaseWindow],
+) {
+    let asked = |file: &str| {
+        let name = Path::new(file).file_name()?.to_str()?;
+        crate::collectors::store::artifact_time(name).map(|t| started_at + t)
+    };
+    let later = |file: &str, header: Option<f64>| {
+        let at = asked(file)?;
+        // Within the header's second: the same dump, truncated.
+        header.filter(|h| at > *h && at - h < 1.0).map(|_| at)
+    };
+    let mut moved = false;
+    for d in &mut a.dumps {
+        if let Some(at) = later(&d.file, d.time_unix) {
+            d.time_unix = Some(at);
+            moved = true;
+        }
+    }
+    for f in &mut a.findings {
+        if let Some(at) = later(&f.evidence.file, f.evidence.time_unix) {
+            f.evidence.time_unix = Some(at);
+            moved = true;
+        }
+    }
+    if moved && !phases.is_empty() {
+        a.tag_phases(|t| {
+            let u = t
+                .duration_since(std::time::SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            crate::diagnosis::phase_at(phases, u).map(str::to_string)
+        });
+    }
+}
+
 fn resolve_progress(p: Progress) -> Progress {
     match p {
         Progress::Auto if std::io::stderr().is_terminal() => Progress::Auto,
         Progress::Auto => Progress::Plain,
         other => other,
+    }
+}
+
+#[cfg(test)]
+mod retime_tests {
+    use super::*;
+    use crate::diagnosis::{Analysis, DumpStates, PhaseWindow};
+
+    fn dump(file: &str, unix: f64) -> DumpStates {
+        DumpStates {
+            file: file.into(),
+            index: 0,
+            time: None,
+            time_unix: Some(unix),
+            phase: None,
+            threads: 1,
+            states: Default::default(),
+            activity: None,
+        }
+    }
+
+    #[test]
+    fn a_dump_asked_for_at_a_phase_start_is_that_phases() {
+        let started = 1_000.3;
+        let phases = [
+            PhaseWindow {
+                name: "step-1".into(),
+                start_unix: started,
+                end_unix: started + 10.0,
+            },
+            PhaseWindow {
+                name: "step-2".into(),
+                start_unix: started + 10.0,
+                end_unix: started + 20.0,
+            },
+        ];
+        let at_start =
+            crate::collectors::store::artifact_name("thread-dump", 10.0, "step-2", 2, "txt");
+        let mid = crate::collectors::store::artifact_name("thread-dump", 5.0, "step-1", 1, "txt");
+        let mut a = Analysis::default();
+        // Headers in whole seconds: 1010 (step-1 by the header) and 1005.
+        a.dumps
+            .push(dump(&format!("/x/diagnostics/{at_start}"), 1_010.0));
+        a.dumps
+            .push(dump(&format!("/x/diagnostics/{mid}"), 1_005.0));
+        // A header a second or more before the ask is another clock: left alone.
+        a.dumps
+            .push(dump(&format!("/x/diagnostics/{at_start}"), 1_008.0));
+        a.dumps.push(dump("/x/dump.txt", 1_010.0));
+        retime_dumps(&mut a, started, &phases);
+        let got: Vec<(Option<&str>, Option<f64>)> = a
+            .dumps
+            .iter()
+            .map(|d| (d.phase.as_deref(), d.time_unix))
+            .collect();
+        assert_eq!(got[0], (Some("step-2"), Some(1_010.3)));
+        assert_eq!(got[1], (Some("step-1"), Some(1_005.3)));
+        assert_eq!(got[2], (Some("step-1"), Some(1_008.0)));
+        assert_eq!(got[3], (Some("step-1"), Some(1_010.0)));
     }
 }
