@@ -27,6 +27,7 @@
 pub mod client;
 mod closed;
 pub mod feeder;
+pub mod h1;
 mod open;
 pub mod template;
 
