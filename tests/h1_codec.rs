@@ -53,7 +53,10 @@ fn answer(line: &str) -> (Vec<u8>, bool) {
         "/close" => (ok("Connection: close\r\n", "needle"), true),
         // Keep-alive by the headers, then closed: the idle-timeout race.
         "/idle" => (ok("", "needle"), true),
-        "/eof" => (b"HTTP/1.1 200 OK\r\n\r\nneedle, until the close".to_vec(), true),
+        "/eof" => (
+            b"HTTP/1.1 200 OK\r\n\r\nneedle, until the close".to_vec(),
+            true,
+        ),
         "/head" => (
             b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n".to_vec(),
             false,
@@ -244,7 +247,12 @@ fn head_answers_have_no_body_and_requests_go_out_as_built() {
     let last = r.seen.last().expect("the server saw requests");
     assert!(last.starts_with("POST /close?x=1 HTTP/1.1\r\n"), "{last}");
     let lower = last.to_ascii_lowercase();
-    for h in ["host: 127.0.0.1:", "x-a: b", "content-length: 7", "connection: close"] {
+    for h in [
+        "host: 127.0.0.1:",
+        "x-a: b",
+        "content-length: 7",
+        "connection: close",
+    ] {
         assert!(lower.contains(h), "`{h}` in {last}");
     }
     assert!(last.ends_with("\r\n\r\n{\"k\":1}"), "{last}");

@@ -30,6 +30,7 @@
 //!   server had closed (its idle timeout) is sent again once.
 
 use std::cell::RefCell;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -343,9 +344,10 @@ pub fn prepare(
         h1::encode(&p.request, !target.keep_alive, &mut wire);
         p.wire = Bytes::from(wire);
     }
-    target
-        .codec
-        .store(mix.iter().all(|p| h1::encodable(&p.request)), Ordering::Relaxed);
+    target.codec.store(
+        mix.iter().all(|p| h1::encodable(&p.request)),
+        Ordering::Relaxed,
+    );
     Ok(mix)
 }
 
@@ -639,6 +641,9 @@ pub struct Conn {
     /// The codec: a templated request's bytes, a checked body (reused).
     wire: Vec<u8>,
     body: Vec<u8>,
+    /// The request timeout, reset per exchange rather than armed anew:
+    /// a later deadline on a registered timer is one store, no wheel work.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// Runs hyper's HTTP/2 connection tasks on the worker's own thread.
@@ -844,8 +849,37 @@ impl Conn {
         Ok(())
     }
 
-    /// Send one request and read its whole answer. The caller applies the
-    /// request timeout around this future (dropping it drops the connection).
+    /// [`Conn::exchange`] within the request timeout; `None`: it ran out
+    /// (the connection is then dropped: its state is unknown).
+    pub async fn exchange_within(
+        &mut self,
+        t: &Target,
+        p: &Prepared,
+        msg: Option<Request<Full<Bytes>>>,
+        check: bool,
+    ) -> Option<Answer> {
+        let deadline = tokio::time::Instant::now() + t.timeout;
+        let mut timer = match self.timer.take() {
+            Some(mut s) => {
+                s.as_mut().reset(deadline);
+                s
+            }
+            None => Box::pin(tokio::time::sleep_until(deadline)),
+        };
+        let a = tokio::select! {
+            biased;
+            a = self.exchange(t, p, msg, check) => Some(a),
+            _ = timer.as_mut() => None,
+        };
+        self.timer = Some(timer);
+        if a.is_none() {
+            self.reset();
+        }
+        a
+    }
+
+    /// Send one request and read its whole answer. Dropping this future
+    /// mid-way leaves the connection unusable: call [`Conn::reset`].
     /// `msg`: this send's rendered request (templated), or `None` to send
     /// the pre-built one.
     pub async fn exchange(

@@ -71,7 +71,11 @@ fn body_bytes(body: &Full<Bytes>) -> Bytes {
 /// request says `Transfer-Encoding` (then the body is sent as one chunk).
 pub fn encode(req: &Request<Full<Bytes>>, close: bool, out: &mut Vec<u8>) {
     let body = body_bytes(req.body());
-    let pq = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let pq = req
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
     out.extend_from_slice(req.method().as_str().as_bytes());
     out.push(b' ');
     out.extend_from_slice(if pq.is_empty() { b"/" } else { pq.as_bytes() });
@@ -87,8 +91,8 @@ pub fn encode(req: &Request<Full<Bytes>>, close: bool, out: &mut Vec<u8>) {
     if close {
         header(out, b"connection", b"close");
     }
-    let needs_length = !body.is_empty()
-        || matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
+    let needs_length =
+        !body.is_empty() || matches!(*req.method(), Method::POST | Method::PUT | Method::PATCH);
     if !chunked && needs_length && !h.contains_key(CONTENT_LENGTH) {
         header(out, b"content-length", body.len().to_string().as_bytes());
     }
@@ -141,9 +145,13 @@ pub fn parse_head(
     head_request: bool,
     mut headers: Option<&mut HeaderMap>,
 ) -> Result<Option<Head>, H1Error> {
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut r = httparse::Response::new(&mut slots);
-    let len = match r.parse(buf)? {
+    // Uninitialised slots: zeroing 128 headers cost more than the parse.
+    let mut slots =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_HEADERS];
+    let mut r = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default()
+        .parse_response_with_uninit_headers(&mut r, buf, &mut slots)?;
+    let len = match parsed {
         httparse::Status::Complete(n) => n,
         httparse::Status::Partial if buf.len() >= MAX_HEAD => return Err(H1Error::HeadTooLarge),
         httparse::Status::Partial => return Ok(None),
@@ -236,7 +244,10 @@ fn parse_length(v: &[u8]) -> Result<u64, H1Error> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Chunk {
     /// Hex digits of a chunk size (`digits` read so far).
-    Size { n: u64, digits: u8 },
+    Size {
+        n: u64,
+        digits: u8,
+    },
     /// A chunk extension, skipped up to its CR.
     Ext(u64),
     /// The LF after a size line.
@@ -647,18 +658,29 @@ mod tests {
 
     #[test]
     fn frames_by_length_chunked_or_close() {
-        let h = head("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok").unwrap().unwrap();
-        assert_eq!((h.status, h.framing, h.close), (200, Framing::Length(2), false));
-        assert_eq!(h.len, 38);
-        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 9\r\n\r\n")
+        let h = head("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
             .unwrap()
             .unwrap();
+        assert_eq!(
+            (h.status, h.framing, h.close),
+            (200, Framing::Length(2), false)
+        );
+        assert_eq!(h.len, 38);
+        let h = head(
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 9\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!((h.framing, h.close), (Framing::Chunked, true));
-        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n").unwrap().unwrap();
+        let h = head("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n")
+            .unwrap()
+            .unwrap();
         assert_eq!((h.framing, h.close), (Framing::UntilClose, true));
         let h = head("HTTP/1.1 200 OK\r\n\r\n").unwrap().unwrap();
         assert_eq!((h.framing, h.close), (Framing::UntilClose, true));
-        let h = head("HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n").unwrap().unwrap();
+        let h = head("HTTP/1.1 204 No Content\r\nContent-Length: 7\r\n\r\n")
+            .unwrap()
+            .unwrap();
         assert_eq!(h.framing, Framing::Length(0));
         let h = parse_head(b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n", true, None)
             .unwrap()
@@ -668,19 +690,33 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(h.retry_after && h.close);
-        let h = head("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n").unwrap().unwrap();
+        let h = head("HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n")
+            .unwrap()
+            .unwrap();
         assert!(h.close);
         let h = head("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n")
             .unwrap()
             .unwrap();
         assert!(!h.close);
         assert_eq!(head("HTTP/1.1 200 OK\r\nContent-Le"), Ok(None));
-        assert_eq!(head("HTTP/1.1 101 Switching\r\n\r\n"), Err(H1Error::Upgrade));
+        assert_eq!(
+            head("HTTP/1.1 101 Switching\r\n\r\n"),
+            Err(H1Error::Upgrade)
+        );
     }
 
     #[test]
     fn bad_lengths_are_errors() {
-        for v in ["-1", "+1", "1 2", "", "0x10", "99999999999999999999", "1,2", "abc"] {
+        for v in [
+            "-1",
+            "+1",
+            "1 2",
+            "",
+            "0x10",
+            "99999999999999999999",
+            "1,2",
+            "abc",
+        ] {
             let s = format!("HTTP/1.1 200 OK\r\nContent-Length: {v}\r\n\r\n");
             assert_eq!(head(&s), Err(H1Error::BadLength), "Content-Length: {v}");
         }
@@ -689,7 +725,10 @@ mod tests {
         let same = "HTTP/1.1 200 OK\r\nContent-Length: 3, 3\r\nContent-Length: 3\r\n\r\n";
         assert_eq!(head(same).unwrap().unwrap().framing, Framing::Length(3));
         let huge = "HTTP/1.1 200 OK\r\nContent-Length: 9999999999999999999\r\n\r\n";
-        assert_eq!(head(huge).unwrap().unwrap().framing, Framing::Length(9_999_999_999_999_999_999));
+        assert_eq!(
+            head(huge).unwrap().unwrap().framing,
+            Framing::Length(9_999_999_999_999_999_999)
+        );
     }
 
     #[test]
@@ -707,14 +746,20 @@ mod tests {
         assert!(head("HTTP/1.1 200 OK\r\nBad Header\r\n\r\n").is_err());
         let big = format!("HTTP/1.1 200 OK\r\nX: {}", "a".repeat(MAX_HEAD));
         assert_eq!(head(&big), Err(H1Error::HeadTooLarge));
-        let many: String = (0..MAX_HEADERS + 1).map(|i| format!("h{i}: v\r\n")).collect();
+        let many: String = (0..MAX_HEADERS + 1)
+            .map(|i| format!("h{i}: v\r\n"))
+            .collect();
         let s = format!("HTTP/1.1 200 OK\r\n{many}\r\n");
-        assert_eq!(head(&s), Err(H1Error::Head(httparse::Error::TooManyHeaders)));
+        assert_eq!(
+            head(&s),
+            Err(H1Error::Head(httparse::Error::TooManyHeaders))
+        );
     }
 
     #[test]
     fn chunked_bodies_decode_with_extensions_and_trailers() {
-        let body = b"4;ext=1\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-T: 1\r\n\r\nNEXT";
+        let body =
+            b"4;ext=1\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\nX-T: 1\r\n\r\nNEXT";
         let (out, used, done) = decode(Framing::Chunked, body, &[]).unwrap();
         assert!(done);
         assert_eq!(out, b"Wikipedia in\r\n\r\nchunks.");
@@ -734,7 +779,11 @@ mod tests {
             b"0\r\n\rX",
             b"1;a\nb",
         ] {
-            assert!(decode(Framing::Chunked, bad, &[]).is_err(), "{:?}", String::from_utf8_lossy(bad));
+            assert!(
+                decode(Framing::Chunked, bad, &[]).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
         let mut trailer = b"0\r\n".to_vec();
         trailer.extend(std::iter::repeat_n(b'a', MAX_SKIPPED as usize + 1));
@@ -760,7 +809,11 @@ mod tests {
         let mut at = 0;
         while at < payload.len() {
             let n = rng.usize(1..=(payload.len() - at).min(300));
-            let size = if rng.bool() { format!("{n:x}") } else { format!("{n:X}") };
+            let size = if rng.bool() {
+                format!("{n:x}")
+            } else {
+                format!("{n:X}")
+            };
             out.extend_from_slice(size.as_bytes());
             if rng.u8(..) < 40 {
                 out.extend_from_slice(b";name=\"v\"");

@@ -525,25 +525,18 @@ async fn send_one(
             intended,
             sent,
         });
-        let (class, retry_after, connect) = match tokio::time::timeout(
-            cfg.target.timeout,
-            conn.exchange(&cfg.target, p, msg, check),
-        )
-        .await
-        {
-            Ok(a) => {
-                for (i, v) in a.extracted {
-                    if let Some(slot) = vars.get_mut(i) {
-                        *slot = Some(v);
+        let (class, retry_after, connect) =
+            match conn.exchange_within(&cfg.target, p, msg, check).await {
+                Some(a) => {
+                    for (i, v) in a.extracted {
+                        if let Some(slot) = vars.get_mut(i) {
+                            *slot = Some(v);
+                        }
                     }
+                    (a.class, a.retry_after, a.connected)
                 }
-                (a.class, a.retry_after, a.connected)
-            }
-            Err(_) => {
-                conn.reset();
-                (Class::Timeout, false, None)
-            }
-        };
+                None => (Class::Timeout, false, None),
+            };
         let end = Instant::now();
         report(Event::Done(Outcome {
             phase,
