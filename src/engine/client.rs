@@ -26,8 +26,11 @@
 //! - HTTP/2 streams the server says it did not process — `REFUSED_STREAM`,
 //!   or above a graceful GOAWAY's last stream id — are sent again once on a
 //!   new connection (RFC 9113 §8.7: safe to retry); refused twice, `reset`.
-//! - An HTTP/1.1 request that never left on a kept-alive connection the
-//!   server had closed (its idle timeout) is sent again once.
+//! - An HTTP/1.1 request on a kept-alive connection the server had closed
+//!   (its idle timeout) is sent again once on a new connection: through the
+//!   codec when not one byte of an answer came back before the close or
+//!   reset (as curl does: the close crossed the request), through hyper
+//!   when the request never left.
 
 use std::cell::RefCell;
 use std::pin::Pin;

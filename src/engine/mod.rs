@@ -22,7 +22,8 @@
 //! - Connections ([`client`]): HTTP/1.1 one per lane (or VU); HTTP/2 one per
 //!   `streams_per_connection` lanes, each lane a stream; `keep_alive: false`
 //!   one per request. The preflight settles `auto` and refuses `"2"` against
-//!   a server that speaks only 1.1.
+//!   a server that speaks only 1.1. HTTP/1.1 goes through brunt's codec
+//!   ([`h1`]), HTTP/2 through hyper (the rule is in [`client`]'s doc).
 
 pub mod client;
 mod closed;
