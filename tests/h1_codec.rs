@@ -270,3 +270,37 @@ fn broken_answers_are_classified_not_panics() {
         assert_all(&r, class, path);
     }
 }
+
+/// The rule which client carries HTTP/1.1: the codec, unless a request of
+/// the mix is `CONNECT` or carries `Upgrade` — then hyper, which still
+/// answers correctly (here: a chunked body, checked).
+#[test]
+fn the_codec_carries_http1_unless_a_request_upgrades_and_hyper_still_works() {
+    use brunt::engine::client::{prepare, target_from};
+    use brunt::engine::template::Inputs;
+    let _g = load::serial();
+    let inputs = Inputs {
+        env: Default::default(),
+        base_dir: None,
+    };
+    for (request, codec) in [
+        ("{ path: /chunked }", true),
+        ("{ method: POST, path: /chunked, body: x }", true),
+        ("{ path: /chunked, headers: { Upgrade: websocket } }", false),
+        ("{ method: CONNECT, path: /chunked }", false),
+    ] {
+        let p = load::profile(
+            &format!("name: rule\ntarget: {{ url: \"{{url}}\" }}\nrequests: [ {request} ]\nshape: {{ constant: {{ rate: 1/s, duration: 1s }} }}\n"),
+            "http://127.0.0.1:1",
+        );
+        let (t, base) = target_from(&p, "http://127.0.0.1:1").expect("target");
+        prepare(&p, &t, &base, &inputs, &[]).expect("prepare");
+        assert_eq!(t.uses_codec(), codec, "{request}");
+    }
+    let r = run(
+        &format!("{{ path: /chunked, headers: {{ Upgrade: websocket }}, {CHECKED} }}"),
+        true,
+    );
+    assert_all(&r, "ok", "chunked over hyper");
+    assert!(r.accepted <= 3, "{} connections", r.accepted);
+}
