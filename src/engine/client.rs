@@ -861,7 +861,11 @@ impl Conn {
         msg: Option<Request<Full<Bytes>>>,
         check: bool,
     ) -> Option<Answer> {
-        let deadline = tokio::time::Instant::now() + t.timeout;
+        let now = tokio::time::Instant::now();
+        // A timeout too large for the clock: a year is never reached.
+        let deadline = now
+            .checked_add(t.timeout)
+            .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
         let mut timer = match self.timer.take() {
             Some(mut s) => {
                 s.as_mut().reset(deadline);
