@@ -1,7 +1,13 @@
-//! The request hot path: one connection per lane on hyper's client
-//! connections (`client::conn::http1`, measured ~2× cheaper per request than
-//! reqwest; `client::conn::http2` — the `h2` crate — for HTTP/2), pre-built
-//! requests, TLS through rustls with the ring provider.
+//! The request hot path: one connection per lane, pre-built requests, TLS
+//! through rustls with the ring provider.
+//!
+//! Which client carries a connection (one rule, decided per connection):
+//! - HTTP/2 (`http: "2"`, or `auto` when ALPN chose `h2`): hyper's
+//!   `client::conn::http2` (the `h2` crate).
+//! - HTTP/1.1, cleartext or TLS: brunt's own codec ([`super::h1`]: the
+//!   request's bytes built once, the answer parsed with `httparse`, inline in
+//!   the lane's task), unless a request of the mix is one it does not take
+//!   (`CONNECT`, `Upgrade`): then hyper's `client::conn::http1` for the run.
 //!
 //! HTTP/2: lanes share connections, `load.streams_per_connection` lanes per
 //! connection ([`Pool`]), so each lane is one stream and a due request that
@@ -20,10 +26,14 @@
 //! - HTTP/2 streams the server says it did not process — `REFUSED_STREAM`,
 //!   or above a graceful GOAWAY's last stream id — are sent again once on a
 //!   new connection (RFC 9113 §8.7: safe to retry); refused twice, `reset`.
-//! - An HTTP/1.1 request that never left on a kept-alive connection the
-//!   server had closed (its idle timeout) is sent again once.
+//! - An HTTP/1.1 request on a kept-alive connection the server had closed
+//!   (its idle timeout) is sent again once on a new connection: through the
+//!   codec when not one byte of an answer came back before the close or
+//!   reset (as curl does: the close crossed the request), through hyper
+//!   when the request never left.
 
 use std::cell::RefCell;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,6 +49,7 @@ use thiserror::Error;
 use tokio::net::TcpStream;
 
 use super::feeder::Feeder;
+use super::h1;
 use super::template::{self, Dynamic, Inputs};
 use crate::metrics::Class;
 use crate::profile::{HttpVersion, Profile, RequestSpec};
@@ -72,6 +83,8 @@ pub struct Target {
     h2: AtomicBool,
     /// `load.keep_alive`.
     pub keep_alive: bool,
+    /// HTTP/1.1 connections use the codec ([`super::h1`]); set by [`prepare`].
+    codec: AtomicBool,
     /// `http://host:port` or `https://…`: HTTP/2 requests carry it as
     /// `:scheme` and `:authority`.
     origin: String,
@@ -86,6 +99,10 @@ impl Target {
     pub(crate) fn set_h2(&self, on: bool) {
         self.h2.store(on, Ordering::Relaxed);
     }
+    /// HTTP/1.1 connections go through the codec, not hyper.
+    pub fn uses_codec(&self) -> bool {
+        self.codec.load(Ordering::Relaxed)
+    }
 }
 
 /// A request of the mix, built once.
@@ -94,6 +111,9 @@ pub struct Prepared {
     pub request: Request<Full<Bytes>>,
     /// The same request for HTTP/2: absolute URI (`:scheme`, `:authority`), no Host.
     request_h2: Request<Full<Bytes>>,
+    /// The same request as HTTP/1.1 bytes for the codec (`Connection:
+    /// close` in it without keep-alive).
+    wire: Bytes,
     /// `ok[status]` says whether a status is expected.
     ok: Box<[bool; 600]>,
     contains: Option<String>,
@@ -141,7 +161,10 @@ impl Extractor {
 
 impl Prepared {
     pub fn classify_status(&self, s: StatusCode) -> Class {
-        let code = s.as_u16() as usize;
+        self.classify_code(s.as_u16())
+    }
+    pub fn classify_code(&self, code: u16) -> Class {
+        let code = code as usize;
         if self.ok.get(code).copied().unwrap_or(false) {
             Class::Ok
         } else if code == 503 || code == 429 {
@@ -194,6 +217,7 @@ pub fn target_from(profile: &Profile, url: &str) -> Result<(Target, String), Cli
             http,
             h2: AtomicBool::new(http == HttpVersion::Http2),
             keep_alive: profile.load.keep_alive,
+            codec: AtomicBool::new(true),
             origin,
         },
         base,
@@ -319,7 +343,14 @@ pub fn prepare(
     let mut mix = prepare_mix(profile, &host_header, base, inputs, feeders)?;
     for p in &mut mix {
         p.request_h2 = to_h2(p.request.clone(), &target.origin);
+        let mut wire = Vec::with_capacity(256);
+        h1::encode(&p.request, !target.keep_alive, &mut wire);
+        p.wire = Bytes::from(wire);
     }
+    target.codec.store(
+        mix.iter().all(|p| h1::encodable(&p.request)),
+        Ordering::Relaxed,
+    );
     Ok(mix)
 }
 
@@ -496,6 +527,7 @@ fn prepare_one(
         extract,
         name,
         request_h2: req.clone(),
+        wire: Bytes::new(),
         request: req,
         ok,
         contains: r.expect.body_contains.clone(),
@@ -531,6 +563,8 @@ impl From<Class> for Answer {
 enum Sender {
     H1(http1::SendRequest<Full<Bytes>>),
     H2(http2::SendRequest<Full<Bytes>>),
+    /// The HTTP/1.1 codec: the connection itself, driven by the lane.
+    Codec(h1::Conn),
 }
 
 impl Sender {
@@ -538,12 +572,15 @@ impl Sender {
         match self {
             Sender::H1(s) => s.is_closed(),
             Sender::H2(s) => s.is_closed(),
+            // Found out by the next exchange (and then sent again once).
+            Sender::Codec(_) => false,
         }
     }
     async fn ready(&mut self) -> Result<(), hyper::Error> {
         match self {
             Sender::H1(s) => s.ready().await,
             Sender::H2(s) => s.ready().await,
+            Sender::Codec(_) => Ok(()),
         }
     }
 }
@@ -592,8 +629,8 @@ impl Pool {
             slots.push(Rc::new(Slot::default()));
         }
         Conn {
-            sender: None,
             slot: Some(slots[k].clone()),
+            ..Conn::default()
         }
     }
 }
@@ -604,6 +641,12 @@ pub struct Conn {
     sender: Option<Sender>,
     /// HTTP/2: the connection this lane shares.
     slot: Option<Rc<Slot>>,
+    /// The codec: a templated request's bytes, a checked body (reused).
+    wire: Vec<u8>,
+    body: Vec<u8>,
+    /// The request timeout, reset per exchange rather than armed anew:
+    /// a later deadline on a registered timer is one store, no wheel work.
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 /// Runs hyper's HTTP/2 connection tasks on the worker's own thread.
@@ -655,7 +698,11 @@ async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
         Ok(Ok(s)) => s,
     };
     let _ = tcp.set_nodelay(true);
+    let codec = t.uses_codec();
     let sender = match &t.tls {
+        None if codec && t.http != HttpVersion::Http2 => {
+            Sender::Codec(h1::Conn::new(h1::Io::Tcp(tcp)))
+        }
         None => handshake(TokioIo::new(tcp), t.http == HttpVersion::Http2).await?,
         Some((connector, name)) => {
             let tls =
@@ -671,7 +718,11 @@ async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
                 // The preflight refuses such a target; a server that changed mid-run.
                 return Err(Class::ConnectError);
             }
-            handshake(TokioIo::new(tls), h2).await?
+            if codec && !h2 {
+                Sender::Codec(h1::Conn::new(h1::Io::Tls(Box::new(tls))))
+            } else {
+                handshake(TokioIo::new(tls), h2).await?
+            }
         }
     };
     Ok((sender, began.elapsed()))
@@ -717,6 +768,24 @@ fn h2_error(e: &hyper::Error) -> Option<&h2::Error> {
         src = s.source();
     }
     None
+}
+
+/// A failed codec exchange's class (the same rules as hyper's errors get),
+/// and whether it may be sent again: nothing came back and the connection
+/// was closed or reset under it.
+fn codec_failed(f: h1::Failed) -> (Class, bool) {
+    let class = match &f {
+        h1::Failed::Io(e, _) => match e.kind() {
+            k if is_reset(k) => Class::Reset,
+            std::io::ErrorKind::TimedOut => Class::Timeout,
+            _ => Class::OtherError,
+        },
+        h1::Failed::Closed(_) => Class::Reset,
+        // A response the codec cannot frame: a protocol error.
+        h1::Failed::Protocol(_) => Class::OtherError,
+        h1::Failed::TooLarge => Class::CheckFailed,
+    };
+    (class, class == Class::Reset && f.unanswered())
 }
 
 fn classify_error(e: &hyper::Error) -> Class {
@@ -783,8 +852,41 @@ impl Conn {
         Ok(())
     }
 
-    /// Send one request and read its whole answer. The caller applies the
-    /// request timeout around this future (dropping it drops the connection).
+    /// [`Conn::exchange`] within the request timeout; `None`: it ran out
+    /// (the connection is then dropped: its state is unknown).
+    pub async fn exchange_within(
+        &mut self,
+        t: &Target,
+        p: &Prepared,
+        msg: Option<Request<Full<Bytes>>>,
+        check: bool,
+    ) -> Option<Answer> {
+        let now = tokio::time::Instant::now();
+        // A timeout too large for the clock: a year is never reached.
+        let deadline = now
+            .checked_add(t.timeout)
+            .unwrap_or_else(|| now + Duration::from_secs(365 * 86_400));
+        let mut timer = match self.timer.take() {
+            Some(mut s) => {
+                s.as_mut().reset(deadline);
+                s
+            }
+            None => Box::pin(tokio::time::sleep_until(deadline)),
+        };
+        let a = tokio::select! {
+            biased;
+            a = self.exchange(t, p, msg, check) => Some(a),
+            _ = timer.as_mut() => None,
+        };
+        self.timer = Some(timer);
+        if a.is_none() {
+            self.reset();
+        }
+        a
+    }
+
+    /// Send one request and read its whole answer. Dropping this future
+    /// mid-way leaves the connection unusable: call [`Conn::reset`].
     /// `msg`: this send's rendered request (templated), or `None` to send
     /// the pre-built one.
     pub async fn exchange(
@@ -823,6 +925,18 @@ impl Conn {
                 self.sender = None;
                 return c.into();
             }
+            if let Some(Sender::Codec(_)) = self.sender {
+                match self.exchange_codec(t, p, msg.as_ref(), check).await {
+                    Ok(a) => return a,
+                    Err((class, retry)) => {
+                        self.sender = None;
+                        if retry && reused && attempt == 0 {
+                            continue;
+                        }
+                        return class.into();
+                    }
+                }
+            }
             let Some(sender) = self.sender.as_mut() else {
                 return Class::OtherError.into();
             };
@@ -847,6 +961,7 @@ impl Conn {
                         (classify_error(e.error()), retry)
                     })
                 }
+                Sender::Codec(_) => return Class::OtherError.into(),
                 Sender::H2(s) => {
                     let req = match msg.as_ref() {
                         Some(m) => to_h2(m.clone(), &t.origin),
@@ -922,6 +1037,73 @@ impl Conn {
             };
         }
         Class::Reset.into()
+    }
+
+    /// One exchange on the codec's connection; `Err`: its class, and
+    /// whether the request may be sent again (not one byte of an answer
+    /// came back: a kept-alive connection the server had closed).
+    async fn exchange_codec(
+        &mut self,
+        t: &Target,
+        p: &Prepared,
+        msg: Option<&Request<Full<Bytes>>>,
+        check: bool,
+    ) -> Result<Answer, (Class, bool)> {
+        let Conn {
+            sender, wire, body, ..
+        } = self;
+        let Some(Sender::Codec(c)) = sender.as_mut() else {
+            return Err((Class::OtherError, false));
+        };
+        let bytes: &[u8] = match msg {
+            Some(m) => {
+                wire.clear();
+                h1::encode(m, !t.keep_alive, wire);
+                wire
+            }
+            None => &p.wire,
+        };
+        let head_request = p.request.method() == Method::HEAD;
+        let mut headers = (!p.extract.is_empty()).then(hyper::HeaderMap::new);
+        let head = c
+            .send(bytes, head_request, headers.as_mut())
+            .await
+            .map_err(codec_failed)?;
+        let mut class = p.classify_code(head.status);
+        let retry_after = class == Class::Shed && head.retry_after;
+        let want = !p.extract.is_empty() && class == Class::Ok;
+        let keep = (check || want) && class == Class::Ok;
+        body.clear();
+        let reusable = c
+            .body(&head, keep.then_some(&mut *body), EXTRACT_LIMIT)
+            .await
+            .map_err(codec_failed)?;
+        let mut extracted = Vec::new();
+        if keep {
+            if check && !p.body_ok(body) {
+                class = Class::CheckFailed;
+            }
+            let none = hyper::HeaderMap::new();
+            for (i, x) in &p.extract {
+                match x.take(headers.as_ref().unwrap_or(&none), body) {
+                    Some(v) => extracted.push((*i, v)),
+                    // Later steps would go out without it.
+                    None => class = Class::CheckFailed,
+                }
+            }
+            // A lane keeps no more than a small answer's room between checks.
+            body.clear();
+            body.shrink_to(64 * 1024);
+        }
+        if !reusable {
+            *sender = None;
+        }
+        Ok(Answer {
+            class,
+            retry_after,
+            extracted,
+            connected: None,
+        })
     }
 
     /// Forget the connection (after a timeout the stream is in an unknown state).

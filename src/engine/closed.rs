@@ -9,7 +9,6 @@
 //! `unfinished`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -33,8 +32,10 @@ struct State {
     level: Cell<f64>,
     phase: Cell<usize>,
     done: Cell<bool>,
-    /// What each VU is running, by VU index.
-    running: RefCell<BTreeMap<u64, Running>>,
+    /// What each VU is running, by the VU's slot in this worker (a slab,
+    /// not a map: three updates per request on the hot path).
+    running: RefCell<Vec<Option<Running>>>,
+    busy: Cell<u64>,
     /// The drain is over: what was running has been recorded as
     /// unfinished, and a late answer must not be recorded again.
     closed: Cell<bool>,
@@ -42,7 +43,23 @@ struct State {
 
 impl State {
     fn running(&self) -> u64 {
-        self.running.borrow().len() as u64
+        self.busy.get()
+    }
+    fn set(&self, slot: usize, run: Running) {
+        let mut r = self.running.borrow_mut();
+        if r.len() <= slot {
+            r.resize(slot + 1, None);
+        }
+        if r[slot].replace(run).is_none() {
+            self.busy.set(self.busy.get() + 1);
+        }
+    }
+    fn clear(&self, slot: usize) {
+        if let Some(r) = self.running.borrow_mut().get_mut(slot) {
+            if r.take().is_some() {
+                self.busy.set(self.busy.get() - 1);
+            }
+        }
     }
 }
 
@@ -58,7 +75,8 @@ pub(super) async fn run(
         level: Cell::new(0.0),
         phase: Cell::new(0),
         done: Cell::new(false),
-        running: RefCell::new(BTreeMap::new()),
+        running: RefCell::new(Vec::new()),
+        busy: Cell::new(0),
         closed: Cell::new(false),
     });
     let stride = (cfg.workers as u64) * cfg.shard.count as u64;
@@ -95,11 +113,12 @@ pub(super) async fn run(
             if (v as f64) >= level.round() {
                 break;
             }
-            let conn = pool.conn(spawned as usize);
+            let slot = spawned as usize;
+            let conn = pool.conn(slot);
             spawned += 1;
             tokio::task::spawn_local(vu(
                 cfg.clone(),
-                v,
+                (v, slot),
                 conn,
                 state.clone(),
                 rec.clone(),
@@ -123,7 +142,11 @@ pub(super) async fn run(
     state.closed.set(true);
     let now = Instant::now();
     let mut r = rec.borrow_mut();
-    for (_, run) in std::mem::take(&mut *state.running.borrow_mut()) {
+    state.busy.set(0);
+    for run in std::mem::take(&mut *state.running.borrow_mut())
+        .into_iter()
+        .flatten()
+    {
         // The step under way was offered when it was sent.
         if let Some((req, sent)) = run.step {
             r.unfinished(run.phase, req, sent, Some(sent), now);
@@ -136,9 +159,10 @@ pub(super) async fn run(
     live.set_in_flight(worker, 0);
 }
 
+/// `v`: the VU's global index; `slot`: its index in this worker.
 async fn vu(
     cfg: Arc<EngineConfig>,
-    v: u64,
+    (v, slot): (u64, usize),
     mut conn: Conn,
     state: Rc<State>,
     rec: Rc<RefCell<WorkerRecorder>>,
@@ -169,7 +193,7 @@ async fn vu(
             started: start,
             step: None,
         };
-        state.running.borrow_mut().insert(v, run);
+        state.set(slot, run);
         let sent = send_one(&cfg, &mut conn, phase, req, start, check, |e| {
             if state.closed.get() {
                 return; // given up at the end of the drain, and recorded then
@@ -191,13 +215,13 @@ async fn vu(
                     end,
                 } => r.iteration(phase, scenario, class, start, end),
             }
-            state.running.borrow_mut().insert(v, run);
+            state.set(slot, run);
         })
         .await;
         if state.closed.get() {
             break;
         }
-        state.running.borrow_mut().remove(&v);
+        state.clear(slot);
         // Not sent: a unique feeder ran out and the run is stopping.
         let Some(class) = sent else { break };
         if let Some(think) = cfg.load.think_time {

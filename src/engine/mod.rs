@@ -22,11 +22,13 @@
 //! - Connections ([`client`]): HTTP/1.1 one per lane (or VU); HTTP/2 one per
 //!   `streams_per_connection` lanes, each lane a stream; `keep_alive: false`
 //!   one per request. The preflight settles `auto` and refuses `"2"` against
-//!   a server that speaks only 1.1.
+//!   a server that speaks only 1.1. HTTP/1.1 goes through brunt's codec
+//!   ([`h1`]), HTTP/2 through hyper (the rule is in [`client`]'s doc).
 
 pub mod client;
 mod closed;
 pub mod feeder;
+pub mod h1;
 mod open;
 pub mod template;
 
@@ -524,25 +526,18 @@ async fn send_one(
             intended,
             sent,
         });
-        let (class, retry_after, connect) = match tokio::time::timeout(
-            cfg.target.timeout,
-            conn.exchange(&cfg.target, p, msg, check),
-        )
-        .await
-        {
-            Ok(a) => {
-                for (i, v) in a.extracted {
-                    if let Some(slot) = vars.get_mut(i) {
-                        *slot = Some(v);
+        let (class, retry_after, connect) =
+            match conn.exchange_within(&cfg.target, p, msg, check).await {
+                Some(a) => {
+                    for (i, v) in a.extracted {
+                        if let Some(slot) = vars.get_mut(i) {
+                            *slot = Some(v);
+                        }
                     }
+                    (a.class, a.retry_after, a.connected)
                 }
-                (a.class, a.retry_after, a.connected)
-            }
-            Err(_) => {
-                conn.reset();
-                (Class::Timeout, false, None)
-            }
-        };
+                None => (Class::Timeout, false, None),
+            };
         let end = Instant::now();
         report(Event::Done(Outcome {
             phase,
