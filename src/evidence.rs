@@ -239,7 +239,7 @@ pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerS
             // phase began would read as the phase before. When brunt's
             // artifact name says when it was asked for, that is the later
             // bound, and the phase follows from the time.
-            let (at_s, phase) = match crate::collectors::store::artifact_time(&file) {
+            let (at_s, phase) = match crate::vocab::files::artifact_time(&file) {
                 Some(asked) if asked > t => (asked, None),
                 _ => (t, d.phase.clone()),
             };

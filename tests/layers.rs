@@ -9,7 +9,7 @@ use std::path::Path;
 const ALLOWED: &[(&str, &[&str])] = &[
     ("vocab", &[]),
     ("demo", &[]),
-    ("diagnosis", &[]),
+    ("diagnosis", &["vocab"]),
     ("metrics", &["vocab"]),
     ("budgets", &["metrics", "vocab"]),
     ("profile", &["budgets", "demo", "vocab"]),

@@ -50,6 +50,7 @@ pub use generator::GeneratorSummary;
 use crate::vocab::{PhaseInfo, RunClock, RunObserver, WindowStats};
 use definition::ProbeKind;
 use engine::{Engine, EngineReport, EngineSetup, Event};
+pub use engine::{WindowFigures, WindowReader};
 use store::PhaseTracker;
 
 /// What the run gives the collectors when it starts them.
@@ -288,6 +289,16 @@ pub fn start(
     cfg: &CollectorsConfig,
     ctx: CollectorContext,
 ) -> Result<CollectorSet, CollectorError> {
+    start_with(cfg, ctx, engine::no_window_reader)
+}
+
+/// [`start`], with the reader that turns each JFR window (`window:`) into
+/// its figures as it arrives (a run passes the diagnosis's JFR reader).
+pub fn start_with(
+    cfg: &CollectorsConfig,
+    ctx: CollectorContext,
+    window_reader: engine::WindowReader,
+) -> Result<CollectorSet, CollectorError> {
     let mut definitions = validate(cfg, ctx.base_dir.as_deref())?;
     auto_windows(&mut definitions, &ctx.phases);
     let diag = ctx.run_dir.join(crate::vocab::files::DIAGNOSTICS);
@@ -327,6 +338,7 @@ pub fn start(
             definitions: defs,
             trigger_cooldown: cfg.trigger_cooldown,
             max_backoff: cfg.transport.max_backoff,
+            window_reader,
         })?;
         let (tx, rx) = channel();
         let h = thread::Builder::new()

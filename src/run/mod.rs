@@ -464,7 +464,7 @@ fn load(
     // only the first shard samples it, so the target is not sampled N times.
     let collectors = if opts.shard.index == 0 {
         Some(
-            crate::collectors::start(
+            crate::collectors::start_with(
                 &spec.profile.collectors,
                 crate::collectors::CollectorContext {
                     clock,
@@ -473,6 +473,7 @@ fn load(
                     p99_threshold: spec.p99_limit(),
                     base_dir: spec.base_dir.clone(),
                 },
+                read_jfr_window,
             )
             .map_err(|e| RunError::Invalid(format!("collectors: {e}")))?,
         )
@@ -654,6 +655,28 @@ fn diagnose(
     }
 }
 
+/// The collectors' [`crate::collectors::WindowReader`]: the diagnosis's
+/// JFR reader, counting the events after the cut.
+fn read_jfr_window(path: &Path, cut_unix: f64) -> Result<crate::collectors::WindowFigures, String> {
+    let r = crate::diagnosis::jfr::parse_jfr_window(path, cut_unix).map_err(|e| e.to_string())?;
+    let t = r.totals;
+    Ok(crate::collectors::WindowFigures {
+        chunks: r.chunks,
+        end_unix: r.start_unix.map(|s| s + r.duration_s),
+        warnings: r.warnings,
+        monitor_enter: t.monitor_enter,
+        monitor_enter_ms: t.monitor_enter_ms,
+        park: t.park,
+        park_ms: t.park_ms,
+        pinned: t.pinned,
+        pinned_ms: t.pinned_ms,
+        alloc_bytes: t.alloc_bytes,
+        alloc_samples: t.alloc_samples,
+        gc: t.gc,
+        gc_pause_ms: t.gc_pause_ms,
+    })
+}
+
 /// A text dump's header prints whole seconds, so a dump asked for just
 /// after a phase began reads as taken in the phase before. The artifact's
 /// name says when brunt asked for it (run clock), a lower bound of when it
@@ -666,7 +689,7 @@ fn retime_dumps(
 ) {
     let asked = |file: &str| {
         let name = Path::new(file).file_name()?.to_str()?;
-        crate::collectors::store::artifact_time(name).map(|t| started_at + t)
+        crate::vocab::files::artifact_time(name).map(|t| started_at + t)
     };
     let later = |file: &str, header: Option<f64>| {
         let at = asked(file)?;

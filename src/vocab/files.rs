@@ -1,6 +1,7 @@
 //! The names of the files in a run directory. `rundir` reads and writes
 //! them; the collectors, which write into `diagnostics/` from their own
-//! threads, name their files with the same constants.
+//! threads, name their files with the same constants, and artifacts with
+//! [`artifact_name`] (whose time [`artifact_time`] reads back).
 
 pub const PROFILE: &str = "profile.yaml";
 pub const RUN_JSON: &str = "run.json";
@@ -23,3 +24,55 @@ pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
 pub const JFR_WINDOWS: &str = "jfr-windows.jsonl";
 /// The Prometheus source's answers (`collectors.prometheus`).
 pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";
+
+/// Keep file-name parts to `[A-Za-z0-9._-]`.
+pub fn safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// `thread-dump-t0012.3-step-2-003.txt`: time, phase and sequence in the name.
+pub fn artifact_name(probe: &str, t: f64, phase: &str, n: u32, ext: &str) -> String {
+    format!(
+        "{}-t{:06.1}-{}-{:03}.{}",
+        safe(probe),
+        t,
+        safe(phase),
+        n,
+        safe(ext)
+    )
+}
+
+/// The run-clock time an [`artifact_name`] says its artifact was asked
+/// for; `None` for any other name. Finer than a text dump's own header,
+/// which prints whole seconds.
+pub fn artifact_time(name: &str) -> Option<f64> {
+    static RE: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    let re = RE
+        .get_or_init(|| regex::Regex::new(r"^.+?-t(\d{4,}\.\d)-.+-\d{3,}\.[A-Za-z0-9._-]+$").ok())
+        .as_ref()?;
+    re.captures(name)?.get(1)?.as_str().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn artifact_time_reads_back_what_artifact_name_wrote() {
+        let n = artifact_name("thread-dump", 12.34, "step-2", 3, "txt");
+        assert_eq!(n, "thread-dump-t0012.3-step-2-003.txt");
+        assert_eq!(artifact_time(&n), Some(12.3));
+        let n = artifact_name("jfr", 3600.0, "warmup", 1, "jfr");
+        assert_eq!(artifact_time(&n), Some(3600.0));
+        assert_eq!(artifact_time("dump.txt"), None);
+        assert_eq!(artifact_time("jstack-t12-x.txt"), None);
+    }
+}

@@ -12,6 +12,12 @@
 //! counted twice. A window that fails (dump error, empty or unreadable file)
 //! is an error and a gap; a JVM that goes away loses only the window in
 //! progress ([`Engine::jfr_lost`]).
+//!
+//! Reading a window is the diagnosis's craft, not the collectors': the run
+//! hands its JFR reader in as a [`WindowReader`], so collectors import no
+//! parser and data still flows collectors → diagnosis.
+
+use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
@@ -20,7 +26,38 @@ use super::Engine;
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
 use crate::collectors::store::artifact_name;
-use crate::diagnosis::jfr::{parse_jfr_window, JfrTotals};
+
+/// What a window's reader found: the per-window figures, and what the cut
+/// of the next window needs.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WindowFigures {
+    /// Complete chunks read (0: nothing usable).
+    pub chunks: usize,
+    /// Parts of the file that could not be read.
+    pub warnings: Vec<String>,
+    /// Target clock (Unix s) of the last chunk's end.
+    pub end_unix: Option<f64>,
+    /// Events that ended after the cut (Unix s) passed to the reader.
+    pub monitor_enter: u64,
+    pub monitor_enter_ms: f64,
+    pub park: u64,
+    pub park_ms: f64,
+    pub pinned: u64,
+    pub pinned_ms: f64,
+    pub alloc_bytes: f64,
+    pub alloc_samples: u64,
+    pub gc: u64,
+    pub gc_pause_ms: f64,
+}
+
+/// Reads one window file, counting events that ended after the cut (Unix s).
+pub type WindowReader = fn(&Path, f64) -> Result<WindowFigures, String>;
+
+/// The reader when none was handed in (the collectors used on their own):
+/// every window is an error saying so, never figures made up.
+pub fn no_window_reader(_: &Path, _: f64) -> Result<WindowFigures, String> {
+    Err("no JFR reader was given to the collectors (collectors::start_with)".into())
+}
 
 /// Window state of a running recording.
 #[derive(Debug, Clone)]
@@ -45,7 +82,13 @@ pub(super) struct Windows {
 }
 
 /// The row of `jfr-windows.jsonl` for one window.
-fn window_row(from_t: f64, to_t: f64, file: &str, bytes: u64, t: &JfrTotals) -> Map<String, Value> {
+fn window_row(
+    from_t: f64,
+    to_t: f64,
+    file: &str,
+    bytes: u64,
+    t: &WindowFigures,
+) -> Map<String, Value> {
     let r3 = |v: f64| (v * 1000.0).round() / 1000.0;
     let v = json!({
         "from_t": r3(from_t),
@@ -157,7 +200,7 @@ impl Engine {
             if bytes == 0 {
                 return Err(CollectorError::Other("the window came back empty".into()));
             }
-            let rec = parse_jfr_window(&local, cut.unix)
+            let rec = (self.window_reader)(&local, cut.unix)
                 .map_err(|e| CollectorError::Other(format!("the window is unreadable: {e}")))?;
             if rec.chunks == 0 {
                 return Err(CollectorError::Other(
@@ -200,7 +243,7 @@ impl Engine {
             let who = format!("{}/{}", self.probes[i].collector, self.probes[i].def.name);
             self.error(&who, &e);
         }
-        let mut row = window_row(cut.t, to_t, &file, bytes, &rec.totals);
+        let mut row = window_row(cut.t, to_t, &file, bytes, &rec);
         row.insert("n".into(), n.into());
         row.insert("pid".into(), pid.into());
         row.insert("warnings".into(), rec.warnings.len().into());
@@ -211,7 +254,7 @@ impl Engine {
         if let Err(e) = written {
             self.fail(i, e);
         }
-        let end_unix = rec.start_unix.map(|s| s + rec.duration_s);
+        let end_unix = rec.end_unix;
         self.advance_cut(i, to_t, end_unix);
         let taken = Taken {
             file: file.clone(),

@@ -20,6 +20,7 @@
 
 mod jfr;
 mod jfr_window;
+pub use jfr_window::{no_window_reader, WindowFigures, WindowReader};
 mod link;
 mod probes;
 
@@ -158,6 +159,7 @@ pub(crate) struct EngineSetup {
     pub definitions: Vec<Definition>,
     pub trigger_cooldown: Duration,
     pub max_backoff: Duration,
+    pub window_reader: jfr_window::WindowReader,
 }
 
 pub(crate) struct Engine {
@@ -192,6 +194,8 @@ pub(crate) struct Engine {
     finishing: bool,
     /// A phase started mid-batch: restart the probe order (JFR first).
     rescan: bool,
+    /// Reads each JFR window as it arrives (the run's diagnosis).
+    window_reader: jfr_window::WindowReader,
 }
 
 const MAX_ERRORS_KEPT: usize = 200;
@@ -240,6 +244,7 @@ impl Engine {
             rx: None,
             finishing: false,
             rescan: false,
+            window_reader: s.window_reader,
         })
     }
 
