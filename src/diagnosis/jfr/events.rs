@@ -44,13 +44,18 @@ pub(super) fn handle_event(
         .int(chunk.get(v, "duration"))
         .map(|d| chunk.ticks_to_ms(d))
         .unwrap_or(0.0);
-    let stack = chunk
-        .get(v, "stackTrace")
-        .cloned()
-        .map(|s| chunk.stack(&s))
-        .unwrap_or_default();
+    // Resolved only for the events that use it: allocation samples are the
+    // most numerous and need just their weight.
+    let stack_of = |chunk: &mut Chunk| {
+        chunk
+            .get(v, "stackTrace")
+            .cloned()
+            .map(|s| chunk.stack(&s))
+            .unwrap_or_default()
+    };
     match kind {
         "jdk.JavaMonitorEnter" | "jdk.JavaMonitorWait" | "jdk.ThreadPark" => {
+            let stack = stack_of(chunk);
             let class_field = if kind == "jdk.ThreadPark" {
                 "parkedClass"
             } else {
@@ -76,6 +81,7 @@ pub(super) fn handle_event(
             agg.add(kind, class, &stack, ms, unix, owner);
         }
         "jdk.VirtualThreadPinned" => {
+            let stack = stack_of(chunk);
             agg.waited(&stack, ms, unix);
             if let Some(t) = counted(rec, agg, unix, ms) {
                 t.pinned += 1;
@@ -84,7 +90,7 @@ pub(super) fn handle_event(
             agg.add(kind, None, &stack, ms, unix, None)
         }
         "jdk.GCHeapSummary" => rec.heap.push(heap_sample(v, chunk, unix)),
-        "jdk.ExecutionSample" => agg.sample(&stack, unix),
+        "jdk.ExecutionSample" => agg.sample(&stack_of(chunk), unix),
         "jdk.ObjectAllocationSample" => {
             let w = chunk.int(chunk.get(v, "weight")).unwrap_or(0).max(0);
             if let Some(t) = counted(rec, agg, unix, ms) {
