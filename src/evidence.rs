@@ -235,17 +235,12 @@ pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerS
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_else(|| d.file.clone());
-            // A text dump prints whole seconds: one asked for just after a
-            // phase began would read as the phase before. When brunt's
-            // artifact name says when it was asked for, that is the later
-            // bound, and the phase follows from the time.
-            let (at_s, phase) = match crate::vocab::files::artifact_time(&file) {
-                Some(asked) if asked > t => (asked, None),
-                _ => (t, d.phase.clone()),
-            };
+            // The time and phase are already the artifact name's ask time
+            // where a text dump's whole-second header was earlier
+            // (`run::retime_dumps`, before this conversion).
             out.threads.dumps.push(DumpSnapshot {
-                at_s,
-                phase,
+                at_s: t,
+                phase: d.phase.clone(),
                 file,
                 activity: activity.clone(),
             });
