@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 use crate::engine::Shard;
 use crate::profile::ProfileError;
+use crate::run::spec::{CompileInputs, SpecError};
 use crate::run::{self, Progress, RunOptions, RunSpec};
 use crate::vocab::exit;
 
@@ -303,11 +304,12 @@ impl From<anyhow::Error> for Failure {
     }
 }
 
-fn load_spec(path: &std::path::Path, sets: &[(String, String)]) -> Result<RunSpec, Failure> {
-    RunSpec::load_with(path, sets).map_err(|e| match &e {
+/// A profile that cannot be read or parsed: bad input, with the parser's snippet.
+fn bad_profile(e: ProfileError) -> Failure {
+    match &e {
         ProfileError::Syntax { snippet, .. } => Failure::Bad(anyhow!("{e}\n{snippet}")),
         _ => Failure::Bad(anyhow!(e)),
-    })
+    }
 }
 
 fn parse_shard(s: &str) -> Result<Shard, Failure> {
@@ -475,10 +477,16 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
 }
 
 fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
-    let spec = load_spec(profile, &o.sets()?)?;
-    spec.check_templates(&o.env()?, profile)
-        .map_err(|e| Failure::Bad(anyhow!(e)))?;
-    let plan = spec.profile.plan(1.0);
+    // The run's own compile (templates, feeders, target, TLS), its result dropped.
+    let inputs = CompileInputs {
+        env: o.env()?,
+        ..Default::default()
+    };
+    let spec = RunSpec::load(profile, &o.sets()?, inputs).map_err(|e| match e {
+        SpecError::Profile(e) => bad_profile(e),
+        e => Failure::Bad(anyhow!("{}: {e}", profile.display())),
+    })?;
+    let plan = &spec.plan;
     let p = &spec.profile;
     let steps: usize = p.scenarios.iter().map(|s| s.steps.len()).sum();
     println!(
@@ -520,7 +528,8 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
 }
 
 fn run_profile(a: RunArgs) -> Result<i32, Failure> {
-    let spec = load_spec(&a.profile, &a.overrides.sets()?)?;
+    let profile = crate::profile::Profile::load_with(&a.profile, &a.overrides.sets()?)
+        .map_err(bad_profile)?;
     let env = a.overrides.env()?;
     if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
         return Err(BadInput(anyhow!("--time-scale must be above 0")).into());
@@ -573,11 +582,11 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         stop: Some(stop),
         stopped_by: Some(stopped_by),
         observers: Vec::new(),
-        base_dir: spec.base_dir.clone(),
+        base_dir: a.profile.parent().map(std::path::Path::to_path_buf),
         env,
         force: a.force,
     };
-    let result = run::execute_spec(spec, opts).map_err(|e| {
+    let result = run::execute_profile(profile, &a.profile, opts).map_err(|e| {
         if e.is_bad_input() {
             Failure::Bad(anyhow!(e))
         } else if e.is_write_failure() {

@@ -108,99 +108,15 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
-    /// Build from a profile; `url` is the resolved target URL (`--target` or the profile's).
-    /// Templates see the process environment; feeder paths resolve from the working directory.
+    /// Compile from a profile ([`compile`] with the process environment;
+    /// feeder paths resolve from the working directory): for tests and examples.
     pub fn new(
         profile: &Profile,
         url: &str,
         plan: Plan,
         shard: Shard,
     ) -> Result<Self, EngineError> {
-        Self::with_inputs(profile, url, plan, shard, &template::Inputs::default())
-    }
-
-    /// [`EngineConfig::new`] with `--env` values and the profile's directory for feeders.
-    pub fn with_inputs(
-        profile: &Profile,
-        url: &str,
-        plan: Plan,
-        shard: Shard,
-        inputs: &template::Inputs,
-    ) -> Result<Self, EngineError> {
-        let (target, base) = client::target_from(profile, url)?;
-        let feeders = template::open_feeders(profile, inputs, shard)
-            .map_err(|e| EngineError::Client(e.into()))?;
-        let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
-        // The mix's units: each request, then each scenario (its steps in a row).
-        let mut units: Vec<(f64, Unit)> = profile
-            .requests
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let u = Unit {
-                    first: i,
-                    steps: 1,
-                    vars: 0,
-                    scenario: None,
-                };
-                (r.weight, u)
-            })
-            .collect();
-        let mut next = profile.requests.len();
-        for (k, sc) in profile.scenarios.iter().enumerate() {
-            let u = Unit {
-                first: next,
-                steps: sc.steps.len(),
-                vars: template::scenario_vars(&sc.steps).len(),
-                scenario: Some(k),
-            };
-            next += sc.steps.len();
-            units.push((sc.weight, u));
-        }
-        let mut acc = 0.0;
-        let cumulative = units
-            .iter()
-            .map(|(w, _)| {
-                acc += w;
-                acc
-            })
-            .collect();
-        let mut unit_at: Vec<Option<Unit>> = vec![None; requests.len()];
-        for (_, u) in &units {
-            if let Some(slot) = unit_at.get_mut(u.first) {
-                *slot = Some(*u);
-            }
-        }
-        let unit_first = units.iter().map(|(_, u)| u.first).collect();
-        let think = profile
-            .all_requests()
-            .iter()
-            .map(|(_, _, r)| r.think_time)
-            .collect();
-        let optional = profile
-            .all_requests()
-            .iter()
-            .map(|(_, _, r)| r.optional)
-            .collect();
-        let workers = profile.load.workers.unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
-        });
-        Ok(EngineConfig {
-            target,
-            requests,
-            cumulative,
-            unit_first,
-            unit_at,
-            think,
-            optional,
-            load: profile.load.clone(),
-            plan,
-            shard,
-            workers: workers.max(1),
-            templates: template::Shared::new(feeders),
-        })
+        compile(profile, url, plan, shard, &template::Inputs::default())
     }
 
     /// Why the engine stopped the run by itself (a `unique` feeder ran out).
@@ -232,6 +148,94 @@ impl EngineConfig {
             .unwrap_or(self.cumulative.len() - 1);
         self.unit_first[u]
     }
+}
+
+/// The engine's part of the one compile (held by the run spec): the target
+/// and its TLS, the mix's requests and units, templates and feeders. `url`
+/// is the resolved target URL (`--target`, the demo's, or the profile's);
+/// `inputs` the `--env` values and the directory feeder paths resolve from.
+/// A missing feeder file or column is an error here, before any load.
+pub fn compile(
+    profile: &Profile,
+    url: &str,
+    plan: Plan,
+    shard: Shard,
+    inputs: &template::Inputs,
+) -> Result<EngineConfig, EngineError> {
+    let (target, base) = client::target_from(profile, url)?;
+    let feeders = template::open_feeders(profile, inputs, shard)
+        .map_err(|e| EngineError::Client(e.into()))?;
+    let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
+    // The mix's units: each request, then each scenario (its steps in a row).
+    let mut units: Vec<(f64, Unit)> = profile
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let u = Unit {
+                first: i,
+                steps: 1,
+                vars: 0,
+                scenario: None,
+            };
+            (r.weight, u)
+        })
+        .collect();
+    let mut next = profile.requests.len();
+    for (k, sc) in profile.scenarios.iter().enumerate() {
+        let u = Unit {
+            first: next,
+            steps: sc.steps.len(),
+            vars: template::scenario_vars(&sc.steps).len(),
+            scenario: Some(k),
+        };
+        next += sc.steps.len();
+        units.push((sc.weight, u));
+    }
+    let mut acc = 0.0;
+    let cumulative = units
+        .iter()
+        .map(|(w, _)| {
+            acc += w;
+            acc
+        })
+        .collect();
+    let mut unit_at: Vec<Option<Unit>> = vec![None; requests.len()];
+    for (_, u) in &units {
+        if let Some(slot) = unit_at.get_mut(u.first) {
+            *slot = Some(*u);
+        }
+    }
+    let unit_first = units.iter().map(|(_, u)| u.first).collect();
+    let think = profile
+        .all_requests()
+        .iter()
+        .map(|(_, _, r)| r.think_time)
+        .collect();
+    let optional = profile
+        .all_requests()
+        .iter()
+        .map(|(_, _, r)| r.optional)
+        .collect();
+    let workers = profile.load.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    Ok(EngineConfig {
+        target,
+        requests,
+        cumulative,
+        unit_first,
+        unit_at,
+        think,
+        optional,
+        load: profile.load.clone(),
+        plan,
+        shard,
+        workers: workers.max(1),
+        templates: template::Shared::new(feeders),
+    })
 }
 
 /// Live counters the progress display reads (relaxed atomics, off the hot path's critical work).

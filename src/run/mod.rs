@@ -66,6 +66,16 @@ pub enum RunError {
     Export(#[from] crate::export::ExportError),
 }
 
+impl From<spec::SpecError> for RunError {
+    fn from(e: spec::SpecError) -> Self {
+        match e {
+            spec::SpecError::Profile(e) => RunError::Profile(e),
+            spec::SpecError::Engine(e) => RunError::Engine(e),
+            e @ spec::SpecError::NoPhase => RunError::Invalid(e.to_string()),
+        }
+    }
+}
+
 impl RunError {
     /// Whether the user's input (profile, flags, target URL) is at fault.
     pub fn is_bad_input(&self) -> bool {
@@ -187,59 +197,52 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
         .clone()
         .unwrap_or_default()
         .join(rundir::PROFILE);
-    let spec = RunSpec::compile(profile.clone(), opts.base_dir.clone(), &path)?;
-    execute_spec(spec, opts)
+    execute_profile(profile.clone(), &path, opts)
 }
 
-/// Run a compiled spec end to end and write its run directory.
-pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, RunError> {
-    let scale = if opts.time_scale > 0.0 {
-        opts.time_scale
-    } else {
-        1.0
+/// Compile a profile (`path` names it in errors) and run it: the built-in
+/// target is started first, since its address is an input to the compile.
+pub fn execute_profile(
+    profile: Profile,
+    path: &Path,
+    opts: RunOptions,
+) -> Result<RunResult, RunError> {
+    let mut inputs = spec::CompileInputs {
+        target: opts.target.clone(),
+        builtin_url: None,
+        env: opts.env.clone(),
+        shard: opts.shard,
+        base_dir: opts.base_dir.clone(),
+        time_scale: opts.time_scale,
     };
-    let plan = spec.profile.plan(scale);
-    if plan.phases.is_empty() {
-        return Err(RunError::Invalid(
-            "the shape compiles to no phase (all durations zero?)".into(),
-        ));
-    }
-    if let Some(t) = &opts.target {
-        spec.profile.target.url = t.clone();
-        if t != "builtin" {
-            spec.profile.target.builtin = None;
-        }
-    }
+    // The built-in target lives as long as the run.
+    let demo = if inputs.url_of(&profile) == "builtin" {
+        let cfg = profile.target.builtin.clone().unwrap_or_default();
+        let d = crate::demo::DemoServer::start(cfg).map_err(|e| RunError::Demo(e.to_string()))?;
+        inputs.builtin_url = Some(d.base_url());
+        Some(d)
+    } else {
+        None
+    };
+    let spec = RunSpec::compile(profile, &inputs, path)?;
+    execute_spec(&spec, demo, opts)
+}
+
+/// Run a compiled spec end to end and write its run directory; `demo` is
+/// the built-in target it sends to, stopped when the load ends.
+fn execute_spec(
+    spec: &RunSpec,
+    demo: Option<crate::demo::DemoServer>,
+    opts: RunOptions,
+) -> Result<RunResult, RunError> {
+    let (plan, cfg, url) = (&spec.plan, &spec.engine, spec.url.as_str());
+    let scale = spec.time_scale;
     let dir = opts
         .out
         .clone()
         .unwrap_or_else(|| default_dir(&spec.profile, opts.shard));
     claim_dir(&dir, opts.force)?;
-    // The built-in target lives as long as the run.
-    let demo = if spec.profile.target.url == "builtin" {
-        let cfg = spec.profile.target.builtin.clone().unwrap_or_default();
-        Some(crate::demo::DemoServer::start(cfg).map_err(|e| RunError::Demo(e.to_string()))?)
-    } else {
-        None
-    };
-    let url = match &demo {
-        Some(d) => d.base_url(),
-        None => spec.profile.target.url.clone(),
-    };
-    // Templates are compiled here, into the engine's form only: the profile
-    // kept in the run directory still holds `{{ env.… }}`, never a value.
-    let inputs = engine::template::Inputs {
-        env: opts.env.clone(),
-        base_dir: opts.base_dir.clone(),
-    };
-    let cfg = Arc::new(EngineConfig::with_inputs(
-        &spec.profile,
-        &url,
-        plan.clone(),
-        opts.shard,
-        &inputs,
-    )?);
-    engine::preflight(&cfg)?;
+    engine::preflight(cfg)?;
 
     if let (Some(at), Some(max)) = (opts.start_at, opts.max_late) {
         if let Ok(late) = SystemTime::now().duration_since(at) {
@@ -256,8 +259,7 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
             }
         }
     }
-    let shown_url = if demo.is_some() { "builtin" } else { &url };
-    prepare_dir(&dir, &spec.profile, shown_url)?;
+    prepare_dir(&dir, &spec.profile, spec.shown_url())?;
 
     // Shards agree on a wall-clock start; otherwise start now.
     if let Some(at) = opts.start_at {
@@ -266,12 +268,12 @@ pub fn execute_spec(mut spec: RunSpec, opts: RunOptions) -> Result<RunResult, Ru
         }
     }
     let clock = RunClock::now();
-    let meta = run_meta(&spec.profile, &url, &plan, &cfg, &clock, scale, &opts);
+    let meta = run_meta(&spec.profile, url, plan, cfg, &clock, scale, &opts);
     rundir::write_json(&dir.join(rundir::RUN_JSON), &meta)?;
-    let exporter = start_export(&spec, &plan, &cfg, &dir, &opts)?;
-    let outcome = load(&spec, &plan, &cfg, &dir, clock, &opts, exporter.clone())?;
+    let exporter = start_export(spec, plan, cfg, &dir, &opts)?;
+    let outcome = load(spec, plan, cfg, &dir, clock, &opts, exporter.clone())?;
     drop(demo);
-    let summary = finish(&spec, &dir, meta, &plan, clock, outcome, &opts)?;
+    let summary = finish(spec, &dir, meta, plan, clock, outcome, &opts)?;
     if let Some(e) = exporter {
         finish_export(&e, opts.progress);
     }

@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::{RunError, RunSpec};
+use super::spec::Judging;
+use super::RunError;
 use crate::collectors::{
     ArtifactInfo, CollectorsSummary, ErrorInfo, GapInfo, GeneratorSummary, PidInfo, StreamInfo,
 };
@@ -32,16 +33,8 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     let profile_path = dir.join(rundir::PROFILE);
     let profile = Profile::from_yaml(&rundir::read_text(dir, rundir::PROFILE)?, &profile_path)?;
     let collectors_cfg = profile.collectors.clone();
-    // Collector definitions were checked when the run started; only the
-    // budgets and patterns the judge needs are compiled again.
-    let spec = RunSpec::compile(
-        Profile {
-            collectors: Default::default(),
-            ..profile
-        },
-        None,
-        &profile_path,
-    )?;
+    // Nothing is sent: only the budgets and patterns the judge needs are compiled.
+    let spec = Judging::compile(&profile, &profile_path)?;
     let (m, elapsed, cut) = rundir::read::measured_noting(dir, &meta)?;
     for w in &cut {
         eprintln!("warning: {w}");
@@ -67,7 +60,7 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     let mut s = crate::judge::build(
         meta,
         &spec.budgets,
-        &spec.profile.verdicts,
+        &profile.verdicts,
         &m,
         ended_early || kind.is_some(),
         reason,
