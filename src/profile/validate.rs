@@ -1,0 +1,305 @@
+//! The checks serde cannot express: cross-field rules, value ranges,
+//! budgets and levels placed in the text, and every `{{ }}` template parsed.
+
+use std::path::Path;
+
+use super::locate::{locate, locate_in_section, locate_key, t_fragment};
+use super::{template, Model, Profile, ProfileError, RequestSpec};
+
+impl Profile {
+    /// [`Profile::validate`], then the checks whose error points at a place
+    /// in the text: budgets and levels that send nothing, with line and column.
+    pub(super) fn validate_at(&self, text: &str) -> Result<(), (String, Option<(usize, usize)>)> {
+        self.validate().map_err(|m| (m, None))?;
+        if let Some(z) = self.shape.silent_level(self.load.model) {
+            let at = locate_key(text, "shape", z.keys, z.nth);
+            return Err((z.message, at));
+        }
+        let plan = self.shape.compile(self.load.model, 1.0);
+        let names = self.budget_names();
+        for b in &self.budgets {
+            let at = || locate_in_section(text, "budgets", b.expr());
+            let mut parsed = b
+                .parse()
+                .map_err(|e| (format!("budget `{}`: {e}", b.expr()), at()))?;
+            parsed
+                .resolve(&names)
+                .map_err(|e| (format!("budget `{}`: {e}", b.expr()), at()))?;
+            if let Some(p) = &parsed.phase {
+                if !plan.phases.iter().any(|ph| &ph.info.name == p) {
+                    let names: Vec<&str> =
+                        plan.phases.iter().map(|ph| ph.info.name.as_str()).collect();
+                    return Err((
+                        format!(
+                            "budget `{}`: no phase named `{p}`; this shape's phases are {}",
+                            b.expr(),
+                            names.join(", ")
+                        ),
+                        at(),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Every templated field of the profile, as (key, text): `requests[0].path`, …
+    pub fn template_fields(&self) -> Vec<(String, &str)> {
+        let mut out: Vec<(String, &str)> = Vec::new();
+        for (k, v) in &self.target.headers {
+            out.push((format!("target.headers.{k}"), v.as_str()));
+        }
+        for (key, _, r) in self.all_requests() {
+            out.push((format!("{key}.path"), r.path.as_str()));
+            for (k, v) in &r.headers {
+                out.push((format!("{key}.headers.{k}"), v.as_str()));
+            }
+            if let Some(b) = &r.body {
+                out.push((format!("{key}.body"), b.as_str()));
+            }
+        }
+        out
+    }
+
+    /// Whether `var` is extracted by a step before the one `field` belongs to
+    /// (`scenarios[S].steps[J]…`).
+    fn var_known(&self, field: &str, var: &str) -> bool {
+        let Some(rest) = field.strip_prefix("scenarios[") else {
+            return false;
+        };
+        let num = |s: &str| -> Option<(usize, String)> {
+            let (n, r) = s.split_once(']')?;
+            Some((n.parse().ok()?, r.to_string()))
+        };
+        let Some((s, rest)) = num(rest) else {
+            return false;
+        };
+        let Some((j, _)) = rest.strip_prefix(".steps[").and_then(num) else {
+            return false;
+        };
+        self.scenarios.get(s).is_some_and(|sc| {
+            sc.steps
+                .iter()
+                .take(j)
+                .any(|st| st.extract.contains_key(var))
+        })
+    }
+
+    /// Parse every `{{ }}` of the profile; an error names its file, line and
+    /// column (found in `text`, the profile as written) and the field.
+    pub(super) fn check_templates(&self, text: &str, path: &Path) -> Result<(), ProfileError> {
+        for (name, _) in self.feeders.iter() {
+            if !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+                || name.is_empty()
+            {
+                return Err(ProfileError::Invalid {
+                    path: path.to_path_buf(),
+                    message: format!(
+                        "feeders.{name}: a feeder name is letters, digits, `_` and `-`"
+                    ),
+                });
+            }
+        }
+        for (key, value) in self.template_fields() {
+            if !template::Template::has_template(value) {
+                continue;
+            }
+            let fail = |fragment: &str, message: String| {
+                let message = format!("{message} (in `{key}`)");
+                match locate(text, fragment).or_else(|| locate(text, "{{")) {
+                    Some((line, column)) => ProfileError::Syntax {
+                        path: path.to_path_buf(),
+                        line,
+                        column,
+                        snippet: text
+                            .lines()
+                            .nth(line as usize - 1)
+                            .map(|l| format!("  {line} | {l}"))
+                            .unwrap_or_default(),
+                        message,
+                    },
+                    None => ProfileError::Invalid {
+                        path: path.to_path_buf(),
+                        message,
+                    },
+                }
+            };
+            let t = template::Template::parse(value).map_err(|e| fail(&e.fragment, e.message))?;
+            for e in t.exprs() {
+                if let template::Expr::Var(var) = e {
+                    if !self.var_known(&key, var) {
+                        let frag = t_fragment(value, &format!("vars.{var}"));
+                        return Err(fail(
+                            &frag,
+                            format!(
+                                "`vars.{var}` is not extracted by an earlier step of this scenario"
+                            ),
+                        ));
+                    }
+                }
+                if let template::Expr::Feeder { feeder, .. } = e {
+                    if !self.feeders.contains_key(feeder) {
+                        let frag = t_fragment(value, &format!("feeder.{feeder}."));
+                        return Err(fail(
+                            &frag,
+                            format!("no feeder named `{feeder}` under `feeders:`"),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks serde cannot express: cross-field rules and value ranges.
+    pub(super) fn validate(&self) -> Result<(), String> {
+        if self.name.trim().is_empty() {
+            return Err("`name` must not be empty".into());
+        }
+        if self.requests.is_empty() && self.scenarios.is_empty() {
+            return Err("`requests` needs at least one request (or give `scenarios`)".into());
+        }
+        let url = self.target.url.trim();
+        if url != "builtin" {
+            target_url(url).map_err(|e| format!("target.url `{url}`: {e}"))?;
+        }
+        if self.target.builtin.is_some() && url != "builtin" {
+            return Err("target.builtin is only read with `url: builtin`".into());
+        }
+        for (i, r) in self.requests.iter().enumerate() {
+            let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
+            check_request(&format!("request {which}"), r)?;
+            if !r.extract.is_empty() {
+                return Err(format!(
+                    "request {which}: `extract` works in scenario steps only"
+                ));
+            }
+            if r.think_time.is_some() {
+                return Err(format!(
+                    "request {which}: `think_time` works in scenario steps only (the pause before the next step)"
+                ));
+            }
+            if r.optional {
+                return Err(format!(
+                    "request {which}: `optional` works in scenario steps only"
+                ));
+            }
+        }
+        for sc in &self.scenarios {
+            if sc.steps.is_empty() {
+                return Err(format!(
+                    "scenario `{}`: `steps` needs at least one step",
+                    sc.name
+                ));
+            }
+            if !(sc.weight.is_finite() && sc.weight > 0.0) {
+                return Err(format!("scenario `{}`: weight must be above 0", sc.name));
+            }
+            for (j, r) in sc.steps.iter().enumerate() {
+                let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
+                let what = format!("scenario `{}` step {which}", sc.name);
+                check_request(&what, r)?;
+                if j + 1 == sc.steps.len() && r.think_time.is_some() {
+                    return Err(format!(
+                        "{what}: `think_time` is the pause before the next step, and the last step has none{}",
+                        if self.load.model == Model::Closed {
+                            " (load.think_time pauses between a virtual user's iterations)"
+                        } else {
+                            ""
+                        }
+                    ));
+                }
+                for (var, x) in &r.extract {
+                    let n = [x.json.is_some(), x.regex.is_some(), x.header.is_some()]
+                        .iter()
+                        .filter(|b| **b)
+                        .count();
+                    if n != 1 {
+                        return Err(format!(
+                            "{what}: extract.{var}: give exactly one of json, regex, header"
+                        ));
+                    }
+                    if let Some(re) = &x.regex {
+                        regex::Regex::new(re)
+                            .map_err(|e| format!("{what}: extract.{var}.regex: {e}"))?;
+                    }
+                    if let Some(p) = &x.json {
+                        if !(p.is_empty() || p.starts_with('/')) {
+                            return Err(format!(
+                                "{what}: extract.{var}.json `{p}`: a JSON pointer starts with `/`"
+                            ));
+                        }
+                    }
+                    if let Some(h) = &x.header {
+                        hyper::header::HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
+                            format!("{what}: extract.{var}.header `{h}` is not a header name")
+                        })?;
+                    }
+                }
+            }
+        }
+        for pool in &self.diagnosis.pools {
+            regex::Regex::new(&pool.frame)
+                .map_err(|e| format!("diagnosis.pools `{}`: frame: {e}", pool.name))?;
+        }
+        if self.load.streams_per_connection == 0 {
+            return Err("load.streams_per_connection must be at least 1".into());
+        }
+        if self.load.max_in_flight == 0 || self.load.connections == 0 {
+            return Err("load.max_in_flight and load.connections must be at least 1".into());
+        }
+        if self.load.workers == Some(0) {
+            return Err("load.workers must be at least 1".into());
+        }
+        if self.load.model == Model::Open && self.load.think_time.is_some() {
+            return Err("load.think_time applies to the closed model only".into());
+        }
+        self.shape.validate(self.load.model)?;
+        Ok(())
+    }
+}
+
+/// The checks every request (of the mix or a scenario step) must pass.
+fn check_request(which: &str, r: &RequestSpec) -> Result<(), String> {
+    if !r.path.starts_with('/') {
+        return Err(format!("{which}: path `{}` must start with `/`", r.path));
+    }
+    if !(r.weight.is_finite() && r.weight > 0.0) {
+        return Err(format!("{which}: weight must be above 0"));
+    }
+    if hyper::Method::from_bytes(r.method.as_bytes()).is_err() {
+        return Err(format!("{which}: `{}` is not an HTTP method", r.method));
+    }
+    if let Some(re) = &r.expect.body_regex {
+        regex::Regex::new(re).map_err(|e| format!("{which}: expect.body_regex: {e}"))?;
+    }
+    for s in &r.expect.status {
+        if !(100..=599).contains(s) {
+            return Err(format!("{which}: expect.status {s} is not an HTTP status"));
+        }
+    }
+    Ok(())
+}
+
+/// A target URL, parsed once the way the engine will use it: `http(s)://`
+/// only, a host, and a port that is a number in range — an unparsable port is
+/// an error, never the scheme's default (the load would go elsewhere).
+pub fn target_url(text: &str) -> Result<url::Url, String> {
+    let bad = |why: &str| why.to_string();
+    if !text.starts_with("http://") && !text.starts_with("https://") {
+        return Err(bad("expected `http://…`, `https://…` or `builtin`"));
+    }
+    let u = url::Url::parse(text).map_err(|e| bad(&e.to_string()))?;
+    if u.host_str().is_none_or(str::is_empty) {
+        return Err(bad("no host"));
+    }
+    // WHATWG accepts `host:` with no port and means the default: refuse it.
+    let authority = text.split("://").nth(1).unwrap_or("");
+    let authority = authority.split(['/', '?', '#']).next().unwrap_or("");
+    if authority.ends_with(':') {
+        return Err(bad("a `:` with no port after it"));
+    }
+    Ok(u)
+}
