@@ -1,0 +1,122 @@
+//! Outcome classification: a status by the request's expectations, and a
+//! broken connection or stream as `connect_error`, `reset` or `timeout`
+//! (the rules in [`super`]'s doc).
+
+use hyper::StatusCode;
+
+use super::Prepared;
+use crate::engine::h1;
+use crate::metrics::Class;
+
+impl Prepared {
+    pub fn classify_status(&self, s: StatusCode) -> Class {
+        self.classify_code(s.as_u16())
+    }
+    pub fn classify_code(&self, code: u16) -> Class {
+        let code = code as usize;
+        if self.ok.get(code).copied().unwrap_or(false) {
+            Class::Ok
+        } else if code == 503 || code == 429 {
+            Class::Shed
+        } else {
+            Class::HttpError
+        }
+    }
+    pub fn has_check(&self) -> bool {
+        self.check_every > 0 && (self.contains.is_some() || self.regex.is_some())
+    }
+    pub fn body_ok(&self, body: &[u8]) -> bool {
+        let text = String::from_utf8_lossy(body);
+        self.contains.as_deref().is_none_or(|c| text.contains(c))
+            && self.regex.as_ref().is_none_or(|r| r.is_match(&text))
+    }
+}
+
+/// A TCP connect or TLS handshake error: `reset` when the target had
+/// accepted the connection and then broke it (see the module doc),
+/// `connect_error` otherwise.
+pub(super) fn connect_class(e: &std::io::Error) -> Class {
+    match e.kind() {
+        k if is_reset(k) => Class::Reset,
+        std::io::ErrorKind::TimedOut => Class::Timeout,
+        _ => Class::ConnectError,
+    }
+}
+
+/// The I/O errors that mean the target broke a connection it had accepted:
+/// the one rule behind `reset` (the module doc), wherever it is noticed.
+pub(crate) fn is_reset(kind: std::io::ErrorKind) -> bool {
+    use std::io::ErrorKind::*;
+    matches!(
+        kind,
+        ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
+    )
+}
+
+/// The server did not process this request and says so (HTTP/2
+/// `REFUSED_STREAM`, or a stream above a graceful GOAWAY's last id).
+pub(super) fn unprocessed(e: &hyper::Error) -> bool {
+    h2_error(e).is_some_and(|h| {
+        h.reason() == Some(h2::Reason::REFUSED_STREAM)
+            || (h.is_go_away() && h.reason() == Some(h2::Reason::NO_ERROR))
+    })
+}
+
+pub(super) fn h2_error(e: &hyper::Error) -> Option<&h2::Error> {
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(h) = s.downcast_ref::<h2::Error>() {
+            return Some(h);
+        }
+        src = s.source();
+    }
+    None
+}
+
+/// A failed codec exchange's class (the same rules as hyper's errors get),
+/// and whether it may be sent again: nothing came back and the connection
+/// was closed or reset under it.
+pub(super) fn codec_failed(f: h1::Failed) -> (Class, bool) {
+    let class = match &f {
+        h1::Failed::Io(e, _) => match e.kind() {
+            k if is_reset(k) => Class::Reset,
+            std::io::ErrorKind::TimedOut => Class::Timeout,
+            _ => Class::OtherError,
+        },
+        h1::Failed::Closed(_) => Class::Reset,
+        // A response the codec cannot frame: a protocol error.
+        h1::Failed::Protocol(_) => Class::OtherError,
+        h1::Failed::TooLarge => Class::CheckFailed,
+    };
+    (class, class == Class::Reset && f.unanswered())
+}
+
+pub(super) fn classify_error(e: &hyper::Error) -> Class {
+    if e.is_timeout() {
+        return Class::Timeout;
+    }
+    if e.is_incomplete_message() || e.is_canceled() || e.is_closed() {
+        return Class::Reset;
+    }
+    if let Some(h) = h2_error(e) {
+        if h.is_reset() || h.is_go_away() {
+            return Class::Reset;
+        }
+        return match h.get_io().map(connect_class) {
+            Some(Class::ConnectError) | None => Class::OtherError,
+            Some(c) => c,
+        };
+    }
+    let mut src: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = src {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            return match io.kind() {
+                k if is_reset(k) => Class::Reset,
+                std::io::ErrorKind::TimedOut => Class::Timeout,
+                _ => Class::OtherError,
+            };
+        }
+        src = s.source();
+    }
+    Class::OtherError
+}
