@@ -9,9 +9,11 @@ use crate::engine::h1;
 use crate::metrics::Class;
 
 impl Prepared {
+    #[inline]
     pub fn classify_status(&self, s: StatusCode) -> Class {
         self.classify_code(s.as_u16())
     }
+    #[inline]
     pub fn classify_code(&self, code: u16) -> Class {
         let code = code as usize;
         if self.ok.get(code).copied().unwrap_or(false) {
@@ -22,6 +24,7 @@ impl Prepared {
             Class::HttpError
         }
     }
+    #[inline]
     pub fn has_check(&self) -> bool {
         self.check_every > 0 && (self.contains.is_some() || self.regex.is_some())
     }

@@ -27,6 +27,7 @@ pub(super) enum Sender {
 }
 
 impl Sender {
+    #[inline]
     pub(super) fn is_closed(&self) -> bool {
         match self {
             Sender::H1(s) => s.is_closed(),
