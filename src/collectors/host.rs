@@ -340,7 +340,7 @@ fn kv_u64(lines: &[&str], key: &str) -> Option<u64> {
 }
 
 /// A hex TCP state (`01` … `0C`) by name.
-fn tcp_state(hex: &str) -> Option<&'static str> {
+pub(super) fn tcp_state(hex: &str) -> Option<&'static str> {
     let st = u8::from_str_radix(hex, 16).ok()?;
     TCP_STATES.get(usize::from(st).wrapping_sub(1)).copied()
 }

@@ -26,6 +26,7 @@
 pub mod definition;
 mod engine;
 pub mod error;
+pub mod fds;
 pub mod generator;
 pub mod host;
 pub mod jvm;

@@ -13,6 +13,8 @@
 //! | [`flame`] | flame graphs of recordings: `.folded` stacks, SVG, differential |
 //! | [`findings`] | what it all means: contention, pool waits, pinning, deadlocks, clusters, persistence |
 //! | [`phases`] | what each dump's threads were doing, and JFR waits per load phase |
+//! | [`memory`] | class histograms and Native Memory Tracking summaries (what a soak's memory is made of) |
+//! | [`thread_groups`] | threads grouped by name pattern (`export-worker-N`) with their common frame |
 //!
 //! Input from outside never panics the parser: unreadable parts become
 //! warnings on a partial result, and a file that yields nothing is an error
@@ -48,10 +50,12 @@ pub mod findings;
 pub mod flame;
 pub mod jfr;
 pub mod json;
+pub mod memory;
 pub mod model;
 pub mod phases;
 pub mod pinning;
 pub mod text;
+pub mod thread_groups;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -29,5 +29,5 @@ pub use dump::dump_findings;
 pub use finding::{Detail, Evidence, Finding, Options, PoolPattern, PoolStates, Severity};
 pub use persistence::persistence;
 pub use pin_trace::pinning_findings;
-pub use pools::{pool_of, pool_wait_kind};
+pub use pools::{app_frame, pool_of, pool_wait_kind};
 pub use recording::jfr_findings;

@@ -18,7 +18,7 @@ pub fn pool_of(name: &str) -> String {
 }
 
 /// The first application frame at or below `from` (JDK and pool libraries skipped).
-pub(super) fn app_frame(frames: &[Frame], from: usize) -> Option<String> {
+pub fn app_frame(frames: &[Frame], from: usize) -> Option<String> {
     frames
         .iter()
         .skip(from)
