@@ -9,7 +9,7 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, out};
+use cmd::{brunt, kill, out, spawn_run, wait_lines, wait_with_limit};
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -242,46 +242,6 @@ budgets: [ "p99 < 100ms" ]
 
 // ---- the binary, stopped by a signal ----
 
-fn rows(path: &Path) -> usize {
-    std::fs::read_to_string(path)
-        .map(|s| s.lines().count().saturating_sub(1))
-        .unwrap_or(0)
-}
-
-fn wait_rows(path: &Path, n: usize, limit: Duration) {
-    let t = Instant::now();
-    while rows(path) < n {
-        assert!(t.elapsed() < limit, "{} never got {n} rows", path.display());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn kill(sig: &str, pid: u32) {
-    let ok = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill {sig} {pid}");
-}
-
-fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            let o = child.wait_with_output().unwrap();
-            panic!(
-                "brunt still running {limit:?} after the signal: {}",
-                out(&o)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 const TWENTY_SECONDS: &str = r#"
 name: twenty
 target: { url: builtin }
@@ -295,18 +255,9 @@ fn stopped_by_signal(sig: &str, reason: &str) {
     let p = d.path().join("twenty.yaml");
     std::fs::write(&p, TWENTY_SECONDS).unwrap();
     let run = d.path().join("run");
-    let child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&p, &run);
     // Halfway.
-    wait_rows(&run.join("timeseries.csv"), 9, Duration::from_secs(30));
+    wait_lines(&run.join("timeseries.csv"), 10, Duration::from_secs(30));
     kill(sig, child.id());
     let t = Instant::now();
     let o = wait_with_limit(child, Duration::from_secs(10));
@@ -358,17 +309,8 @@ shape: { constant: { rate: 10/s, duration: 20s } }
     )
     .unwrap();
     let run = d.path().join("run");
-    let child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_rows(&run.join("timeseries.csv"), 2, Duration::from_secs(30));
+    let child = spawn_run(&p, &run);
+    wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(30));
     kill("-TERM", child.id());
     // The first stops the load; the drain waits for the 15-s answers.
     std::thread::sleep(Duration::from_millis(1500));

@@ -4,7 +4,7 @@
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, out};
+use cmd::{brunt, out, spawn_run, wait_lines};
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -169,19 +169,6 @@ fn an_unreachable_target_is_a_quick_clear_error() {
     assert!(t.elapsed() < Duration::from_secs(10));
 }
 
-fn wait_for(path: &Path, min_rows: usize, limit: Duration) {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if s.lines().count() > min_rows {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{} never got {min_rows} rows", path.display());
-}
-
 const LONG: &str = r#"
 name: long
 target: { url: builtin }
@@ -195,17 +182,8 @@ fn ctrl_c_stops_gracefully_and_writes_the_report() {
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "long.yaml", LONG);
     let run = d.path().join("run");
-    let child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&run.join("timeseries.csv"), 3, Duration::from_secs(20));
+    let child = spawn_run(&p, &run);
+    wait_lines(&run.join("timeseries.csv"), 4, Duration::from_secs(20));
     let t = Instant::now();
     assert!(Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -239,7 +217,7 @@ fn kill_9_leaves_a_directory_that_brunt_report_rebuilds() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&run.join("timeseries.csv"), 4, Duration::from_secs(20));
+    wait_lines(&run.join("timeseries.csv"), 5, Duration::from_secs(20));
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!run.join("summary.json").exists());

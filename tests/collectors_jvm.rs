@@ -32,39 +32,15 @@ use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 // Two JVMs under load at once would swamp a 2-core machine and blur timings.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The shared target, started with a marker argument (ignored by the target,
-/// visible to `pgrep -f` and `jcmd -l`) so only this test's JVM matches.
-struct Target {
-    jt: java::JavaProcess,
-    port: u16,
-}
-
-impl Target {
-    fn start(jdk: &Jdk, marker: &str) -> Target {
-        // Pinned virtual threads print their stacks on stdout (JDK 21-23).
-        let jvm_args: &[&str] = if jdk.major >= 21 {
-            &["-Xmx256m", "-Djdk.tracePinnedThreads=full"]
-        } else {
-            &["-Xmx256m"]
-        };
-        let jt = java::JavaProcess::start(
-            jdk,
-            jvm_args,
-            "com.brunt.target.Target",
-            &["--port", "0", "--workers", "16", "--marker", marker],
-            "LISTENING ",
-        );
-        let port = jt
-            .ready_line
-            .trim_start_matches("LISTENING ")
-            .trim()
-            .parse()
-            .unwrap_or_else(|e| panic!("bad ready line {:?}: {e}", jt.ready_line));
-        Target { jt, port }
-    }
-    fn pid(&self) -> u32 {
-        self.jt.pid
-    }
+/// The shared target with a marker, so only this test's JVM matches.
+fn target(jdk: &Jdk, marker: &str) -> java::JavaTarget {
+    // Pinned virtual threads print their stacks on stdout (JDK 21-23).
+    let jvm_args: &[&str] = if jdk.major >= 21 {
+        &["-Xmx256m", "-Djdk.tracePinnedThreads=full"]
+    } else {
+        &["-Xmx256m"]
+    };
+    java::JavaTarget::marked(jdk, jvm_args, 16, marker)
 }
 
 fn get(port: u16, path: &str) -> Option<u16> {
@@ -404,7 +380,7 @@ fn e2e(jdk: Jdk, by_jcmd: bool) {
     let sshd = sshd::Sshd::start();
     let run_dir = tempfile::tempdir().expect("tempdir");
     let marker = format!("coll-e2e-{}-{}", jdk.major, std::process::id());
-    let target = Target::start(&jdk, &marker);
+    let target = target(&jdk, &marker);
     let tcfg = TargetConfig {
         pgrep: (!by_jcmd).then(|| format!("--marker {marker}")),
         jcmd_match: by_jcmd.then(|| format!("^com\\.brunt\\.target\\.Target .*--marker {marker}$")),
@@ -415,7 +391,7 @@ fn e2e(jdk: Jdk, by_jcmd: bool) {
     // The target's stdout (where -Djdk.tracePinnedThreads writes) is followed on 21.
     let log = (jdk.major >= 21).then(|| {
         target
-            .jt
+            .proc
             .dir
             .path()
             .join("stdout.log")
@@ -485,7 +461,7 @@ fn target_pid_is_found_again_after_a_restart() {
         }],
         ..Default::default()
     };
-    let first = Target::start(&jdk, &marker);
+    let first = target(&jdk, &marker);
     let set = start(
         &cfg,
         CollectorContext {
@@ -500,7 +476,7 @@ fn target_pid_is_found_again_after_a_restart() {
     thread::sleep(Duration::from_secs(2));
     let old = first.pid();
     drop(first);
-    let second = Target::start(&jdk, &marker);
+    let second = target(&jdk, &marker);
     thread::sleep(Duration::from_secs(3));
     let s = set.finish();
     let pids: Vec<u32> = s.target_pids.iter().map(|p| p.pid).collect();

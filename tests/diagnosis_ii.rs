@@ -462,17 +462,8 @@ fn cpu_of(a: &Analysis) -> BTreeMap<String, u64> {
     )
 }
 
-#[test]
-fn recordings_idle_facts_and_flames_jdk17() {
-    recordings(&java::jdk17());
-}
-
-#[test]
-fn recordings_idle_facts_and_flames_jdk21() {
-    recordings(&java::jdk21());
-}
-
-#[test]
-fn recordings_idle_facts_and_flames_jdk25() {
-    recordings(&java::jdk25());
-}
+java::per_jdk!(&recordings:
+    recordings_idle_facts_and_flames_jdk17 => jdk17,
+    recordings_idle_facts_and_flames_jdk21 => jdk21,
+    recordings_idle_facts_and_flames_jdk25 => jdk25,
+);

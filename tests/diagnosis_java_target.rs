@@ -61,15 +61,10 @@ fn endpoints(jdk: &java::Jdk) {
     assert!(dump.contains("com.brunt.target.Deadlocks$LeftLock"));
 }
 
-#[test]
-fn target_endpoints_jdk17() {
-    endpoints(&java::jdk17());
-}
-
-#[test]
-fn target_endpoints_jdk21() {
-    endpoints(&java::jdk21());
-}
+java::per_jdk!(&endpoints:
+    target_endpoints_jdk17 => jdk17,
+    target_endpoints_jdk21 => jdk21,
+);
 
 #[test]
 fn pool_harness_exhausts_every_kind() {

@@ -245,20 +245,11 @@ fn contention_pool_deadlock(jdk: &Jdk) {
     assert!(render_text(&a).contains("BLOCKED on `com.brunt.target.Inventory`"));
 }
 
-#[test]
-fn contention_pool_deadlock_jdk17() {
-    contention_pool_deadlock(&java::jdk17());
-}
-
-#[test]
-fn contention_pool_deadlock_jdk21() {
-    contention_pool_deadlock(&java::jdk21());
-}
-
-#[test]
-fn contention_pool_deadlock_jdk25() {
-    contention_pool_deadlock(&java::jdk25());
-}
+java::per_jdk!(&contention_pool_deadlock:
+    contention_pool_deadlock_jdk17 => jdk17,
+    contention_pool_deadlock_jdk21 => jdk21,
+    contention_pool_deadlock_jdk25 => jdk25,
+);
 
 /// JDK 25 JSON dumps carry states, blockedOn, monitorsOwned and parkBlocker,
 /// but list platform threads of unmanaged executors only with
@@ -494,20 +485,11 @@ fn pool_harness(jdk: &Jdk) {
     }
 }
 
-#[test]
-fn pool_waits_every_library_jdk17() {
-    pool_harness(&java::jdk17());
-}
-
-#[test]
-fn pool_waits_every_library_jdk21() {
-    pool_harness(&java::jdk21());
-}
-
-#[test]
-fn pool_waits_every_library_jdk25() {
-    pool_harness(&java::jdk25());
-}
+java::per_jdk!(&pool_harness:
+    pool_waits_every_library_jdk17 => jdk17,
+    pool_waits_every_library_jdk21 => jdk21,
+    pool_waits_every_library_jdk25 => jdk25,
+);
 
 #[test]
 fn user_pool_pattern_extends_recognition() {
@@ -713,17 +695,8 @@ fn jfr_recording(jdk: &Jdk) {
     assert!(!a.heap.is_empty());
 }
 
-#[test]
-fn jfr_matches_jfr_tool_jdk17() {
-    jfr_recording(&java::jdk17());
-}
-
-#[test]
-fn jfr_matches_jfr_tool_jdk21() {
-    jfr_recording(&java::jdk21());
-}
-
-#[test]
-fn jfr_matches_jfr_tool_jdk25() {
-    jfr_recording(&java::jdk25());
-}
+java::per_jdk!(&jfr_recording:
+    jfr_matches_jfr_tool_jdk17 => jdk17,
+    jfr_matches_jfr_tool_jdk21 => jdk21,
+    jfr_matches_jfr_tool_jdk25 => jdk25,
+);

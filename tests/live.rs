@@ -253,19 +253,8 @@ fn the_view_shows_blocked_threads_and_the_finding_of_the_newest_dump() {
     let _g = load::serial();
     let jdk = java::jdk17();
     let marker = format!("live-view-{}", std::process::id());
-    let jvm = java::JavaProcess::start(
-        &jdk,
-        &["-Xmx256m"],
-        "com.brunt.target.Target",
-        &["--port", "0", "--workers", "16", "--marker", &marker],
-        "LISTENING ",
-    );
-    let port: u16 = jvm
-        .ready_line
-        .trim_start_matches("LISTENING ")
-        .trim()
-        .parse()
-        .expect("the target's port");
+    let jvm = java::JavaTarget::marked(&jdk, &["-Xmx256m"], 16, &marker);
+    let port = jvm.port;
     let d = tempfile::tempdir().expect("tempdir");
     let profile = d.path().join("jvm.yaml");
     // One monitor held 10 ms per request: ≈ 100/s at most; 150/s queues

@@ -17,6 +17,7 @@ mod java;
 mod load;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use brunt::judge::threads::PhaseThreads;
@@ -26,6 +27,32 @@ fn probe(every_ms: Option<u64>, enabled: bool) -> ProbeOverride {
     ProbeOverride {
         enabled: Some(enabled),
         every: every_ms.map(Duration::from_millis),
+        ..Default::default()
+    }
+}
+
+/// The jvm collector with `probes` on the target's PID, through local
+/// commands (the default transport).
+fn by_pid(
+    t: &java::JavaTarget,
+    dir: &Path,
+    probes: Vec<(&str, ProbeOverride)>,
+) -> CollectorsConfig {
+    CollectorsConfig {
+        target: TargetConfig {
+            pid: Some(t.proc.pid),
+            port: Some(t.port),
+            jcmd: t.proc.jdk.jcmd().display().to_string(),
+            ..Default::default()
+        },
+        collect: vec![CollectEntry {
+            use_: "jvm".into(),
+            probes: probes
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }],
+        remote_dir: dir.join("remote").display().to_string(),
         ..Default::default()
     }
 }
@@ -47,10 +74,7 @@ fn blocked_threads_on_the_inventory_monitor_rise_step_by_step_jdk21() {
     let _g = load::serial();
     let jdk = java::jdk21();
     let t = java::JavaTarget::start(&jdk, &java::TargetOpts::default());
-    for _ in 0..50 {
-        let r = t.get("/contended?ms=1", Duration::from_secs(5));
-        assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
-    }
+    t.warm("/contended?ms=1", 50);
     // 20/s and 60/s stay under the monitor's ≈ 100/s, 100/s is at it, 140/s
     // is over: all 16 workers end up BLOCKED or holding it.
     let mut profile = load::profile(
@@ -62,41 +86,28 @@ load: { connections: 64 }
 shape: { stress: { warmup: 3s, start: 20/s, step: 40/s, step_duration: 4s, max: 140/s, stop_on_breach: false } }
 budgets: [ "p99 < 150ms" ]
 "#,
-        &format!("http://127.0.0.1:{}", t.port),
+        &t.url(),
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let run_dir = dir.path().join("run");
-    profile.collectors = CollectorsConfig {
-        // The default transport: local commands.
-        target: TargetConfig {
-            pid: Some(t.proc.pid),
-            port: Some(t.port),
-            jcmd: jdk.jcmd().display().to_string(),
-            ..Default::default()
-        },
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes: [
-                // At each step's start (the definition's default) and every 2 s.
-                ("thread-dump", probe(Some(2000), true)),
-                (
-                    "jfr",
-                    ProbeOverride {
-                        phase: Some("run".into()),
-                        settings: Some("profile".into()),
-                        ..Default::default()
-                    },
-                ),
-                ("thread-dump-json", probe(None, false)),
-                ("heap", probe(None, false)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        }],
-        remote_dir: dir.path().join("remote").display().to_string(),
-        ..Default::default()
-    };
+    profile.collectors = by_pid(
+        &t,
+        dir.path(),
+        vec![
+            // At each step's start (the definition's default) and every 2 s.
+            ("thread-dump", probe(Some(2000), true)),
+            (
+                "jfr",
+                ProbeOverride {
+                    phase: Some("run".into()),
+                    settings: Some("profile".into()),
+                    ..Default::default()
+                },
+            ),
+            ("thread-dump-json", probe(None, false)),
+            ("heap", probe(None, false)),
+        ],
+    );
     std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
     let r = load::run(&profile, &run_dir);
     let rows = r.summary.threads_by_phase.clone();
@@ -257,10 +268,7 @@ fn borrowers_parked_in_the_pool_rise_with_the_steps_jdk21() {
     let _g = load::serial();
     let jdk = java::jdk21();
     let t = java::JavaTarget::start(&jdk, &java::TargetOpts::default());
-    for _ in 0..20 {
-        let r = t.get("/pool?ms=1", Duration::from_secs(5));
-        assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
-    }
+    t.warm("/pool?ms=1", 20);
     let mut profile = load::profile(
         r#"
 name: pool-by-phase
@@ -270,33 +278,21 @@ load: { connections: 64 }
 shape: { stress: { start: 10/s, step: 70/s, step_duration: 4s, max: 80/s, stop_on_breach: false } }
 budgets: [ "p99 < 500ms" ]
 "#,
-        &format!("http://127.0.0.1:{}", t.port),
+        &t.url(),
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let run_dir = dir.path().join("run");
     std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
-    profile.collectors = CollectorsConfig {
-        target: TargetConfig {
-            pid: Some(t.proc.pid),
-            port: Some(t.port),
-            jcmd: jdk.jcmd().display().to_string(),
-            ..Default::default()
-        },
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes: [
-                ("thread-dump", probe(Some(2000), true)),
-                ("jfr", probe(None, false)),
-                ("thread-dump-json", probe(None, false)),
-                ("heap", probe(None, false)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        }],
-        remote_dir: dir.path().join("remote").display().to_string(),
-        ..Default::default()
-    };
+    profile.collectors = by_pid(
+        &t,
+        dir.path(),
+        vec![
+            ("thread-dump", probe(Some(2000), true)),
+            ("jfr", probe(None, false)),
+            ("thread-dump-json", probe(None, false)),
+            ("heap", probe(None, false)),
+        ],
+    );
     let r = load::run(&profile, &run_dir);
     let rows = r.summary.threads_by_phase.clone();
     for row in &rows {

@@ -1,10 +1,12 @@
-//! Helpers for tests that run the `brunt` binary itself: the command, and
-//! its stdout and stderr as one text to match on.
+//! Helpers for tests that run the `brunt` binary itself: the command, its
+//! stdout and stderr as one text to match on, a run started in the
+//! background, and waiting on the files it writes or on its exit.
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 /// The `brunt` binary that cargo built for this test run.
 pub fn brunt() -> Command {
@@ -25,4 +27,63 @@ pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, body).expect("write test file");
     p
+}
+
+/// `brunt run PROFILE --out RUN --plain` in the background, output piped.
+pub fn spawn_run(profile: &Path, run: &Path) -> Child {
+    brunt()
+        .arg("run")
+        .arg(profile)
+        .arg("--out")
+        .arg(run)
+        .arg("--plain")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn brunt run")
+}
+
+/// Lines in a file (0 while it does not exist).
+pub fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// Waits until `path` has `n` lines (a CSV's header counts), failing after `limit`.
+pub fn wait_lines(path: &Path, n: usize, limit: Duration) {
+    let t = Instant::now();
+    while lines(path) < n {
+        assert!(
+            t.elapsed() < limit,
+            "{} never got {n} lines",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `kill SIG PID` (e.g. `-TERM`), which must succeed.
+pub fn kill(sig: &str, pid: u32) {
+    let ok = Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "kill {sig} {pid}");
+}
+
+/// Waits for the child, killing it (and failing) after `limit`.
+pub fn wait_with_limit(mut child: Child, limit: Duration) -> Output {
+    let t = Instant::now();
+    loop {
+        if child.try_wait().expect("try_wait").is_some() {
+            return child.wait_with_output().expect("output");
+        }
+        if t.elapsed() > limit {
+            let _ = child.kill();
+            let o = child.wait_with_output().expect("output");
+            panic!("brunt still running after {limit:?}: {}", out(&o));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }

@@ -390,6 +390,9 @@ pub struct TargetOpts {
     pub pool_size: u32,
     pub shed_cap: u32,
     pub jvm_args: Vec<String>,
+    /// A `--marker` argument: ignored by the target, visible to `pgrep -f`
+    /// and `jcmd -l`, so the collectors find this test's JVM and no other.
+    pub marker: Option<String>,
 }
 
 impl Default for TargetOpts {
@@ -399,6 +402,7 @@ impl Default for TargetOpts {
             pool_size: 2,
             shed_cap: 4,
             jvm_args: vec![],
+            marker: None,
         }
     }
 }
@@ -407,6 +411,8 @@ impl Default for TargetOpts {
 pub struct JavaTarget {
     pub proc: JavaProcess,
     pub port: u16,
+    /// The `--marker` it was started with ("" when none).
+    pub marker: String,
 }
 
 impl JavaTarget {
@@ -417,33 +423,74 @@ impl JavaTarget {
             opts.pool_size.to_string(),
             opts.shed_cap.to_string(),
         );
-        let proc = JavaProcess::start(
-            jdk,
-            &jvm,
-            "com.brunt.target.Target",
-            &[
-                "--port",
-                "0",
-                "--workers",
-                &w,
-                "--pool-size",
-                &p,
-                "--shed-cap",
-                &s,
-            ],
-            "LISTENING ",
-        );
+        let marker = opts.marker.clone().unwrap_or_default();
+        let mut args = vec![
+            "--port",
+            "0",
+            "--workers",
+            &w,
+            "--pool-size",
+            &p,
+            "--shed-cap",
+            &s,
+        ];
+        if opts.marker.is_some() {
+            args.extend(["--marker", &marker]);
+        }
+        let proc = JavaProcess::start(jdk, &jvm, "com.brunt.target.Target", &args, "LISTENING ");
         let port = proc
             .ready_line
             .trim_start_matches("LISTENING ")
             .trim()
             .parse()
             .unwrap_or_else(|e| panic!("bad ready line {:?}: {e}", proc.ready_line));
-        JavaTarget { proc, port }
+        JavaTarget { proc, port, marker }
+    }
+
+    /// The target with `workers` workers, `jvm_args` and a `--marker`, as the
+    /// collector tests start it.
+    pub fn marked(jdk: &Jdk, jvm_args: &[&str], workers: u32, marker: &str) -> Self {
+        Self::start(
+            jdk,
+            &TargetOpts {
+                workers,
+                jvm_args: jvm_args.iter().map(|a| a.to_string()).collect(),
+                marker: Some(marker.to_string()),
+                ..TargetOpts::default()
+            },
+        )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.proc.pid
     }
 
     pub fn addr(&self) -> SocketAddr {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A few GETs that must answer 200 before a run, so class loading and the
+    /// first JIT compilations are not measured as the service's behaviour.
+    pub fn warm(&self, path: &str, n: usize) {
+        for _ in 0..n {
+            let r = self.get(path, Duration::from_secs(5));
+            assert!(matches!(r, Ok((200, _))), "warm-up {path}: {r:?}");
+        }
+    }
+
+    /// The collectors' target section for this JVM: found by its marker
+    /// (`pgrep -f`), its port, and `jcmd` of the JDK it runs on.
+    pub fn collectors_target(&self) -> brunt::profile::collectors::TargetConfig {
+        brunt::profile::collectors::TargetConfig {
+            pgrep: Some(format!("java .*{}", self.marker)),
+            port: Some(self.port),
+            jcmd: self.proc.jdk.jcmd().display().to_string(),
+            ..Default::default()
+        }
     }
 
     /// One blocking GET (HTTP/1.0, connection closed by the server): status and raw response.
@@ -536,3 +583,28 @@ pub fn start_pool_harness_with(
     );
     p
 }
+
+/// One `#[test]` per JDK for a check, named as the test lists show them:
+/// `per_jdk!(&check: check_jdk17 => jdk17, check_jdk21 => jdk21);` calls
+/// `check(&java::jdk17())` (without `&`, the check takes the [`Jdk`]).
+#[allow(unused_macros)]
+macro_rules! per_jdk {
+    (&$check:ident: $($name:ident => $jdk:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $check(&$crate::java::$jdk());
+            }
+        )+
+    };
+    ($check:ident: $($name:ident => $jdk:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $check($crate::java::$jdk());
+            }
+        )+
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use per_jdk;

@@ -1,0 +1,40 @@
+//! Collector settings as tests write them (probe overrides), and the JSON
+//! files a run leaves, read back.
+//!
+//! Use from an integration test with
+//! `#[path = "support/collect.rs"] mod collect;`.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use brunt::profile::collectors::ProbeOverride;
+
+/// A probe taken every `ms` milliseconds.
+pub fn every(ms: u64) -> ProbeOverride {
+    ProbeOverride {
+        every: Some(Duration::from_millis(ms)),
+        ..Default::default()
+    }
+}
+
+/// A probe switched off.
+pub fn off() -> ProbeOverride {
+    ProbeOverride {
+        enabled: Some(false),
+        ..Default::default()
+    }
+}
+
+/// Probe overrides by name.
+pub fn probes(list: Vec<(&str, ProbeOverride)>) -> BTreeMap<String, ProbeOverride> {
+    list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+}
+
+/// A JSON file the run wrote; panics naming the file.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
