@@ -173,9 +173,8 @@ shape: { constant: { rate: 50/s, duration: 30s } }
 #[test]
 fn the_closed_model_counts_what_is_in_flight_at_the_end() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: closed-slow
 target: { url: "{url}", timeout: 5s }
@@ -183,9 +182,7 @@ requests: [ { path: "/slow?ms=1500" } ]
 load: { model: closed }
 shape: { constant: { vus: 6, duration: 2s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     assert_accounted(&r.summary);
     // Each VU sent twice (at 0 s and 1.5 s); the second answer lands in the drain.
@@ -197,12 +194,11 @@ shape: { constant: { vus: 6, duration: 2s } }
 fn a_stress_run_stopped_at_its_first_breach_is_not_interrupted() {
     let _g = load::serial();
     // /contended holds one lock 10 ms per request: capacity 100/s.
-    let srv = load::demo(DemoConfig {
-        contended_hold: Duration::from_millis(10),
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, dir, r } = load::demo_run(
+        DemoConfig {
+            contended_hold: Duration::from_millis(10),
+            ..Default::default()
+        },
         r#"
 name: breach
 target: { url: "{url}", timeout: 2s }
@@ -210,9 +206,7 @@ requests: [ { path: /contended } ]
 shape: { stress: { start: 50/s, step: 100/s, step_duration: 2s, max: 450/s, stop_on_breach: true } }
 budgets: [ "p99 < 100ms" ]
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let s = &r.summary;
     assert!(!s.interrupted, "a designed stop is no interruption");
     assert_eq!(s.stop_kind, Some(StopKind::Breach));

@@ -9,6 +9,8 @@
 //! heap figures, remote temp files removed. Also: the target PID is found
 //! again after the JVM restarts.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/java.rs"]
 mod java;
 #[path = "support/sshd.rs"]
@@ -462,17 +464,7 @@ fn target_pid_is_found_again_after_a_restart() {
         ..Default::default()
     };
     let first = target(&jdk, &marker);
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock: RunClock::now(),
-            run_dir: run_dir.path().to_path_buf(),
-            phases: vec![],
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start");
+    let set = collect::start(&cfg, run_dir.path(), RunClock::now(), vec![]);
     thread::sleep(Duration::from_secs(2));
     let old = first.pid();
     drop(first);

@@ -3,6 +3,8 @@
 //! while a bounded load loop on this machine keeps going unaffected and the
 //! run's observer calls stay instant.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/oneshot_http.rs"]
 mod oneshot_http;
 #[path = "support/sshd.rs"]
@@ -15,7 +17,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::{start, CollectorContext};
 use brunt::profile::collectors::{
     CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportKind,
 };
@@ -73,17 +74,7 @@ fn link_drop(kind: TransportKind) {
         duration: Duration::from_secs(12),
         level: None,
     };
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock,
-            run_dir: run_dir.path().to_path_buf(),
-            phases: vec![phase.clone()],
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start collectors");
+    let set = collect::start(&cfg, run_dir.path(), clock, vec![phase.clone()]);
     let obs = set.observer();
     obs.phase_started(&phase, &clock);
 

@@ -4,6 +4,8 @@
 //! process CPU of both rounds and the CPU of the collector threads themselves
 //! (read per thread from /proc/self/task), and bounds the latter.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/oneshot_http.rs"]
 mod oneshot_http;
 #[path = "support/sshd.rs"]
@@ -18,7 +20,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::{start, CollectorContext};
 use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
 use brunt::vocab::RunClock;
 
@@ -115,17 +116,7 @@ fn collector_overhead_on_the_generator() {
         }],
         ..Default::default()
     };
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock: RunClock::now(),
-            run_dir: run_dir.path().to_path_buf(),
-            phases: vec![],
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start");
+    let set = collect::start(&cfg, run_dir.path(), RunClock::now(), vec![]);
     let c1 = process_ticks();
     let (k0, _) = collector_thread_ticks();
     let coll_wall = load(port);

@@ -13,9 +13,8 @@ use brunt::metrics::hlog;
 #[test]
 fn open_model_rate_is_accurate_at_thousands_per_second() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: rate
 target: { url: "{url}" }
@@ -23,9 +22,7 @@ requests: [ { path: /fast } ]
 load: { model: open, connections: 64 }
 shape: { constant: { rate: 3000/s, duration: 5s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     let expected = 15_000.0;
     assert_eq!(
@@ -234,9 +231,8 @@ fn poisson_arrivals_vary_but_keep_the_rate() {
 #[test]
 fn max_in_flight_drops_instead_of_delaying() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: drops
 target: { url: "{url}" }
@@ -244,9 +240,7 @@ requests: [ { path: "/slow?ms=500" } ]
 load: { model: open, connections: 10, max_in_flight: 10, workers: 1 }
 shape: { constant: { rate: 100/s, duration: 3s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     assert_eq!(t.offered, 300);
     assert!(
@@ -352,12 +346,11 @@ print(untagged, tagged)
 fn stress_stops_at_the_first_breach_and_names_the_knee() {
     let _g = load::serial();
     // /contended holds one lock 5 ms per request: capacity 200/s.
-    let srv = load::demo(DemoConfig {
-        contended_hold: Duration::from_millis(5),
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, r, .. } = load::demo_run(
+        DemoConfig {
+            contended_hold: Duration::from_millis(5),
+            ..Default::default()
+        },
         r#"
 name: knee
 target: { url: "{url}", timeout: 3s }
@@ -365,9 +358,7 @@ requests: [ { path: /contended } ]
 shape: { stress: { start: 50/s, step: 50/s, step_duration: 2s, max: 500/s } }
 budgets: [ "p99 < 100ms" ]
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let st = r.summary.stress.clone().expect("stress verdict");
     let knee = st.knee_level.expect("a knee below capacity");
     let breach = st.first_breach_level.expect("a breach above capacity");
@@ -399,9 +390,8 @@ budgets: [ "p99 < 100ms" ]
 #[test]
 fn closed_model_holds_the_virtual_users() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: closed
 target: { url: "{url}" }
@@ -409,9 +399,7 @@ requests: [ { path: "/slow?ms=100" } ]
 load: { model: closed, think_time: 100ms }
 shape: { constant: { vus: 10, duration: 3s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     // 10 VUs × (100 ms + 100 ms think) → 50/s → ~150 in 3 s.
     assert!((120..=160).contains(&t.requests), "{} requests", t.requests);

@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::{start, CollectorContext, CollectorsSummary};
+use brunt::collectors::CollectorsSummary;
 use brunt::profile::collectors::{
     CollectEntry, CollectorsConfig, GeneratorConfig, ProbeOverride, TargetConfig,
 };
@@ -84,17 +84,7 @@ fn local_pgrep_run(pattern: &str, secs: u64) -> CollectorsSummary {
     };
     let clock = RunClock::now();
     let phases = one_phase(secs);
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock,
-            run_dir: run_dir.path().to_path_buf(),
-            phases: phases.clone(),
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start collectors");
+    let set = collect::start(&cfg, run_dir.path(), clock, phases.clone());
     set.observer().phase_started(&phases[0], &clock);
     thread::sleep(Duration::from_secs(secs));
     set.finish()
@@ -237,17 +227,7 @@ fn jfr_restart(with_dumps: bool) {
     let first = java_target(&jdk, &marker);
     let old = first.pid();
     let clock = RunClock::now();
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock,
-            run_dir: run_dir.path().to_path_buf(),
-            phases: phases.clone(),
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start collectors");
+    let set = collect::start(&cfg, run_dir.path(), clock, phases.clone());
     let obs = set.observer();
     obs.phase_started(&phases[0], &clock);
     // Kill only once the recording runs (a jcmd attach to a fresh JVM on a

@@ -244,13 +244,12 @@ fn a_failed_overload_check_fails_the_run_unless_the_verdicts_are_advisory() {
     let _g = load::serial();
     // /noshed queues rather than answer 503: 4 in flight × 20 ms = 200/s, so
     // at 600/s with a 300 ms client timeout the excess times out, unshed.
-    let srv = load::demo(DemoConfig {
-        shed_cap: 4,
-        shed_work: Duration::from_millis(20),
-        ..Default::default()
-    });
-    let d = tempfile::tempdir().expect("tempdir");
-    let p = load::profile(
+    let load::DemoRun { srv, dir: d, r } = load::demo_run(
+        DemoConfig {
+            shed_cap: 4,
+            shed_work: Duration::from_millis(20),
+            ..Default::default()
+        },
         r#"
 name: noshed
 target: { url: "{url}", timeout: 300ms }
@@ -259,9 +258,7 @@ load: { connections: 512, max_in_flight: 5000 }
 shape:
   overload: { baseline: 50/s, baseline_duration: 1s, rate: 600/s, duration: 2s, recovery_duration: 2s, fast_fail: 100ms }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, d.path());
     drop(srv);
     let s = &r.summary;
     assert!(!s.interrupted);

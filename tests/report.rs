@@ -432,9 +432,8 @@ fn leak_trends_flag_a_rising_series_and_not_a_flat_sawtooth() {
 #[test]
 fn soak_verdict_reads_evidence_skips_warmup_and_measures_p99_drift() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, dir, r } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: soak
 target: { url: "{url}" }
@@ -442,9 +441,7 @@ requests: [ { path: /fast } ]
 shape: { soak: { rate: 100/s, duration: 62s, warmup: 2s } }
 verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let so = r
         .summary
         .verdicts

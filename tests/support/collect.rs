@@ -38,3 +38,24 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// Starts the collectors of `cfg` into `run_dir` on `clock` with `phases`
+/// (no p99 threshold, no base dir), as a run would.
+pub fn start(
+    cfg: &brunt::profile::collectors::CollectorsConfig,
+    run_dir: &Path,
+    clock: brunt::vocab::RunClock,
+    phases: Vec<brunt::vocab::PhaseInfo>,
+) -> brunt::collectors::CollectorSet {
+    brunt::collectors::start(
+        cfg,
+        brunt::collectors::CollectorContext {
+            clock,
+            run_dir: run_dir.to_path_buf(),
+            phases,
+            p99_threshold: None,
+            base_dir: None,
+        },
+    )
+    .expect("start collectors")
+}

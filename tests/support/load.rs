@@ -39,3 +39,20 @@ pub fn run(p: &Profile, dir: &Path) -> RunResult {
     )
     .unwrap_or_else(|e| panic!("run failed: {e}"))
 }
+
+/// One run against a demo target of its own: the target (kept up so the
+/// test can read its stats), the run directory and the result.
+pub struct DemoRun {
+    pub srv: DemoServer,
+    pub dir: tempfile::TempDir,
+    pub r: RunResult,
+}
+
+/// Starts a demo target with `cfg`, then runs `yaml` (its `{url}` the
+/// target's) into a temp dir.
+pub fn demo_run(cfg: DemoConfig, yaml: &str) -> DemoRun {
+    let srv = demo(cfg);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = run(&profile(yaml, &srv.base_url()), dir.path());
+    DemoRun { srv, dir, r }
+}
