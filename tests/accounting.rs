@@ -9,10 +9,8 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, kill, out, spawn_run, wait_lines, wait_with_limit};
+use cmd::{kill, out, spawn_run, wait_lines, wait_with_limit};
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -249,7 +247,7 @@ fn stopped_by_signal(sig: &str, reason: &str) {
     let p = d.path().join("twenty.yaml");
     std::fs::write(&p, TWENTY_SECONDS).unwrap();
     let run = d.path().join("run");
-    let child = spawn_run(&p, &run);
+    let child = spawn_run(&p, &run, "--plain");
     // Halfway.
     wait_lines(&run.join("timeseries.csv"), 10, Duration::from_secs(30));
     kill(sig, child.id());
@@ -303,7 +301,7 @@ shape: { constant: { rate: 10/s, duration: 20s } }
     )
     .unwrap();
     let run = d.path().join("run");
-    let child = spawn_run(&p, &run);
+    let child = spawn_run(&p, &run, "--plain");
     wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(30));
     kill("-TERM", child.id());
     // The first stops the load; the drain waits for the 15-s answers.

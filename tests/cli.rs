@@ -4,10 +4,10 @@
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, out, spawn_run, wait_lines};
+use cmd::{brunt, out, run_quiet, spawn_run, spawn_run_unheard, wait_lines};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn repo(p: &str) -> PathBuf {
@@ -33,13 +33,7 @@ budgets:
 fn budgets_decide_the_exit_code() {
     let d = tempfile::tempdir().unwrap();
     let pass = write(d.path(), "pass.yaml", &SHORT.replace("BUDGET", "p99 < 5s"));
-    let o = brunt()
-        .args(["run", "--quiet"])
-        .arg(&pass)
-        .arg("--out")
-        .arg(d.path().join("r1"))
-        .output()
-        .unwrap();
+    let o = run_quiet(&pass, &d.path().join("r1"));
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(out(&o).contains("PASS p99 < 5s"), "{}", out(&o));
 
@@ -48,13 +42,7 @@ fn budgets_decide_the_exit_code() {
         "fail.yaml",
         &SHORT.replace("BUDGET", "throughput >= 500/s"),
     );
-    let o = brunt()
-        .args(["run", "--quiet"])
-        .arg(&fail)
-        .arg("--out")
-        .arg(d.path().join("r2"))
-        .output()
-        .unwrap();
+    let o = run_quiet(&fail, &d.path().join("r2"));
     assert_eq!(o.status.code(), Some(99), "{}", out(&o));
     assert!(out(&o).contains("FAIL throughput >= 500/s"), "{}", out(&o));
     let summary: serde_json::Value =
@@ -182,7 +170,7 @@ fn ctrl_c_stops_gracefully_and_writes_the_report() {
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "long.yaml", LONG);
     let run = d.path().join("run");
-    let child = spawn_run(&p, &run);
+    let child = spawn_run(&p, &run, "--plain");
     wait_lines(&run.join("timeseries.csv"), 4, Duration::from_secs(20));
     let t = Instant::now();
     assert!(Command::new("kill")
@@ -207,16 +195,7 @@ fn kill_9_leaves_a_directory_that_brunt_report_rebuilds() {
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "long.yaml", LONG);
     let run = d.path().join("run");
-    let mut child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--quiet")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_run_unheard(&p, &run);
     wait_lines(&run.join("timeseries.csv"), 5, Duration::from_secs(20));
     child.kill().unwrap();
     child.wait().unwrap();

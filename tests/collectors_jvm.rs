@@ -26,9 +26,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use brunt::collectors::{start, CollectorContext, CollectorsSummary};
-use brunt::profile::collectors::{
-    CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig,
-};
+use brunt::profile::collectors::{CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig};
 use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Two JVMs under load at once would swamp a 2-core machine and blur timings.
@@ -132,14 +130,8 @@ fn drive(
         transport,
         target,
         collect: vec![
-            CollectEntry {
-                use_: "linux-host".into(),
-                probes: host,
-            },
-            CollectEntry {
-                use_: "jvm".into(),
-                probes: jvm,
-            },
+            collect::entry("linux-host", host),
+            collect::entry("jvm", jvm),
         ],
         remote_dir: remote_dir.display().to_string(),
         trigger_cooldown: Duration::from_secs(2),
@@ -457,10 +449,7 @@ fn target_pid_is_found_again_after_a_restart() {
             jcmd: jdk.jcmd().display().to_string(),
             ..Default::default()
         },
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes: heap,
-        }],
+        collect: vec![collect::entry("jvm", heap)],
         ..Default::default()
     };
     let first = target(&jdk, &marker);

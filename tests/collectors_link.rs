@@ -17,9 +17,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::profile::collectors::{
-    CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportKind,
-};
+use brunt::profile::collectors::{CollectorsConfig, ProbeOverride, TargetConfig, TransportKind};
 use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Both tests kill and restart an sshd with tight timing checks: one at a time.
@@ -59,10 +57,7 @@ fn link_drop(kind: TransportKind) {
             port: Some(port),
             ..Default::default()
         },
-        collect: vec![CollectEntry {
-            use_: "linux-host".into(),
-            probes,
-        }],
+        collect: vec![collect::entry("linux-host", probes)],
         ..Default::default()
     };
     let clock = RunClock::now();

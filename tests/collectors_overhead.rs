@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
+use brunt::profile::collectors::{CollectorsConfig, ProbeOverride, TargetConfig};
 use brunt::vocab::RunClock;
 
 fn clk_tck() -> f64 {
@@ -110,10 +110,7 @@ fn collector_overhead_on_the_generator() {
             port: Some(port),
             ..Default::default()
         },
-        collect: vec![CollectEntry {
-            use_: "linux-host".into(),
-            probes,
-        }],
+        collect: vec![collect::entry("linux-host", probes)],
         ..Default::default()
     };
     let set = collect::start(&cfg, run_dir.path(), RunClock::now(), vec![]);

@@ -68,10 +68,7 @@ budgets: [ "p99 < 150ms" ]
         transport: sshd.transport(),
         target: t.collectors_target(),
         collect: vec![
-            CollectEntry {
-                use_: "linux-host".into(),
-                probes: probes(vec![("host", every(1000))]),
-            },
+            collect::entry("linux-host", probes(vec![("host", every(1000))])),
             CollectEntry {
                 use_: "jvm".into(),
                 // Text dumps (periodic and at each step's start) are what the
@@ -277,10 +274,7 @@ verdicts:
         transport: sshd.transport(),
         target: t.collectors_target(),
         collect: vec![
-            CollectEntry {
-                use_: "linux-host".into(),
-                probes: probes(vec![("host", every(1000))]),
-            },
+            collect::entry("linux-host", probes(vec![("host", every(1000))])),
             CollectEntry {
                 use_: "jvm".into(),
                 probes: probes(vec![
@@ -298,10 +292,7 @@ verdicts:
                     ("heap", off()),
                 ]),
             },
-            CollectEntry {
-                use_: gc_def.display().to_string(),
-                probes: BTreeMap::new(),
-            },
+            collect::entry(gc_def.display().to_string(), BTreeMap::new()),
         ],
         remote_dir: remote.display().to_string(),
         ..Default::default()

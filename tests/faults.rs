@@ -11,7 +11,7 @@ mod java;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, lines, out, spawn_run, wait_lines, wait_with_limit};
+use cmd::{brunt, lines, out, spawn_run, spawn_run_unheard, wait_lines, wait_with_limit};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -114,7 +114,7 @@ budgets: [ "p99 < 5s" ]
     .expect("profile");
     let run = fs.path().join("run");
     let t = Instant::now();
-    let child = spawn_run(&profile, &run);
+    let child = spawn_run(&profile, &run, "--plain");
     let o = wait_with_limit(child, Duration::from_secs(60));
     let took = t.elapsed();
     let text = out(&o);
@@ -323,7 +323,7 @@ collectors:
     )
     .expect("profile");
     let run = d.path().join("run");
-    let child = spawn_run(&p, &run);
+    let child = spawn_run(&p, &run, "--plain");
     let pid = child.id().to_string();
     wait_lines(
         &run.join("diagnostics").join("host.jsonl"),
@@ -546,7 +546,7 @@ fn a_target_killed_and_restarted_mid_run_is_counted_and_the_load_resumes() {
     )
     .expect("profile");
     let run = d.path().join("run");
-    let child = spawn_run(&p, &run);
+    let child = spawn_run(&p, &run, "--plain");
     wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(30));
     drop(first); // SIGKILL: connections die with it
     std::thread::sleep(Duration::from_secs(2));
@@ -616,16 +616,7 @@ collectors:
     )
     .expect("profile");
     let run = d.path().join("run");
-    let mut child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--quiet")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn brunt");
+    let mut child = spawn_run_unheard(&p, &run);
     let events = run.join("diagnostics").join("collectors.jsonl");
     let artifacts_logged = || {
         std::fs::read_to_string(&events)

@@ -25,9 +25,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use brunt::collectors::CollectorsSummary;
-use brunt::profile::collectors::{
-    CollectEntry, CollectorsConfig, GeneratorConfig, ProbeOverride, TargetConfig,
-};
+use brunt::profile::collectors::{CollectorsConfig, GeneratorConfig, ProbeOverride, TargetConfig};
 use brunt::vocab::{PhaseInfo, RunClock};
 use collect::{every, off};
 
@@ -67,14 +65,8 @@ fn local_pgrep_run(pattern: &str, secs: u64) -> CollectorsSummary {
             ..Default::default()
         },
         collect: vec![
-            CollectEntry {
-                use_: "linux-host".into(),
-                probes: host,
-            },
-            CollectEntry {
-                use_: "jvm".into(),
-                probes: jvm,
-            },
+            collect::entry("linux-host", host),
+            collect::entry("jvm", jvm),
         ],
         generator: GeneratorConfig {
             enabled: false,
@@ -194,10 +186,7 @@ fn jfr_restart(with_dumps: bool) {
             jcmd: jdk.jcmd().display().to_string(),
             ..Default::default()
         },
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes: jvm,
-        }],
+        collect: vec![collect::entry("jvm", jvm)],
         generator: GeneratorConfig {
             enabled: false,
             ..Default::default()

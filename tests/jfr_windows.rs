@@ -70,10 +70,7 @@ fn collectors(
     CollectorsConfig {
         transport,
         target,
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes,
-        }],
+        collect: vec![collect::entry("jvm", probes)],
         remote_dir: remote.display().to_string(),
         ..Default::default()
     }

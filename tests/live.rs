@@ -16,10 +16,10 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::out;
+use cmd::{out, spawn_run, spawn_run_unheard};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use brunt::vocab::exit;
@@ -166,16 +166,7 @@ fn brunt_watch_shows_the_same_view_from_another_terminal_then_exits() {
     let d = tempfile::tempdir().expect("tempdir");
     let (profile, run) = setup(d.path());
     // The run itself writes to pipes (a CI job, say); watch runs on a terminal.
-    let child = Command::new(BIN)
-        .arg("run")
-        .arg(&profile)
-        .arg("--out")
-        .arg(&run)
-        .arg("--quiet")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("brunt run starts");
+    let child = spawn_run(&profile, &run, "--quiet");
     let cmd = format!("{BIN} watch {}; echo EXIT $?; sleep 60", run.display());
     let tmux = Tmux::start("watch", &cmd);
     let view = tmux.wait_for(Duration::from_secs(30), "live view", is_live_view);
@@ -205,16 +196,7 @@ fn brunt_watch_shows_the_same_view_from_another_terminal_then_exits() {
 fn brunt_watch_piped_prints_plain_lines_while_the_run_goes_on() {
     let d = tempfile::tempdir().expect("tempdir");
     let (profile, run) = setup(d.path());
-    let mut child = Command::new(BIN)
-        .arg("run")
-        .arg(&profile)
-        .arg("--out")
-        .arg(&run)
-        .arg("--quiet")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("brunt run starts");
+    let mut child = spawn_run_unheard(&profile, &run);
     let o = Command::new(BIN)
         .arg("watch")
         .arg(&run)

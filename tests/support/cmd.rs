@@ -29,18 +29,39 @@ pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
     p
 }
 
-/// `brunt run PROFILE --out RUN --plain` in the background, output piped.
-pub fn spawn_run(profile: &Path, run: &Path) -> Child {
+/// `brunt run PROFILE --out RUN FLAG` (`--plain`, `--quiet`) in the
+/// background, its output piped.
+pub fn spawn_run(profile: &Path, run: &Path, flag: &str) -> Child {
+    spawn(profile, run, flag, Stdio::piped)
+}
+
+/// `brunt run PROFILE --out RUN --quiet` in the background, its output discarded.
+pub fn spawn_run_unheard(profile: &Path, run: &Path) -> Child {
+    spawn(profile, run, "--quiet", Stdio::null)
+}
+
+fn spawn(profile: &Path, run: &Path, flag: &str, output: fn() -> Stdio) -> Child {
     brunt()
         .arg("run")
         .arg(profile)
         .arg("--out")
         .arg(run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .arg(flag)
+        .stdout(output())
+        .stderr(output())
         .spawn()
         .expect("spawn brunt run")
+}
+
+/// `brunt run --quiet PROFILE --out RUN` to its end.
+pub fn run_quiet(profile: &Path, run: &Path) -> Output {
+    brunt()
+        .args(["run", "--quiet"])
+        .arg(profile)
+        .arg("--out")
+        .arg(run)
+        .output()
+        .expect("brunt runs")
 }
 
 /// Lines in a file (0 while it does not exist).

@@ -59,3 +59,14 @@ pub fn start(
     )
     .expect("start collectors")
 }
+
+/// One `collect:` entry: the definition `use_` with its probe overrides.
+pub fn entry(
+    use_: impl Into<String>,
+    probes: BTreeMap<String, ProbeOverride>,
+) -> brunt::profile::collectors::CollectEntry {
+    brunt::profile::collectors::CollectEntry {
+        use_: use_.into(),
+        probes,
+    }
+}
