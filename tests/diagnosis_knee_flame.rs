@@ -42,20 +42,10 @@ fn knee_differential_flame_graph_shows_the_lock_growing_jdk21() {
     let jvm = java::JavaTarget::marked(&jdk, &["-Xmx256m"], 16, &marker);
     jvm.warm("/contended?ms=1", 50);
     let mut profile = load::profile(
-        r#"
-name: knee-flame
-target: { url: "{url}", timeout: 10s }
-requests: [ { path: "/contended?ms=10" } ]
-load: { connections: 64 }
-shape: { stress: { start: 40/s, step: 20/s, step_duration: 3s, max: 160/s, stop_on_breach: true } }
-budgets: [ "p99 < 150ms" ]
-"#,
+        &format!("\nname: knee-flame\n{}", java::INVENTORY_KNEE),
         &jvm.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let (_dir, remote, run_dir) = collect::run_dirs();
     profile.collectors = CollectorsConfig {
         transport: sshd.transport(),
         target: jvm.collectors_target(),

@@ -50,20 +50,10 @@ fn knee_attributed_to_the_inventory_monitor(jdk: Jdk) {
     // 40, 60, 80 stay well under it; from 100/s the queue grows without
     // bound and p99 crosses 150 ms within the step (at 120/s by ≥ 1 s).
     let mut profile = load::profile(
-        r#"
-name: e2e-knee
-target: { url: "{url}", timeout: 10s }
-requests: [ { path: "/contended?ms=10" } ]
-load: { connections: 64 }
-shape: { stress: { start: 40/s, step: 20/s, step_duration: 3s, max: 160/s, stop_on_breach: true } }
-budgets: [ "p99 < 150ms" ]
-"#,
+        &format!("\nname: e2e-knee\n{}", java::INVENTORY_KNEE),
         &t.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let (dir, remote, run_dir) = collect::run_dirs();
     profile.collectors = CollectorsConfig {
         transport: sshd.transport(),
         target: t.collectors_target(),

@@ -170,10 +170,7 @@ budgets: [ "p99 < 5s" ]
         .replace("{soak_s}", &soak_s.to_string()),
         &t.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let (_dir, remote, run_dir) = collect::run_dirs();
     let transport = sshd.as_ref().map(|s| s.transport()).unwrap_or_default();
     profile.collectors = collectors(
         transport,
@@ -411,10 +408,7 @@ budgets: [ "p99 < 5s" ]
 "#,
         &t.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let (_dir, remote, run_dir) = collect::run_dirs();
     profile.collectors = collectors(
         TransportConfig::default(),
         t.collectors_target(),
@@ -503,10 +497,7 @@ fn truncated_window_is_a_gap_and_the_next_ones_still_come() {
     let _g = load::serial();
     let jdk = java::jdk17();
     let t = target(&jdk, "trunc");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let (dir, remote, run_dir) = collect::run_dirs();
     // The built-in jfr probe, but the first window's file is cut to 3000
     // bytes on the target (a disk that filled, a copy cut short).
     let once = dir.path().join("truncated-once");

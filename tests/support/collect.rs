@@ -70,3 +70,13 @@ pub fn entry(
         probes,
     }
 }
+
+/// A temp dir with the collectors' remote temp dir in it (`remote-tmp`,
+/// created) and the path for the run directory (`run`).
+pub fn run_dirs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let remote = dir.path().join("remote-tmp");
+    std::fs::create_dir_all(&remote).expect("remote dir");
+    let run_dir = dir.path().join("run");
+    (dir, remote, run_dir)
+}

@@ -608,3 +608,13 @@ macro_rules! per_jdk {
 }
 #[allow(unused_imports)]
 pub(crate) use per_jdk;
+
+/// The Inventory knee, a profile after its `name:` line: every request holds
+/// the Inventory monitor 10 ms (≈ 100/s at most whatever the thread count);
+/// steps of 3 s from 40/s, p99 crosses 150 ms from 100/s.
+pub const INVENTORY_KNEE: &str = r#"target: { url: "{url}", timeout: 10s }
+requests: [ { path: "/contended?ms=10" } ]
+load: { connections: 64 }
+shape: { stress: { start: 40/s, step: 20/s, step_duration: 3s, max: 160/s, stop_on_breach: true } }
+budgets: [ "p99 < 150ms" ]
+"#;
