@@ -17,11 +17,12 @@ mod java;
 mod load;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use brunt::judge::threads::PhaseThreads;
 use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
+use brunt::run::RunResult;
 
 fn probe(every_ms: Option<u64>, enabled: bool) -> ProbeOverride {
     ProbeOverride {
@@ -57,6 +58,32 @@ fn by_pid(
     }
 }
 
+/// Runs `yaml` against the target with the jvm `probes` on its PID, prints
+/// the threads-by-phase rows, and returns the temp dir, run dir, result and rows.
+fn by_phase(
+    t: &java::JavaTarget,
+    yaml: &str,
+    probes: Vec<(&str, ProbeOverride)>,
+) -> (tempfile::TempDir, PathBuf, RunResult, Vec<PhaseThreads>) {
+    let mut profile = load::profile(yaml, &t.url());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
+    profile.collectors = by_pid(t, dir.path(), probes);
+    let r = load::run(&profile, &run_dir);
+    let rows = r.summary.threads_by_phase.clone();
+    for row in &rows {
+        eprintln!(
+            "{} {}: {} · {}",
+            row.phase,
+            row.label,
+            row.dump_text(),
+            row.jfr_text()
+        );
+    }
+    (dir, run_dir, r, rows)
+}
+
 fn blocked(r: &PhaseThreads) -> usize {
     r.dump.as_ref().map_or(0, |d| d.activity.blocked)
 }
@@ -77,7 +104,8 @@ fn blocked_threads_on_the_inventory_monitor_rise_step_by_step_jdk21() {
     t.warm("/contended?ms=1", 50);
     // 20/s and 60/s stay under the monitor's ≈ 100/s, 100/s is at it, 140/s
     // is over: all 16 workers end up BLOCKED or holding it.
-    let mut profile = load::profile(
+    let (_dir, run_dir, r, rows) = by_phase(
+        &t,
         r#"
 name: threads-by-phase
 target: { url: "{url}", timeout: 10s }
@@ -86,13 +114,6 @@ load: { connections: 64 }
 shape: { stress: { warmup: 3s, start: 20/s, step: 40/s, step_duration: 4s, max: 140/s, stop_on_breach: false } }
 budgets: [ "p99 < 150ms" ]
 "#,
-        &t.url(),
-    );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let run_dir = dir.path().join("run");
-    profile.collectors = by_pid(
-        &t,
-        dir.path(),
         vec![
             // At each step's start (the definition's default) and every 2 s.
             ("thread-dump", probe(Some(2000), true)),
@@ -108,18 +129,6 @@ budgets: [ "p99 < 150ms" ]
             ("heap", probe(None, false)),
         ],
     );
-    std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
-    let r = load::run(&profile, &run_dir);
-    let rows = r.summary.threads_by_phase.clone();
-    for row in &rows {
-        eprintln!(
-            "{} {}: {} · {}",
-            row.phase,
-            row.label,
-            row.dump_text(),
-            row.jfr_text()
-        );
-    }
     let ev: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(run_dir.join("diagnostics/evidence.json")).expect("evidence"),
     )
@@ -269,7 +278,8 @@ fn borrowers_parked_in_the_pool_rise_with_the_steps_jdk21() {
     let jdk = java::jdk21();
     let t = java::JavaTarget::start(&jdk, &java::TargetOpts::default());
     t.warm("/pool?ms=1", 20);
-    let mut profile = load::profile(
+    let (_dir, _run_dir, _r, rows) = by_phase(
+        &t,
         r#"
 name: pool-by-phase
 target: { url: "{url}", timeout: 10s }
@@ -278,14 +288,6 @@ load: { connections: 64 }
 shape: { stress: { start: 10/s, step: 70/s, step_duration: 4s, max: 80/s, stop_on_breach: false } }
 budgets: [ "p99 < 500ms" ]
 "#,
-        &t.url(),
-    );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let run_dir = dir.path().join("run");
-    std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
-    profile.collectors = by_pid(
-        &t,
-        dir.path(),
         vec![
             ("thread-dump", probe(Some(2000), true)),
             ("jfr", probe(None, false)),
@@ -293,17 +295,6 @@ budgets: [ "p99 < 500ms" ]
             ("heap", probe(None, false)),
         ],
     );
-    let r = load::run(&profile, &run_dir);
-    let rows = r.summary.threads_by_phase.clone();
-    for row in &rows {
-        eprintln!(
-            "{} {}: {} · {}",
-            row.phase,
-            row.label,
-            row.dump_text(),
-            row.jfr_text()
-        );
-    }
     let names: Vec<&str> = rows.iter().map(|r| r.phase.as_str()).collect();
     assert_eq!(names, ["step-1", "step-2"]);
     let act = |i: usize| {
