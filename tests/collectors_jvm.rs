@@ -20,7 +20,6 @@ use java::Jdk;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -236,14 +235,7 @@ fn drive(
         "{}",
         std::fs::read_to_string(run_dir.join("diagnostics/collectors.jsonl")).unwrap_or_default()
     );
-    assert!(
-        std::fs::read_dir(&remote_dir)
-            .expect("readdir")
-            .next()
-            .is_none(),
-        "JDK {}: remote temp files left behind",
-        jdk.major
-    );
+    collect::assert_no_remote_files(&remote_dir, &format!("JDK {}: ", jdk.major));
     s
 }
 
@@ -330,17 +322,7 @@ fn check_artifacts(jdk: &Jdk, run_dir: &Path, s: &CollectorsSummary, pid: u32) {
     let jfr: Vec<_> = s.artifacts.iter().filter(|a| a.kind == "jfr").collect();
     assert_eq!(jfr.len(), 1, "JDK {m}: {jfr:?}");
     assert_eq!(jfr[0].phase, "load");
-    let out = Command::new(jdk.jfr())
-        .arg("summary")
-        .arg(run_dir.join(&jfr[0].file))
-        .output()
-        .expect("run jfr");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "JDK {m}: jfr summary refused the file: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = jdk.jfr_read(&["summary"], &run_dir.join(&jfr[0].file));
     assert!(
         text.contains("jdk.JavaMonitorEnter"),
         "JDK {m}: no monitor events:\n{text}"

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::profile::collectors::{CollectorsConfig, ProbeOverride, TargetConfig, TransportKind};
+use brunt::profile::collectors::TransportKind;
 use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Both tests kill and restart an sshd with tight timing checks: one at a time.
@@ -40,26 +40,9 @@ fn link_drop(kind: TransportKind) {
     let (port, server) = oneshot_http::server(stop.clone());
 
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let mut probes = std::collections::BTreeMap::new();
-    probes.insert(
-        "host".to_string(),
-        ProbeOverride {
-            every: Some(Duration::from_millis(500)),
-            ..Default::default()
-        },
-    );
     let mut transport = s.transport();
     transport.kind = kind;
-    let cfg = CollectorsConfig {
-        transport,
-        target: TargetConfig {
-            pid: Some(std::process::id()),
-            port: Some(port),
-            ..Default::default()
-        },
-        collect: vec![collect::entry("linux-host", probes)],
-        ..Default::default()
-    };
+    let cfg = collect::host_of_this_process(transport, port, 500);
     let clock = RunClock::now();
     let phase = PhaseInfo {
         index: 0,

@@ -11,7 +11,6 @@ mod oneshot_http;
 #[path = "support/sshd.rs"]
 mod sshd;
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -20,7 +19,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::profile::collectors::{CollectorsConfig, ProbeOverride, TargetConfig};
 use brunt::vocab::RunClock;
 
 fn clk_tck() -> f64 {
@@ -95,24 +93,7 @@ fn collector_overhead_on_the_generator() {
     let base_cpu = (process_ticks() - c0) as f64 / hz;
 
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let mut probes = BTreeMap::new();
-    probes.insert(
-        "host".to_string(),
-        ProbeOverride {
-            every: Some(Duration::from_secs(1)),
-            ..Default::default()
-        },
-    );
-    let cfg = CollectorsConfig {
-        transport: s.transport(),
-        target: TargetConfig {
-            pid: Some(std::process::id()),
-            port: Some(port),
-            ..Default::default()
-        },
-        collect: vec![collect::entry("linux-host", probes)],
-        ..Default::default()
-    };
+    let cfg = collect::host_of_this_process(s.transport(), port, 1000);
     let set = collect::start(&cfg, run_dir.path(), RunClock::now(), vec![]);
     let c1 = process_ticks();
     let (k0, _) = collector_thread_ticks();

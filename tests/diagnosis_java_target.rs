@@ -7,19 +7,12 @@ mod java;
 
 use std::time::Duration;
 
-use java::{JavaTarget, TargetOpts};
+use java::JavaTarget;
 
 const T: Duration = Duration::from_secs(20);
 
 fn endpoints(jdk: &java::Jdk) {
-    let t = JavaTarget::start(
-        jdk,
-        &TargetOpts {
-            workers: 8,
-            shed_cap: 2,
-            ..TargetOpts::default()
-        },
-    );
+    let t = JavaTarget::sized(jdk, 8, 2, 2);
     for path in [
         "/fast",
         "/health",

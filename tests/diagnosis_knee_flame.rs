@@ -71,12 +71,7 @@ fn knee_differential_flame_graph_shows_the_lock_growing_jdk21() {
         ..Default::default()
     };
     let r = load::run(&profile, &run_dir);
-    let st = r
-        .summary
-        .verdicts
-        .clone()
-        .and_then(|v| v.stress)
-        .expect("a stress verdict");
+    let st = load::stress_verdict(&r);
     eprintln!("{}", st.text);
     let last_ok = st.capacity_step.clone().expect("a step within budget");
     let first_bad = st.first_breach.clone().expect("a breaking step");

@@ -17,7 +17,7 @@ use brunt::diagnosis::json::parse_json_dump;
 use brunt::diagnosis::pinning::parse_pinning;
 use brunt::diagnosis::text::parse_text_dumps;
 use brunt::diagnosis::{Analysis, DiagError, InputKind};
-use java::{JavaTarget, TargetOpts};
+use java::JavaTarget;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -32,13 +32,7 @@ struct Inputs {
 fn inputs() -> &'static Inputs {
     static I: OnceLock<Inputs> = OnceLock::new();
     I.get_or_init(|| {
-        let t = JavaTarget::start(
-            &java::jdk21(),
-            &TargetOpts {
-                jvm_args: vec!["-Djdk.tracePinnedThreads=full".into()],
-                ..TargetOpts::default()
-            },
-        );
+        let t = JavaTarget::with_jvm_args(&java::jdk21(), &["-Djdk.tracePinnedThreads=full"]);
         t.proc.jfr_start("r", "profile");
         let mut reqs = t.fire("/contended?ms=1500", 5, T);
         reqs.extend(t.fire("/vthread?ms=1500", 2, T));

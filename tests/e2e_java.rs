@@ -22,12 +22,36 @@ mod load;
 mod sshd;
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use brunt::judge::{Cause, LeakStatus};
 use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride};
 use collect::{every, off, probes, read_json};
 use java::Jdk;
+
+/// Host figures and the jvm collector with `jvm_probes` (plus `extra`
+/// entries) on the target, over the test's sshd.
+fn over_ssh(
+    sshd: &sshd::Sshd,
+    t: &java::JavaTarget,
+    remote: &Path,
+    jvm_probes: Vec<(&str, ProbeOverride)>,
+    extra: Vec<CollectEntry>,
+) -> CollectorsConfig {
+    let mut collect = vec![
+        collect::entry("linux-host", probes(vec![("host", every(1000))])),
+        collect::entry("jvm", probes(jvm_probes)),
+    ];
+    collect.extend(extra);
+    CollectorsConfig {
+        transport: sshd.transport(),
+        target: t.collectors_target(),
+        collect,
+        remote_dir: remote.display().to_string(),
+        ..Default::default()
+    }
+}
 
 /// The Java target with a marker naming this test, so the collectors find
 /// this test's JVM and no other.
@@ -53,35 +77,29 @@ fn knee_attributed_to_the_inventory_monitor(jdk: Jdk) {
         &format!("\nname: e2e-knee\n{}", java::INVENTORY_KNEE),
         &t.url(),
     );
-    let (dir, remote, run_dir) = collect::run_dirs();
-    profile.collectors = CollectorsConfig {
-        transport: sshd.transport(),
-        target: t.collectors_target(),
-        collect: vec![
-            collect::entry("linux-host", probes(vec![("host", every(1000))])),
-            CollectEntry {
-                use_: "jvm".into(),
-                // Text dumps (periodic and at each step's start) are what the
-                // lock finding is read from; the rest is switched off so the
-                // jcmd attaches (a JVM start each) do not eat the 2 cores.
-                probes: probes(vec![
-                    (
-                        "thread-dump",
-                        ProbeOverride {
-                            every: Some(Duration::from_millis(2000)),
-                            max: Some(40),
-                            ..Default::default()
-                        },
-                    ),
-                    ("thread-dump-json", off()),
-                    ("heap", off()),
-                    ("jfr", off()),
-                ]),
-            },
+    let (_dir, remote, run_dir) = collect::run_dirs();
+    // Text dumps (periodic and at each step's start) are what the
+    // lock finding is read from; the rest is switched off so the
+    // jcmd attaches (a JVM start each) do not eat the 2 cores.
+    profile.collectors = over_ssh(
+        &sshd,
+        &t,
+        &remote,
+        vec![
+            (
+                "thread-dump",
+                ProbeOverride {
+                    every: Some(Duration::from_millis(2000)),
+                    max: Some(40),
+                    ..Default::default()
+                },
+            ),
+            ("thread-dump-json", off()),
+            ("heap", off()),
+            ("jfr", off()),
         ],
-        remote_dir: remote.display().to_string(),
-        ..Default::default()
-    };
+        vec![],
+    );
     let t0 = Instant::now();
     let r = load::run(&profile, &run_dir);
     eprintln!("JDK {m}: stress run took {:?}", t0.elapsed());
@@ -195,13 +213,7 @@ fn knee_attributed_to_the_inventory_monitor(jdk: Jdk) {
         "JDK {m}: no dump taken in {breach}: {dumps:?}"
     );
     // Remote temp files are cleaned up.
-    assert!(
-        std::fs::read_dir(&remote)
-            .expect("remote dir")
-            .next()
-            .is_none(),
-        "JDK {m}: remote temp files left"
-    );
+    collect::assert_no_remote_files(&remote, &format!("JDK {m}: "));
 }
 
 java::per_jdk!(knee_attributed_to_the_inventory_monitor:
@@ -260,33 +272,29 @@ verdicts:
     let gc_def = dir.path().join("gc-run.yaml");
     std::fs::write(&gc_def, GC_RUN).expect("write gc-run.yaml");
     let run_dir = dir.path().join("run");
-    profile.collectors = CollectorsConfig {
-        transport: sshd.transport(),
-        target: t.collectors_target(),
-        collect: vec![
-            collect::entry("linux-host", probes(vec![("host", every(1000))])),
-            CollectEntry {
-                use_: "jvm".into(),
-                probes: probes(vec![
-                    // One recording for the whole run: GCHeapSummary events.
-                    (
-                        "jfr",
-                        ProbeOverride {
-                            phase: Some("run".into()),
-                            settings: Some("default".into()),
-                            ..Default::default()
-                        },
-                    ),
-                    ("thread-dump", off()),
-                    ("thread-dump-json", off()),
-                    ("heap", off()),
-                ]),
-            },
-            collect::entry(gc_def.display().to_string(), BTreeMap::new()),
+    profile.collectors = over_ssh(
+        &sshd,
+        &t,
+        &remote,
+        vec![
+            // One recording for the whole run: GCHeapSummary events.
+            (
+                "jfr",
+                ProbeOverride {
+                    phase: Some("run".into()),
+                    settings: Some("default".into()),
+                    ..Default::default()
+                },
+            ),
+            ("thread-dump", off()),
+            ("thread-dump-json", off()),
+            ("heap", off()),
         ],
-        remote_dir: remote.display().to_string(),
-        ..Default::default()
-    };
+        vec![collect::entry(
+            gc_def.display().to_string(),
+            BTreeMap::new(),
+        )],
+    );
     let t0 = Instant::now();
     let r = load::run(&profile, &run_dir);
     let elapsed = t0.elapsed();

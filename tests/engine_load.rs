@@ -2,6 +2,8 @@
 //! rate accuracy, the coordinated-omission stall test, outcome classes,
 //! dropped requests, closed model, phase boundaries and the interval log.
 
+#[path = "support/cmd.rs"]
+mod cmd;
 #[path = "support/load.rs"]
 mod load;
 
@@ -69,7 +71,6 @@ shape: { constant: { rate: 200/s, duration: 20s } }
     );
     let r = load::run(&p, dir.path());
     load::assert_stalls_in_latency_only(&r, &srv, stall_for, stall_every);
-    let t = &r.summary.totals;
 }
 
 #[test]
@@ -300,16 +301,12 @@ for line in open(sys.argv[1]):
         tagged += h.get_total_count()
 print(untagged, tagged)
 "#;
-    let o = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(dir.path().join("latency.hlog"))
-        .output()
-        .expect("python3");
-    assert!(
-        o.status.success(),
-        "the Python HdrHistogram reader (pip install hdrhistogram; tests/setup.sh does it): {}",
-        String::from_utf8_lossy(&o.stderr)
+    let o = cmd::succeeded(
+        std::process::Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(dir.path().join("latency.hlog")),
+        "the Python HdrHistogram reader (pip install hdrhistogram; tests/setup.sh does it)",
     );
     let counts = String::from_utf8_lossy(&o.stdout).trim().to_string();
     assert_eq!(counts, format!("{0} {0}", s.totals.requests));

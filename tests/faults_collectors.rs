@@ -276,16 +276,10 @@ fn jfr_restart(with_dumps: bool) {
         "re-armed at {} s, not within `main` after the restart at {restarted_at:.1} s",
         rec.t
     );
-    let out = Command::new(jdk.jfr())
-        .arg("summary")
-        .arg(run_dir.path().join(&rec.file))
-        .output()
-        .expect("jfr summary");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = jdk.jfr_read(&["summary"], &run_dir.path().join(&rec.file));
     assert!(
-        out.status.success() && text.contains("jdk.") && text.contains("Chunks"),
-        "`jfr summary` does not read the recording: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
+        text.contains("jdk.") && text.contains("Chunks"),
+        "`jfr summary` does not read the recording: {text}"
     );
     // The lost part is a gap of the `jfr` probe, from the first recording's
     // start (before the kill) to the new one's start.
@@ -309,13 +303,7 @@ fn jfr_restart(with_dumps: bool) {
             .any(|e| e.message.contains("lost") && e.message.contains("JFR")),
         "the loss is not in collectors.errors\n{ctx}"
     );
-    assert!(
-        std::fs::read_dir(&remote_dir)
-            .expect("readdir")
-            .next()
-            .is_none(),
-        "remote temp files left behind"
-    );
+    collect::assert_no_remote_files(&remote_dir, "");
 }
 
 /// `brunt run` (the binary) of a short profile against the built-in target

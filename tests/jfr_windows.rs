@@ -114,6 +114,18 @@ fn rising_contention(
     (hs, ok)
 }
 
+/// The one gap of the `jfr` probe in the collectors' summary.
+fn the_jfr_gap(c: &serde_json::Value) -> &serde_json::Value {
+    let gaps: Vec<&serde_json::Value> = c["gaps"]
+        .as_array()
+        .expect("gaps")
+        .iter()
+        .filter(|g| g["probe"] == "jfr")
+        .collect();
+    assert_eq!(gaps.len(), 1, "gaps {}", c["gaps"]);
+    gaps[0]
+}
+
 fn window_rows(run_dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(run_dir.join("diagnostics/jfr-windows.jsonl"))
         .unwrap_or_default()
@@ -253,12 +265,7 @@ budgets: [ "p99 < 5s" ]
     listed_sorted.sort();
     assert_eq!(listed_sorted, kept, "JDK {m}: listed windows");
     for f in &kept {
-        let out = std::process::Command::new(jdk.jfr())
-            .arg("summary")
-            .arg(diag.join(f))
-            .output()
-            .expect("run jfr");
-        assert!(out.status.success(), "JDK {m}: jfr refused {f}");
+        jdk.jfr_read(&["summary"], &diag.join(f));
     }
     // The cut: a window's totals count only events that ended after it
     // (the oldest kept window: a full one).
@@ -448,15 +455,8 @@ budgets: [ "p99 < 5s" ]
         "a window after the kill: {rows:?}"
     );
     let c = r.summary.collectors.clone().unwrap_or_default();
-    let gaps: Vec<&serde_json::Value> = c["gaps"]
-        .as_array()
-        .expect("gaps")
-        .iter()
-        .filter(|g| g["probe"] == "jfr")
-        .collect();
-    assert_eq!(gaps.len(), 1, "gaps {}", c["gaps"]);
+    let g = the_jfr_gap(&c);
     let last_to = rows.last().and_then(|r| r["to_t"].as_f64()).unwrap_or(0.0);
-    let g = gaps[0];
     assert!(
         (g["from_t"].as_f64().unwrap_or(-1.0) - last_to).abs() < 0.01,
         "the gap starts at the last window's end ({last_to}): {g}"
@@ -576,14 +576,7 @@ budgets: [ "p99 < 5s" ]
     );
     assert!(rows.iter().all(|r| r["n"].as_u64() > Some(1)), "{rows:?}");
     let c = r.summary.collectors.clone().unwrap_or_default();
-    let gaps: Vec<&serde_json::Value> = c["gaps"]
-        .as_array()
-        .expect("gaps")
-        .iter()
-        .filter(|g| g["probe"] == "jfr")
-        .collect();
-    assert_eq!(gaps.len(), 1, "gaps {}", c["gaps"]);
-    let g = gaps[0];
+    let g = the_jfr_gap(&c);
     assert!(
         g["reason"]
             .as_str()

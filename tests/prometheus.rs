@@ -339,6 +339,14 @@ fn wait_for_node_rate(prom: &Prom) {
     }
 }
 
+/// A node exporter, and a Prometheus scraping it that already has a rate.
+fn node_scraped() -> (Proc, String, Prom) {
+    let (node, node_addr) = node_exporter();
+    let prom = prometheus(&[("node", node_addr.clone())]);
+    wait_for_node_rate(&prom);
+    (node, node_addr, prom)
+}
+
 fn node_exporter() -> (Proc, String) {
     let port = free_port();
     let log = std::env::temp_dir().join(format!("brunt-node-exporter-{port}.log"));
@@ -357,9 +365,7 @@ fn node_exporter() -> (Proc, String) {
 #[test]
 fn the_prometheus_source_puts_node_cpu_and_pool_waiters_into_evidence_and_the_report() {
     let _g = load::serial();
-    let (_node, node_addr) = node_exporter();
-    let prom = prometheus(&[("node", node_addr.clone())]);
-    wait_for_node_rate(&prom);
+    let (_node, node_addr, prom) = node_scraped();
     let srv = load::demo(DemoConfig::default());
     let p = load::profile(
         &format!(
@@ -471,12 +477,7 @@ collectors:
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let r = load::run(&p, dir.path());
-    let st = r
-        .summary
-        .verdicts
-        .clone()
-        .and_then(|v| v.stress)
-        .expect("a stress verdict");
+    let st = load::stress_verdict(&r);
     assert_eq!(st.first_breach.as_deref(), Some("step-1"), "{}", st.text);
     // The breaking step's top finding is the waiters read from Prometheus.
     let top = st.steps[0]
@@ -503,9 +504,7 @@ collectors:
 #[test]
 fn range_mode_reads_node_cpu_once_at_the_end_on_the_run_clock() {
     let _g = load::serial();
-    let (_node, node_addr) = node_exporter();
-    let prom = prometheus(&[("node", node_addr.clone())]);
-    wait_for_node_rate(&prom);
+    let (_node, node_addr, prom) = node_scraped();
     let srv = load::demo(DemoConfig::default());
     let p = load::profile(
         &format!(

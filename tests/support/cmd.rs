@@ -108,3 +108,15 @@ pub fn wait_with_limit(mut child: Child, limit: Duration) -> Output {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Runs `c` to its end; it must exit 0, else the test fails with `what`
+/// and its stderr.
+pub fn succeeded(c: &mut Command, what: &str) -> Output {
+    let o = c.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        o.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}

@@ -80,3 +80,35 @@ pub fn run_dirs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf)
     let run_dir = dir.path().join("run");
     (dir, remote, run_dir)
 }
+
+/// The collectors cleaned up their remote temp dir: nothing is left in it.
+pub fn assert_no_remote_files(remote: &Path, context: &str) {
+    let left: Vec<String> = std::fs::read_dir(remote)
+        .expect("remote dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        left.is_empty(),
+        "{context}remote temp files left behind: {left:?}"
+    );
+}
+
+/// The linux-host collector's `host` probe every `every_ms` over
+/// `transport`, aimed at this test process and `port` (the load it serves).
+pub fn host_of_this_process(
+    transport: brunt::profile::collectors::TransportConfig,
+    port: u16,
+    every_ms: u64,
+) -> brunt::profile::collectors::CollectorsConfig {
+    brunt::profile::collectors::CollectorsConfig {
+        transport,
+        target: brunt::profile::collectors::TargetConfig {
+            pid: Some(std::process::id()),
+            port: Some(port),
+            ..Default::default()
+        },
+        collect: vec![entry("linux-host", probes(vec![("host", every(every_ms))]))],
+        ..Default::default()
+    }
+}

@@ -71,6 +71,24 @@ impl Jdk {
     pub fn jfr(&self) -> PathBuf {
         self.tool("jfr")
     }
+
+    /// `jfr ARGS… FILE` (e.g. `summary`, `print --events T`): its stdout;
+    /// the test fails when `jfr` refuses the file.
+    pub fn jfr_read(&self, args: &[&str], file: &Path) -> String {
+        let out = Command::new(self.jfr())
+            .args(args)
+            .arg(file)
+            .output()
+            .unwrap_or_else(|e| panic!("run jfr {args:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "JDK {}: jfr {args:?} refused {}: {}",
+            self.major,
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
 }
 
 /// Major version from `$HOME/release` (`JAVA_VERSION="21.0.8"`, `"1.8.0_402"`).
@@ -450,13 +468,42 @@ impl JavaTarget {
     /// The target with `workers` workers, `jvm_args` and a `--marker`, as the
     /// collector tests start it.
     pub fn marked(jdk: &Jdk, jvm_args: &[&str], workers: u32, marker: &str) -> Self {
+        Self::marked_opts(
+            jdk,
+            jvm_args,
+            TargetOpts {
+                workers,
+                marker: Some(marker.to_string()),
+                ..TargetOpts::default()
+            },
+        )
+    }
+
+    /// The target with these JVM arguments and the default sizes.
+    pub fn with_jvm_args(jdk: &Jdk, jvm_args: &[&str]) -> Self {
+        Self::marked_opts(jdk, jvm_args, TargetOpts::default())
+    }
+
+    /// The target with `workers` workers, a pool of `pool_size` and a
+    /// shedding cap of `shed_cap`.
+    pub fn sized(jdk: &Jdk, workers: u32, pool_size: u32, shed_cap: u32) -> Self {
         Self::start(
             jdk,
             &TargetOpts {
                 workers,
-                jvm_args: jvm_args.iter().map(|a| a.to_string()).collect(),
-                marker: Some(marker.to_string()),
+                pool_size,
+                shed_cap,
                 ..TargetOpts::default()
+            },
+        )
+    }
+
+    fn marked_opts(jdk: &Jdk, jvm_args: &[&str], opts: TargetOpts) -> Self {
+        Self::start(
+            jdk,
+            &TargetOpts {
+                jvm_args: jvm_args.iter().map(|a| a.to_string()).collect(),
+                ..opts
             },
         )
     }

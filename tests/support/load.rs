@@ -90,3 +90,12 @@ pub fn assert_stalls_in_latency_only(
     assert!(srv.stats().stalled > 0, "the server did stall");
     assert_eq!(t.errors, 0);
 }
+
+/// The run's stress verdict (the test fails without one).
+pub fn stress_verdict(r: &RunResult) -> brunt::judge::StressVerdict {
+    r.summary
+        .verdicts
+        .clone()
+        .and_then(|v| v.stress)
+        .expect("a stress verdict")
+}
