@@ -7,7 +7,7 @@
 mod java;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -492,7 +492,7 @@ fn user_pool_pattern_extends_recognition() {
 // ---------------------------------------------------------------- JFR
 
 /// `jfr summary` counts by event type.
-fn jfr_summary(jdk: &Jdk, file: &PathBuf) -> BTreeMap<String, u64> {
+fn jfr_summary(jdk: &Jdk, file: &Path) -> BTreeMap<String, u64> {
     let re = Regex::new(r"(?m)^\s+(jdk\.\S+)\s+(\d+)\s+\d+\s*$").expect("regex");
     re.captures_iter(&jdk.jfr_read(&["summary"], file))
         .map(|c| (c[1].to_string(), c[2].parse().unwrap_or(0)))
@@ -504,7 +504,7 @@ fn jfr_summary(jdk: &Jdk, file: &PathBuf) -> BTreeMap<String, u64> {
 }
 
 /// `jfr print --json --events TYPE`: (count, total ms) for events whose `field` class is `class`.
-fn jfr_print_totals(jdk: &Jdk, file: &PathBuf, ty: &str, field: &str, class: &str) -> (u64, f64) {
+fn jfr_print_totals(jdk: &Jdk, file: &Path, ty: &str, field: &str, class: &str) -> (u64, f64) {
     let v: serde_json::Value =
         serde_json::from_str(&jdk.jfr_read(&["print", "--json", "--events", ty], file))
             .expect("jfr print json");
