@@ -4,6 +4,8 @@
 
 #[path = "support/cmd.rs"]
 mod cmd;
+#[path = "support/tcp.rs"]
+mod tcp;
 use cmd::{brunt, out, run_quiet, spawn_run, spawn_run_unheard, wait_lines};
 
 use std::path::{Path, PathBuf};
@@ -138,11 +140,7 @@ fn every_shipped_profile_validates() {
 #[test]
 fn an_unreachable_target_is_a_quick_clear_error() {
     // Bind then drop a listener: nothing listens on that port now.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = tcp::free_port();
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "p.yaml", &SHORT.replace("BUDGET", "p99 < 1s"));
     let t = Instant::now();

@@ -8,6 +8,8 @@
 mod load;
 #[path = "support/nginx.rs"]
 mod nginx;
+#[path = "support/tcp.rs"]
+mod tcp;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -126,23 +128,12 @@ fn accept_then_reset(
     stop: Arc<AtomicBool>,
     accepted: Arc<AtomicU64>,
 ) -> (u16, std::thread::JoinHandle<()>) {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    l.set_nonblocking(true).unwrap();
-    let h = std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            match l.accept() {
-                Ok((c, _)) => {
-                    accepted.fetch_add(1, Ordering::Relaxed);
-                    let s = socket2::Socket::from(c);
-                    let _ = s.set_linger(Some(Duration::ZERO));
-                    drop(s);
-                }
-                Err(_) => std::thread::sleep(Duration::from_micros(100)),
-            }
-        }
-    });
-    (port, h)
+    tcp::serve(stop, move |c| {
+        accepted.fetch_add(1, Ordering::Relaxed);
+        let s = socket2::Socket::from(c);
+        let _ = s.set_linger(Some(Duration::ZERO));
+        drop(s);
+    })
 }
 
 #[test]

@@ -8,6 +8,8 @@
 
 #[path = "support/java.rs"]
 mod java;
+#[path = "support/tcp.rs"]
+mod tcp;
 
 #[path = "support/cmd.rs"]
 mod cmd;
@@ -531,10 +533,7 @@ impl Drop for DemoTarget {
 /// again mid-run costs counted failures, never the schedule; answers resume.
 #[test]
 fn a_target_killed_and_restarted_mid_run_is_counted_and_the_load_resumes() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
+    let port = tcp::free_port();
     let first = DemoTarget::start(port);
     let d = tempfile::tempdir().expect("tempdir");
     let p = d.path().join("restart.yaml");
