@@ -8,8 +8,6 @@
 mod load;
 #[path = "support/nginx.rs"]
 mod nginx;
-#[path = "support/tcp.rs"]
-mod tcp;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -128,7 +126,7 @@ fn accept_then_reset(
     stop: Arc<AtomicBool>,
     accepted: Arc<AtomicU64>,
 ) -> (u16, std::thread::JoinHandle<()>) {
-    tcp::serve(stop, move |c| {
+    nginx::tcp::serve(stop, move |c| {
         accepted.fetch_add(1, Ordering::Relaxed);
         let s = socket2::Socket::from(c);
         let _ = s.set_linger(Some(Duration::ZERO));

@@ -26,8 +26,9 @@ pub struct Logged {
     pub connection: u64,
 }
 
+/// Scripted TCP servers, for the binaries that load this file (one copy of `tcp.rs`).
 #[path = "tcp.rs"]
-mod tcp;
+pub mod tcp;
 pub use tcp::free_port;
 
 fn nginx_bin() -> PathBuf {
