@@ -665,3 +665,72 @@ load: { connections: 64 }
 shape: { stress: { start: 40/s, step: 20/s, step_duration: 3s, max: 160/s, stop_on_breach: true } }
 budgets: [ "p99 < 150ms" ]
 "#;
+
+/// `parts` byte strings computed once per test run and shared by all its
+/// test processes: nextest runs each test in its own process, so a
+/// `OnceLock` alone would start one JVM per test. The first process of the
+/// run (`NEXTEST_RUN_ID`; under `cargo test` the process itself) makes them
+/// and leaves them under the cargo target tmp dir; the others wait for them,
+/// and make their own if it failed.
+pub fn run_shared(name: &str, parts: usize, make: impl FnOnce() -> Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let run =
+        std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = base.join(format!("shared-{name}-{run}"));
+    fs::create_dir_all(&dir).expect("shared fixture dir");
+    let read = || -> Vec<Vec<u8>> {
+        (0..parts)
+            .map(|i| fs::read(dir.join(i.to_string())).expect("shared fixture part"))
+            .collect()
+    };
+    let claimed = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".claim"))
+        .is_ok();
+    if !claimed {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while Instant::now() < deadline && !dir.join(".failed").exists() {
+            if dir.join(".complete").exists() {
+                return read();
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        return make();
+    }
+    // Older runs' copies: an hour is well past any run.
+    if let Ok(rd) = fs::read_dir(base) {
+        for e in rd.flatten() {
+            let stale = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok());
+            let ours = e
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("shared-{name}-"));
+            if ours && e.path() != dir && stale.is_some_and(|a| a > Duration::from_secs(3600)) {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    // A panic in `make` leaves `.failed`, so the waiters make their own.
+    struct Failed<'a>(&'a Path, bool);
+    impl Drop for Failed<'_> {
+        fn drop(&mut self) {
+            if !self.1 {
+                let _ = fs::write(self.0.join(".failed"), b"");
+            }
+        }
+    }
+    let mut guard = Failed(&dir, false);
+    let out = make();
+    assert_eq!(out.len(), parts, "shared fixture {name}");
+    for (i, p) in out.iter().enumerate() {
+        fs::write(dir.join(i.to_string()), p).expect("write shared fixture part");
+    }
+    fs::write(dir.join(".complete"), b"").expect("mark shared fixture complete");
+    guard.1 = true;
+    out
+}
