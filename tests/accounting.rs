@@ -9,10 +9,8 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, out};
+use cmd::{kill, out, spawn_run, wait_lines, wait_with_limit};
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -173,9 +171,8 @@ shape: { constant: { rate: 50/s, duration: 30s } }
 #[test]
 fn the_closed_model_counts_what_is_in_flight_at_the_end() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: closed-slow
 target: { url: "{url}", timeout: 5s }
@@ -183,9 +180,7 @@ requests: [ { path: "/slow?ms=1500" } ]
 load: { model: closed }
 shape: { constant: { vus: 6, duration: 2s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     assert_accounted(&r.summary);
     // Each VU sent twice (at 0 s and 1.5 s); the second answer lands in the drain.
@@ -197,12 +192,11 @@ shape: { constant: { vus: 6, duration: 2s } }
 fn a_stress_run_stopped_at_its_first_breach_is_not_interrupted() {
     let _g = load::serial();
     // /contended holds one lock 10 ms per request: capacity 100/s.
-    let srv = load::demo(DemoConfig {
-        contended_hold: Duration::from_millis(10),
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, dir, r } = load::demo_run(
+        DemoConfig {
+            contended_hold: Duration::from_millis(10),
+            ..Default::default()
+        },
         r#"
 name: breach
 target: { url: "{url}", timeout: 2s }
@@ -210,9 +204,7 @@ requests: [ { path: /contended } ]
 shape: { stress: { start: 50/s, step: 100/s, step_duration: 2s, max: 450/s, stop_on_breach: true } }
 budgets: [ "p99 < 100ms" ]
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let s = &r.summary;
     assert!(!s.interrupted, "a designed stop is no interruption");
     assert_eq!(s.stop_kind, Some(StopKind::Breach));
@@ -242,46 +234,6 @@ budgets: [ "p99 < 100ms" ]
 
 // ---- the binary, stopped by a signal ----
 
-fn rows(path: &Path) -> usize {
-    std::fs::read_to_string(path)
-        .map(|s| s.lines().count().saturating_sub(1))
-        .unwrap_or(0)
-}
-
-fn wait_rows(path: &Path, n: usize, limit: Duration) {
-    let t = Instant::now();
-    while rows(path) < n {
-        assert!(t.elapsed() < limit, "{} never got {n} rows", path.display());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn kill(sig: &str, pid: u32) {
-    let ok = Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "kill {sig} {pid}");
-}
-
-fn wait_with_limit(mut child: std::process::Child, limit: Duration) -> Output {
-    let t = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            let o = child.wait_with_output().unwrap();
-            panic!(
-                "brunt still running {limit:?} after the signal: {}",
-                out(&o)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 const TWENTY_SECONDS: &str = r#"
 name: twenty
 target: { url: builtin }
@@ -295,18 +247,9 @@ fn stopped_by_signal(sig: &str, reason: &str) {
     let p = d.path().join("twenty.yaml");
     std::fs::write(&p, TWENTY_SECONDS).unwrap();
     let run = d.path().join("run");
-    let child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&p, &run, "--plain");
     // Halfway.
-    wait_rows(&run.join("timeseries.csv"), 9, Duration::from_secs(30));
+    wait_lines(&run.join("timeseries.csv"), 10, Duration::from_secs(30));
     kill(sig, child.id());
     let t = Instant::now();
     let o = wait_with_limit(child, Duration::from_secs(10));
@@ -358,17 +301,8 @@ shape: { constant: { rate: 10/s, duration: 20s } }
     )
     .unwrap();
     let run = d.path().join("run");
-    let child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_rows(&run.join("timeseries.csv"), 2, Duration::from_secs(30));
+    let child = spawn_run(&p, &run, "--plain");
+    wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(30));
     kill("-TERM", child.id());
     // The first stops the load; the drain waits for the 15-s answers.
     std::thread::sleep(Duration::from_millis(1500));

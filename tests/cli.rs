@@ -4,10 +4,12 @@
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, out};
+#[path = "support/tcp.rs"]
+mod tcp;
+use cmd::{brunt, out, run_quiet, spawn_run, spawn_run_unheard, wait_lines};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn repo(p: &str) -> PathBuf {
@@ -33,13 +35,7 @@ budgets:
 fn budgets_decide_the_exit_code() {
     let d = tempfile::tempdir().unwrap();
     let pass = write(d.path(), "pass.yaml", &SHORT.replace("BUDGET", "p99 < 5s"));
-    let o = brunt()
-        .args(["run", "--quiet"])
-        .arg(&pass)
-        .arg("--out")
-        .arg(d.path().join("r1"))
-        .output()
-        .unwrap();
+    let o = run_quiet(&pass, &d.path().join("r1"));
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(out(&o).contains("PASS p99 < 5s"), "{}", out(&o));
 
@@ -48,13 +44,7 @@ fn budgets_decide_the_exit_code() {
         "fail.yaml",
         &SHORT.replace("BUDGET", "throughput >= 500/s"),
     );
-    let o = brunt()
-        .args(["run", "--quiet"])
-        .arg(&fail)
-        .arg("--out")
-        .arg(d.path().join("r2"))
-        .output()
-        .unwrap();
+    let o = run_quiet(&fail, &d.path().join("r2"));
     assert_eq!(o.status.code(), Some(99), "{}", out(&o));
     assert!(out(&o).contains("FAIL throughput >= 500/s"), "{}", out(&o));
     let summary: serde_json::Value =
@@ -150,11 +140,7 @@ fn every_shipped_profile_validates() {
 #[test]
 fn an_unreachable_target_is_a_quick_clear_error() {
     // Bind then drop a listener: nothing listens on that port now.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = tcp::free_port();
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "p.yaml", &SHORT.replace("BUDGET", "p99 < 1s"));
     let t = Instant::now();
@@ -167,19 +153,6 @@ fn an_unreachable_target_is_a_quick_clear_error() {
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     assert!(out(&o).contains("unreachable"), "{}", out(&o));
     assert!(t.elapsed() < Duration::from_secs(10));
-}
-
-fn wait_for(path: &Path, min_rows: usize, limit: Duration) {
-    let t = Instant::now();
-    while t.elapsed() < limit {
-        if let Ok(s) = std::fs::read_to_string(path) {
-            if s.lines().count() > min_rows {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("{} never got {min_rows} rows", path.display());
 }
 
 const LONG: &str = r#"
@@ -195,17 +168,8 @@ fn ctrl_c_stops_gracefully_and_writes_the_report() {
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "long.yaml", LONG);
     let run = d.path().join("run");
-    let child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&run.join("timeseries.csv"), 3, Duration::from_secs(20));
+    let child = spawn_run(&p, &run, "--plain");
+    wait_lines(&run.join("timeseries.csv"), 4, Duration::from_secs(20));
     let t = Instant::now();
     assert!(Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -229,17 +193,8 @@ fn kill_9_leaves_a_directory_that_brunt_report_rebuilds() {
     let d = tempfile::tempdir().unwrap();
     let p = write(d.path(), "long.yaml", LONG);
     let run = d.path().join("run");
-    let mut child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--quiet")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&run.join("timeseries.csv"), 4, Duration::from_secs(20));
+    let mut child = spawn_run_unheard(&p, &run);
+    wait_lines(&run.join("timeseries.csv"), 5, Duration::from_secs(20));
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!run.join("summary.json").exists());

@@ -9,6 +9,8 @@
 //! heap figures, remote temp files removed. Also: the target PID is found
 //! again after the JVM restarts.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/java.rs"]
 mod java;
 #[path = "support/sshd.rs"]
@@ -18,53 +20,26 @@ use java::Jdk;
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use brunt::collectors::{start, CollectorContext, CollectorsSummary};
-use brunt::profile::collectors::{
-    CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig,
-};
+use brunt::profile::collectors::{CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig};
 use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Two JVMs under load at once would swamp a 2-core machine and blur timings.
 static SERIAL: Mutex<()> = Mutex::new(());
 
-/// The shared target, started with a marker argument (ignored by the target,
-/// visible to `pgrep -f` and `jcmd -l`) so only this test's JVM matches.
-struct Target {
-    jt: java::JavaProcess,
-    port: u16,
-}
-
-impl Target {
-    fn start(jdk: &Jdk, marker: &str) -> Target {
-        // Pinned virtual threads print their stacks on stdout (JDK 21-23).
-        let jvm_args: &[&str] = if jdk.major >= 21 {
-            &["-Xmx256m", "-Djdk.tracePinnedThreads=full"]
-        } else {
-            &["-Xmx256m"]
-        };
-        let jt = java::JavaProcess::start(
-            jdk,
-            jvm_args,
-            "com.brunt.target.Target",
-            &["--port", "0", "--workers", "16", "--marker", marker],
-            "LISTENING ",
-        );
-        let port = jt
-            .ready_line
-            .trim_start_matches("LISTENING ")
-            .trim()
-            .parse()
-            .unwrap_or_else(|e| panic!("bad ready line {:?}: {e}", jt.ready_line));
-        Target { jt, port }
-    }
-    fn pid(&self) -> u32 {
-        self.jt.pid
-    }
+/// The shared target with a marker, so only this test's JVM matches.
+fn target(jdk: &Jdk, marker: &str) -> java::JavaTarget {
+    // Pinned virtual threads print their stacks on stdout (JDK 21-23).
+    let jvm_args: &[&str] = if jdk.major >= 21 {
+        &["-Xmx256m", "-Djdk.tracePinnedThreads=full"]
+    } else {
+        &["-Xmx256m"]
+    };
+    java::JavaTarget::marked(jdk, jvm_args, 16, marker)
 }
 
 fn get(port: u16, path: &str) -> Option<u16> {
@@ -154,14 +129,8 @@ fn drive(
         transport,
         target,
         collect: vec![
-            CollectEntry {
-                use_: "linux-host".into(),
-                probes: host,
-            },
-            CollectEntry {
-                use_: "jvm".into(),
-                probes: jvm,
-            },
+            collect::entry("linux-host", host),
+            collect::entry("jvm", jvm),
         ],
         remote_dir: remote_dir.display().to_string(),
         trigger_cooldown: Duration::from_secs(2),
@@ -266,14 +235,7 @@ fn drive(
         "{}",
         std::fs::read_to_string(run_dir.join("diagnostics/collectors.jsonl")).unwrap_or_default()
     );
-    assert!(
-        std::fs::read_dir(&remote_dir)
-            .expect("readdir")
-            .next()
-            .is_none(),
-        "JDK {}: remote temp files left behind",
-        jdk.major
-    );
+    collect::assert_no_remote_files(&remote_dir, &format!("JDK {}: ", jdk.major));
     s
 }
 
@@ -360,17 +322,7 @@ fn check_artifacts(jdk: &Jdk, run_dir: &Path, s: &CollectorsSummary, pid: u32) {
     let jfr: Vec<_> = s.artifacts.iter().filter(|a| a.kind == "jfr").collect();
     assert_eq!(jfr.len(), 1, "JDK {m}: {jfr:?}");
     assert_eq!(jfr[0].phase, "load");
-    let out = Command::new(jdk.jfr())
-        .arg("summary")
-        .arg(run_dir.join(&jfr[0].file))
-        .output()
-        .expect("run jfr");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "JDK {m}: jfr summary refused the file: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let text = jdk.jfr_read(&["summary"], &run_dir.join(&jfr[0].file));
     assert!(
         text.contains("jdk.JavaMonitorEnter"),
         "JDK {m}: no monitor events:\n{text}"
@@ -404,7 +356,7 @@ fn e2e(jdk: Jdk, by_jcmd: bool) {
     let sshd = sshd::Sshd::start();
     let run_dir = tempfile::tempdir().expect("tempdir");
     let marker = format!("coll-e2e-{}-{}", jdk.major, std::process::id());
-    let target = Target::start(&jdk, &marker);
+    let target = target(&jdk, &marker);
     let tcfg = TargetConfig {
         pgrep: (!by_jcmd).then(|| format!("--marker {marker}")),
         jcmd_match: by_jcmd.then(|| format!("^com\\.brunt\\.target\\.Target .*--marker {marker}$")),
@@ -415,7 +367,7 @@ fn e2e(jdk: Jdk, by_jcmd: bool) {
     // The target's stdout (where -Djdk.tracePinnedThreads writes) is followed on 21.
     let log = (jdk.major >= 21).then(|| {
         target
-            .jt
+            .proc
             .dir
             .path()
             .join("stdout.log")
@@ -479,28 +431,15 @@ fn target_pid_is_found_again_after_a_restart() {
             jcmd: jdk.jcmd().display().to_string(),
             ..Default::default()
         },
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes: heap,
-        }],
+        collect: vec![collect::entry("jvm", heap)],
         ..Default::default()
     };
-    let first = Target::start(&jdk, &marker);
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock: RunClock::now(),
-            run_dir: run_dir.path().to_path_buf(),
-            phases: vec![],
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start");
+    let first = target(&jdk, &marker);
+    let set = collect::start(&cfg, run_dir.path(), RunClock::now(), vec![]);
     thread::sleep(Duration::from_secs(2));
     let old = first.pid();
     drop(first);
-    let second = Target::start(&jdk, &marker);
+    let second = target(&jdk, &marker);
     thread::sleep(Duration::from_secs(3));
     let s = set.finish();
     let pids: Vec<u32> = s.target_pids.iter().map(|p| p.pid).collect();

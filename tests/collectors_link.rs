@@ -3,6 +3,8 @@
 //! while a bounded load loop on this machine keeps going unaffected and the
 //! run's observer calls stay instant.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/oneshot_http.rs"]
 mod oneshot_http;
 #[path = "support/sshd.rs"]
@@ -15,10 +17,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::{start, CollectorContext};
-use brunt::profile::collectors::{
-    CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportKind,
-};
+use brunt::profile::collectors::TransportKind;
 use brunt::vocab::{PhaseInfo, RunClock, WindowStats};
 
 // Both tests kill and restart an sshd with tight timing checks: one at a time.
@@ -41,29 +40,9 @@ fn link_drop(kind: TransportKind) {
     let (port, server) = oneshot_http::server(stop.clone());
 
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let mut probes = std::collections::BTreeMap::new();
-    probes.insert(
-        "host".to_string(),
-        ProbeOverride {
-            every: Some(Duration::from_millis(500)),
-            ..Default::default()
-        },
-    );
     let mut transport = s.transport();
     transport.kind = kind;
-    let cfg = CollectorsConfig {
-        transport,
-        target: TargetConfig {
-            pid: Some(std::process::id()),
-            port: Some(port),
-            ..Default::default()
-        },
-        collect: vec![CollectEntry {
-            use_: "linux-host".into(),
-            probes,
-        }],
-        ..Default::default()
-    };
+    let cfg = collect::host_of_this_process(transport, port, 500);
     let clock = RunClock::now();
     let phase = PhaseInfo {
         index: 0,
@@ -73,17 +52,7 @@ fn link_drop(kind: TransportKind) {
         duration: Duration::from_secs(12),
         level: None,
     };
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock,
-            run_dir: run_dir.path().to_path_buf(),
-            phases: vec![phase.clone()],
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start collectors");
+    let set = collect::start(&cfg, run_dir.path(), clock, vec![phase.clone()]);
     let obs = set.observer();
     obs.phase_started(&phase, &clock);
 

@@ -4,12 +4,13 @@
 //! process CPU of both rounds and the CPU of the collector threads themselves
 //! (read per thread from /proc/self/task), and bounds the latter.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/oneshot_http.rs"]
 mod oneshot_http;
 #[path = "support/sshd.rs"]
 mod sshd;
 
-use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -18,8 +19,6 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::{start, CollectorContext};
-use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
 use brunt::vocab::RunClock;
 
 fn clk_tck() -> f64 {
@@ -94,38 +93,8 @@ fn collector_overhead_on_the_generator() {
     let base_cpu = (process_ticks() - c0) as f64 / hz;
 
     let run_dir = tempfile::tempdir().expect("tempdir");
-    let mut probes = BTreeMap::new();
-    probes.insert(
-        "host".to_string(),
-        ProbeOverride {
-            every: Some(Duration::from_secs(1)),
-            ..Default::default()
-        },
-    );
-    let cfg = CollectorsConfig {
-        transport: s.transport(),
-        target: TargetConfig {
-            pid: Some(std::process::id()),
-            port: Some(port),
-            ..Default::default()
-        },
-        collect: vec![CollectEntry {
-            use_: "linux-host".into(),
-            probes,
-        }],
-        ..Default::default()
-    };
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock: RunClock::now(),
-            run_dir: run_dir.path().to_path_buf(),
-            phases: vec![],
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start");
+    let cfg = collect::host_of_this_process(s.transport(), port, 1000);
+    let set = collect::start(&cfg, run_dir.path(), RunClock::now(), vec![]);
     let c1 = process_ticks();
     let (k0, _) = collector_thread_ticks();
     let coll_wall = load(port);

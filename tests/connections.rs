@@ -19,9 +19,8 @@ use brunt::demo::DemoConfig;
 #[test]
 fn keep_alive_false_opens_one_connection_per_request() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv, dir, r } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: no-keepalive
 target: { url: "{url}" }
@@ -29,9 +28,7 @@ requests: [ { path: /fast } ]
 load: { model: open, connections: 4, workers: 1, keep_alive: false }
 shape: { constant: { rate: 200/s, duration: 3s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     assert_eq!(t.errors, 0);
     assert!(t.requests >= 550, "about 600 requests, got {}", t.requests);
@@ -52,9 +49,8 @@ shape: { constant: { rate: 200/s, duration: 3s } }
 #[test]
 fn keep_alive_true_reuses_its_connections() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: keepalive
 target: { url: "{url}" }
@@ -62,9 +58,7 @@ requests: [ { path: /fast } ]
 load: { model: open, connections: 4, workers: 1 }
 shape: { constant: { rate: 200/s, duration: 2s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     assert_eq!(r.summary.totals.errors, 0);
     assert!(srv.stats().connections <= 5, "{}", srv.stats().connections);
 }
@@ -132,23 +126,12 @@ fn accept_then_reset(
     stop: Arc<AtomicBool>,
     accepted: Arc<AtomicU64>,
 ) -> (u16, std::thread::JoinHandle<()>) {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = l.local_addr().unwrap().port();
-    l.set_nonblocking(true).unwrap();
-    let h = std::thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            match l.accept() {
-                Ok((c, _)) => {
-                    accepted.fetch_add(1, Ordering::Relaxed);
-                    let s = socket2::Socket::from(c);
-                    let _ = s.set_linger(Some(Duration::ZERO));
-                    drop(s);
-                }
-                Err(_) => std::thread::sleep(Duration::from_micros(100)),
-            }
-        }
-    });
-    (port, h)
+    nginx::tcp::serve(stop, move |c| {
+        accepted.fetch_add(1, Ordering::Relaxed);
+        let s = socket2::Socket::from(c);
+        let _ = s.set_linger(Some(Duration::ZERO));
+        drop(s);
+    })
 }
 
 #[test]

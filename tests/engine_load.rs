@@ -2,6 +2,8 @@
 //! rate accuracy, the coordinated-omission stall test, outcome classes,
 //! dropped requests, closed model, phase boundaries and the interval log.
 
+#[path = "support/cmd.rs"]
+mod cmd;
 #[path = "support/load.rs"]
 mod load;
 
@@ -13,9 +15,8 @@ use brunt::metrics::hlog;
 #[test]
 fn open_model_rate_is_accurate_at_thousands_per_second() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: rate
 target: { url: "{url}" }
@@ -23,9 +24,7 @@ requests: [ { path: /fast } ]
 load: { model: open, connections: 64 }
 shape: { constant: { rate: 3000/s, duration: 5s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     let expected = 15_000.0;
     assert_eq!(
@@ -71,30 +70,7 @@ shape: { constant: { rate: 200/s, duration: 20s } }
         &srv.base_url(),
     );
     let r = load::run(&p, dir.path());
-    let t = &r.summary.totals;
-    // A request due at a uniform point in a stall waits out the rest of it:
-    // P(latency > x) = f·(1 − x/stall) with f = stall/every, so
-    // p(q) = stall·(1 − (1−q)/f).
-    let f = stall_for.as_secs_f64() / stall_every.as_secs_f64();
-    let expect = |q: f64| stall_for.as_secs_f64() * 1000.0 * (1.0 - (1.0 - q) / f);
-    let (p99, p999) = (expect(0.99), expect(0.999));
-    assert!(
-        (t.latency.p99 - p99).abs() < 0.1 * p99 + 20.0,
-        "p99 {} ms, expected ≈ {p99} ms from the stall parameters",
-        t.latency.p99
-    );
-    assert!(
-        (t.latency.p999 - p999).abs() < 0.1 * p999 + 20.0,
-        "p99.9 {} ms, expected ≈ {p999} ms",
-        t.latency.p999
-    );
-    assert!(
-        t.service.p99 < 50.0,
-        "service time p99 {} ms must not show the stalls (only the requests on the 2 busy connections wait)",
-        t.service.p99
-    );
-    assert!(srv.stats().stalled > 0, "the server did stall");
-    assert_eq!(t.errors, 0);
+    load::assert_stalls_in_latency_only(&r, &srv, stall_for, stall_every);
 }
 
 #[test]
@@ -234,9 +210,8 @@ fn poisson_arrivals_vary_but_keep_the_rate() {
 #[test]
 fn max_in_flight_drops_instead_of_delaying() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: drops
 target: { url: "{url}" }
@@ -244,9 +219,7 @@ requests: [ { path: "/slow?ms=500" } ]
 load: { model: open, connections: 10, max_in_flight: 10, workers: 1 }
 shape: { constant: { rate: 100/s, duration: 3s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     assert_eq!(t.offered, 300);
     assert!(
@@ -328,16 +301,12 @@ for line in open(sys.argv[1]):
         tagged += h.get_total_count()
 print(untagged, tagged)
 "#;
-    let o = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(script)
-        .arg(dir.path().join("latency.hlog"))
-        .output()
-        .expect("python3");
-    assert!(
-        o.status.success(),
-        "the Python HdrHistogram reader (pip install hdrhistogram; tests/setup.sh does it): {}",
-        String::from_utf8_lossy(&o.stderr)
+    let o = cmd::succeeded(
+        std::process::Command::new("python3")
+            .arg("-c")
+            .arg(script)
+            .arg(dir.path().join("latency.hlog")),
+        "the Python HdrHistogram reader (pip install hdrhistogram; tests/setup.sh does it)",
     );
     let counts = String::from_utf8_lossy(&o.stdout).trim().to_string();
     assert_eq!(counts, format!("{0} {0}", s.totals.requests));
@@ -352,12 +321,11 @@ print(untagged, tagged)
 fn stress_stops_at_the_first_breach_and_names_the_knee() {
     let _g = load::serial();
     // /contended holds one lock 5 ms per request: capacity 200/s.
-    let srv = load::demo(DemoConfig {
-        contended_hold: Duration::from_millis(5),
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, r, .. } = load::demo_run(
+        DemoConfig {
+            contended_hold: Duration::from_millis(5),
+            ..Default::default()
+        },
         r#"
 name: knee
 target: { url: "{url}", timeout: 3s }
@@ -365,9 +333,7 @@ requests: [ { path: /contended } ]
 shape: { stress: { start: 50/s, step: 50/s, step_duration: 2s, max: 500/s } }
 budgets: [ "p99 < 100ms" ]
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let st = r.summary.stress.clone().expect("stress verdict");
     let knee = st.knee_level.expect("a knee below capacity");
     let breach = st.first_breach_level.expect("a breach above capacity");
@@ -399,9 +365,8 @@ budgets: [ "p99 < 100ms" ]
 #[test]
 fn closed_model_holds_the_virtual_users() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: closed
 target: { url: "{url}" }
@@ -409,9 +374,7 @@ requests: [ { path: "/slow?ms=100" } ]
 load: { model: closed, think_time: 100ms }
 shape: { constant: { vus: 10, duration: 3s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     // 10 VUs × (100 ms + 100 ms think) → 50/s → ~150 in 3 s.
     assert!((120..=160).contains(&t.requests), "{} requests", t.requests);

@@ -8,10 +8,12 @@
 
 #[path = "support/java.rs"]
 mod java;
+#[path = "support/tcp.rs"]
+mod tcp;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, out};
+use cmd::{brunt, lines, out, spawn_run, spawn_run_unheard, wait_lines, wait_with_limit};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -23,40 +25,6 @@ use brunt::vocab::exit;
 fn json(path: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Wait for the child, killing it (and failing) after `limit`.
-fn wait_with_limit(mut child: Child, limit: Duration) -> Output {
-    let t = Instant::now();
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            return child.wait_with_output().expect("output");
-        }
-        if t.elapsed() > limit {
-            let _ = child.kill();
-            let o = child.wait_with_output().expect("output");
-            panic!("brunt still running after {limit:?}: {}", out(&o));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path)
-        .map(|t| t.lines().count())
-        .unwrap_or(0)
-}
-
-fn wait_lines(path: &Path, n: usize, limit: Duration) {
-    let t = Instant::now();
-    while lines(path) < n {
-        assert!(
-            t.elapsed() < limit,
-            "{} never got {n} lines",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// Every answer of the untagged per-second lines of a latency log, per second.
@@ -148,16 +116,7 @@ budgets: [ "p99 < 5s" ]
     .expect("profile");
     let run = fs.path().join("run");
     let t = Instant::now();
-    let child = brunt()
-        .arg("run")
-        .arg(&profile)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn brunt");
+    let child = spawn_run(&profile, &run, "--plain");
     let o = wait_with_limit(child, Duration::from_secs(60));
     let took = t.elapsed();
     let text = out(&o);
@@ -366,16 +325,7 @@ collectors:
     )
     .expect("profile");
     let run = d.path().join("run");
-    let child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = spawn_run(&p, &run, "--plain");
     let pid = child.id().to_string();
     wait_lines(
         &run.join("diagnostics").join("host.jsonl"),
@@ -583,10 +533,7 @@ impl Drop for DemoTarget {
 /// again mid-run costs counted failures, never the schedule; answers resume.
 #[test]
 fn a_target_killed_and_restarted_mid_run_is_counted_and_the_load_resumes() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port");
+    let port = tcp::free_port();
     let first = DemoTarget::start(port);
     let d = tempfile::tempdir().expect("tempdir");
     let p = d.path().join("restart.yaml");
@@ -598,16 +545,7 @@ fn a_target_killed_and_restarted_mid_run_is_counted_and_the_load_resumes() {
     )
     .expect("profile");
     let run = d.path().join("run");
-    let child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--plain")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn brunt");
+    let child = spawn_run(&p, &run, "--plain");
     wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(30));
     drop(first); // SIGKILL: connections die with it
     std::thread::sleep(Duration::from_secs(2));
@@ -677,16 +615,7 @@ collectors:
     )
     .expect("profile");
     let run = d.path().join("run");
-    let mut child = brunt()
-        .arg("run")
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .arg("--quiet")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn brunt");
+    let mut child = spawn_run_unheard(&p, &run);
     let events = run.join("diagnostics").join("collectors.jsonl");
     let artifacts_logged = || {
         std::fs::read_to_string(&events)

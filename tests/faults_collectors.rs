@@ -9,6 +9,8 @@
 //! - collectors refused by a wrong known_hosts entry: the run says plainly
 //!   that the server side is missing (terminal, `summary.json`, report.html).
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/java.rs"]
 mod java;
 #[path = "support/load.rs"]
@@ -22,31 +24,16 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use brunt::collectors::{start, CollectorContext, CollectorsSummary};
-use brunt::profile::collectors::{
-    CollectEntry, CollectorsConfig, GeneratorConfig, ProbeOverride, TargetConfig,
-};
+use brunt::collectors::CollectorsSummary;
+use brunt::profile::collectors::{CollectorsConfig, GeneratorConfig, ProbeOverride, TargetConfig};
 use brunt::vocab::{PhaseInfo, RunClock};
+use collect::{every, off};
 
 // JVMs and load runs take turns on the shared 2-core machine.
 static SERIAL: Mutex<()> = Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn every(ms: u64) -> ProbeOverride {
-    ProbeOverride {
-        every: Some(Duration::from_millis(ms)),
-        ..Default::default()
-    }
-}
-
-fn off() -> ProbeOverride {
-    ProbeOverride {
-        enabled: Some(false),
-        ..Default::default()
-    }
 }
 
 fn one_phase(secs: u64) -> Vec<PhaseInfo> {
@@ -78,14 +65,8 @@ fn local_pgrep_run(pattern: &str, secs: u64) -> CollectorsSummary {
             ..Default::default()
         },
         collect: vec![
-            CollectEntry {
-                use_: "linux-host".into(),
-                probes: host,
-            },
-            CollectEntry {
-                use_: "jvm".into(),
-                probes: jvm,
-            },
+            collect::entry("linux-host", host),
+            collect::entry("jvm", jvm),
         ],
         generator: GeneratorConfig {
             enabled: false,
@@ -95,17 +76,7 @@ fn local_pgrep_run(pattern: &str, secs: u64) -> CollectorsSummary {
     };
     let clock = RunClock::now();
     let phases = one_phase(secs);
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock,
-            run_dir: run_dir.path().to_path_buf(),
-            phases: phases.clone(),
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start collectors");
+    let set = collect::start(&cfg, run_dir.path(), clock, phases.clone());
     set.observer().phase_started(&phases[0], &clock);
     thread::sleep(Duration::from_secs(secs));
     set.finish()
@@ -155,16 +126,9 @@ fn pgrep_matching_a_real_process_finds_exactly_it() {
     );
 }
 
-/// The shared Java target with a marker argument (ignored by the target,
-/// visible to `pgrep -f`) so only this test's JVM matches.
-fn java_target(jdk: &java::Jdk, marker: &str) -> java::JavaProcess {
-    java::JavaProcess::start(
-        jdk,
-        &["-Xmx128m"],
-        "com.brunt.target.Target",
-        &["--port", "0", "--workers", "4", "--marker", marker],
-        "LISTENING ",
-    )
+/// The shared Java target with a marker, so only this test's JVM matches.
+fn java_target(jdk: &java::Jdk, marker: &str) -> java::JavaTarget {
+    java::JavaTarget::marked(jdk, &["-Xmx128m"], 4, marker)
 }
 
 /// Item 4: the JVM is killed mid-recording and started again. The recording
@@ -222,10 +186,7 @@ fn jfr_restart(with_dumps: bool) {
             jcmd: jdk.jcmd().display().to_string(),
             ..Default::default()
         },
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes: jvm,
-        }],
+        collect: vec![collect::entry("jvm", jvm)],
         generator: GeneratorConfig {
             enabled: false,
             ..Default::default()
@@ -253,19 +214,9 @@ fn jfr_restart(with_dumps: bool) {
         },
     ];
     let first = java_target(&jdk, &marker);
-    let old = first.pid;
+    let old = first.pid();
     let clock = RunClock::now();
-    let set = start(
-        &cfg,
-        CollectorContext {
-            clock,
-            run_dir: run_dir.path().to_path_buf(),
-            phases: phases.clone(),
-            p99_threshold: None,
-            base_dir: None,
-        },
-    )
-    .expect("start collectors");
+    let set = collect::start(&cfg, run_dir.path(), clock, phases.clone());
     let obs = set.observer();
     obs.phase_started(&phases[0], &clock);
     // Kill only once the recording runs (a jcmd attach to a fresh JVM on a
@@ -306,7 +257,7 @@ fn jfr_restart(with_dumps: bool) {
     );
 
     let pids: Vec<u32> = s.target_pids.iter().map(|p| p.pid).collect();
-    assert_eq!(pids, vec![old, second.pid], "{ctx}");
+    assert_eq!(pids, vec![old, second.pid()], "{ctx}");
     // No empty artifact is listed, and each listed file is there, whole.
     for a in &s.artifacts {
         assert!(a.bytes > 0, "an empty artifact is listed: {a:?}");
@@ -319,22 +270,16 @@ fn jfr_restart(with_dumps: bool) {
     let jfrs: Vec<_> = s.artifacts.iter().filter(|a| a.kind == "jfr").collect();
     assert_eq!(jfrs.len(), 1, "{ctx}");
     let rec = jfrs[0];
-    assert_eq!(rec.pid, Some(second.pid), "{ctx}");
+    assert_eq!(rec.pid, Some(second.pid()), "{ctx}");
     assert!(
         rec.t >= restarted_at - 0.5 && rec.t < MAIN_S as f64,
         "re-armed at {} s, not within `main` after the restart at {restarted_at:.1} s",
         rec.t
     );
-    let out = Command::new(jdk.jfr())
-        .arg("summary")
-        .arg(run_dir.path().join(&rec.file))
-        .output()
-        .expect("jfr summary");
-    let text = String::from_utf8_lossy(&out.stdout);
+    let text = jdk.jfr_read(&["summary"], &run_dir.path().join(&rec.file));
     assert!(
-        out.status.success() && text.contains("jdk.") && text.contains("Chunks"),
-        "`jfr summary` does not read the recording: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
+        text.contains("jdk.") && text.contains("Chunks"),
+        "`jfr summary` does not read the recording: {text}"
     );
     // The lost part is a gap of the `jfr` probe, from the first recording's
     // start (before the kill) to the new one's start.
@@ -358,13 +303,7 @@ fn jfr_restart(with_dumps: bool) {
             .any(|e| e.message.contains("lost") && e.message.contains("JFR")),
         "the loss is not in collectors.errors\n{ctx}"
     );
-    assert!(
-        std::fs::read_dir(&remote_dir)
-            .expect("readdir")
-            .next()
-            .is_none(),
-        "remote temp files left behind"
-    );
+    collect::assert_no_remote_files(&remote_dir, "");
 }
 
 /// `brunt run` (the binary) of a short profile against the built-in target

@@ -10,7 +10,7 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, out};
+use cmd::{brunt, out, run_quiet};
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -106,13 +106,7 @@ fn a_budget_without_answers_in_scope_is_no_data_and_fails_the_run() {
         "name: nodata\ntarget: { url: builtin }\nrequests: [ { path: /fast } ]\nshape: { constant: { rate: 50/s, duration: 1s } }\nbudgets:\n  - p99 < 5s\n  - timeout.p99 < 1s\n",
     );
     let run = d.path().join("r");
-    let o = brunt()
-        .args(["run", "--quiet"])
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .output()
-        .expect("brunt runs");
+    let o = run_quiet(&p, &run);
     let text = out(&o);
     assert_eq!(o.status.code(), Some(exit::BUDGET_FAILED), "{text}");
     assert!(text.contains("PASS p99 < 5s"), "{text}");
@@ -144,13 +138,7 @@ fn a_stress_run_below_expect_capacity_names_the_knee_gate() {
         "name: small\ntarget: { url: builtin }\nrequests: [ { path: /fast } ]\nshape: { stress: { start: 20/s, step: 20/s, step_duration: 1s, max: 60/s, expect_capacity: 200/s } }\nbudgets: [ \"p99 < 2s\" ]\n",
     );
     let run = d.path().join("r");
-    let o = brunt()
-        .args(["run", "--quiet"])
-        .arg(&p)
-        .arg("--out")
-        .arg(&run)
-        .output()
-        .expect("brunt runs");
+    let o = run_quiet(&p, &run);
     let text = out(&o);
     let said = "knee 60/s < expected capacity 200/s";
     assert_eq!(o.status.code(), Some(exit::BUDGET_FAILED), "{text}");
@@ -244,13 +232,12 @@ fn a_failed_overload_check_fails_the_run_unless_the_verdicts_are_advisory() {
     let _g = load::serial();
     // /noshed queues rather than answer 503: 4 in flight × 20 ms = 200/s, so
     // at 600/s with a 300 ms client timeout the excess times out, unshed.
-    let srv = load::demo(DemoConfig {
-        shed_cap: 4,
-        shed_work: Duration::from_millis(20),
-        ..Default::default()
-    });
-    let d = tempfile::tempdir().expect("tempdir");
-    let p = load::profile(
+    let load::DemoRun { srv, dir: d, r } = load::demo_run(
+        DemoConfig {
+            shed_cap: 4,
+            shed_work: Duration::from_millis(20),
+            ..Default::default()
+        },
         r#"
 name: noshed
 target: { url: "{url}", timeout: 300ms }
@@ -259,9 +246,7 @@ load: { connections: 512, max_in_flight: 5000 }
 shape:
   overload: { baseline: 50/s, baseline_duration: 1s, rate: 600/s, duration: 2s, recovery_duration: 2s, fast_fail: 100ms }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, d.path());
     drop(srv);
     let s = &r.summary;
     assert!(!s.interrupted);

@@ -9,10 +9,12 @@
 
 #[path = "support/load.rs"]
 mod load;
+#[path = "support/tcp.rs"]
+mod tcp;
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -129,23 +131,12 @@ fn serve(mut c: TcpStream, seen: Arc<Seen>) {
 }
 
 fn server(stop: Arc<AtomicBool>) -> (u16, Arc<Seen>, thread::JoinHandle<()>) {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let port = l.local_addr().expect("addr").port();
-    l.set_nonblocking(true).expect("nonblocking");
     let seen = Arc::new(Seen::default());
     let s = seen.clone();
-    let h = thread::spawn(move || {
-        while !stop.load(Ordering::Relaxed) {
-            match l.accept() {
-                Ok((c, _)) => {
-                    let _ = c.set_nonblocking(false);
-                    s.accepted.fetch_add(1, Ordering::Relaxed);
-                    let s = s.clone();
-                    thread::spawn(move || serve(c, s));
-                }
-                Err(_) => thread::sleep(Duration::from_millis(1)),
-            }
-        }
+    let (port, h) = tcp::serve(stop, move |c| {
+        s.accepted.fetch_add(1, Ordering::Relaxed);
+        let s = s.clone();
+        thread::spawn(move || serve(c, s));
     });
     (port, seen, h)
 }

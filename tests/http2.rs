@@ -331,15 +331,14 @@ fn stalls_show_in_latency_from_intended_start_over_http2() {
     let _g = load::serial();
     let stall_every = Duration::from_secs(10);
     let stall_for = Duration::from_secs(1);
-    let srv = load::demo(DemoConfig {
-        stall_every: Some(stall_every),
-        stall_for,
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
     // One connection, two streams: during a stall later requests wait for a
     // stream, keeping their due time.
-    let p = load::profile(
+    let load::DemoRun { srv, r, .. } = load::demo_run(
+        DemoConfig {
+            stall_every: Some(stall_every),
+            stall_for,
+            ..Default::default()
+        },
         r#"
 name: stall-h2
 target: { url: "{url}", timeout: 5s, http: "2" }
@@ -347,30 +346,8 @@ requests: [ { path: /fast } ]
 load: { model: open, connections: 1, streams_per_connection: 2, workers: 1 }
 shape: { constant: { rate: 200/s, duration: 20s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
-    let t = &r.summary.totals;
-    let f = stall_for.as_secs_f64() / stall_every.as_secs_f64();
-    let expect = |q: f64| stall_for.as_secs_f64() * 1000.0 * (1.0 - (1.0 - q) / f);
-    let (p99, p999) = (expect(0.99), expect(0.999));
-    assert!(
-        (t.latency.p99 - p99).abs() < 0.1 * p99 + 20.0,
-        "p99 {} ms, expected ≈ {p99} ms from the stall parameters",
-        t.latency.p99
-    );
-    assert!(
-        (t.latency.p999 - p999).abs() < 0.1 * p999 + 20.0,
-        "p99.9 {} ms, expected ≈ {p999} ms",
-        t.latency.p999
-    );
-    assert!(
-        t.service.p99 < 50.0,
-        "service time p99 {} ms must not show the stalls",
-        t.service.p99
-    );
-    assert!(srv.stats().stalled > 0, "the server did stall");
-    assert_eq!(t.errors, 0);
+    load::assert_stalls_in_latency_only(&r, &srv, stall_for, stall_every);
     // One connection carried it all (plus the preflight's).
     assert!(srv.stats().connections <= 2, "{}", srv.stats().connections);
 }

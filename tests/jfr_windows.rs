@@ -13,6 +13,8 @@
 //! - a window that comes back truncated: a gap and an error of that window,
 //!   the next windows start where it ended.
 
+#[path = "support/collect.rs"]
+mod collect;
 #[path = "support/java.rs"]
 mod java;
 #[path = "support/load.rs"]
@@ -30,53 +32,13 @@ use std::time::{Duration, Instant};
 use brunt::profile::collectors::{
     CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig, TransportConfig,
 };
+use collect::{off, read_json};
 use java::Jdk;
 
-/// The Java target with a marker argument `pgrep -f` finds (this test's JVM, no other).
-struct Target {
-    jvm: java::JavaProcess,
-    port: u16,
-    marker: String,
-}
-
-impl Target {
-    fn start(jdk: &Jdk, tag: &str) -> Target {
-        let marker = format!("jfrwin-{tag}-{}-{}", jdk.major, std::process::id());
-        let jvm = java::JavaProcess::start(
-            jdk,
-            &["-Xmx256m"],
-            "com.brunt.target.Target",
-            &["--port", "0", "--workers", "16", "--marker", &marker],
-            "LISTENING ",
-        );
-        let port = jvm
-            .ready_line
-            .trim_start_matches("LISTENING ")
-            .trim()
-            .parse()
-            .unwrap_or_else(|e| panic!("bad ready line {:?}: {e}", jvm.ready_line));
-        Target { jvm, port, marker }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn target_config(&self, jdk: &Jdk) -> TargetConfig {
-        TargetConfig {
-            pgrep: Some(format!("java .*{}", self.marker)),
-            port: Some(self.port),
-            jcmd: jdk.jcmd().display().to_string(),
-            ..Default::default()
-        }
-    }
-}
-
-fn off() -> ProbeOverride {
-    ProbeOverride {
-        enabled: Some(false),
-        ..Default::default()
-    }
+/// The Java target with a marker naming this test (`pgrep -f` finds this test's JVM, no other).
+fn target(jdk: &Jdk, tag: &str) -> java::JavaTarget {
+    let marker = format!("jfrwin-{tag}-{}-{}", jdk.major, std::process::id());
+    java::JavaTarget::marked(jdk, &["-Xmx256m"], 16, &marker)
 }
 
 /// Only the jfr probe, in windows of `window`.
@@ -108,10 +70,7 @@ fn collectors(
     CollectorsConfig {
         transport,
         target,
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes,
-        }],
+        collect: vec![collect::entry("jvm", probes)],
         remote_dir: remote.display().to_string(),
         ..Default::default()
     }
@@ -155,9 +114,16 @@ fn rising_contention(
     (hs, ok)
 }
 
-fn read_json(path: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+/// The one gap of the `jfr` probe in the collectors' summary.
+fn the_jfr_gap(c: &serde_json::Value) -> &serde_json::Value {
+    let gaps: Vec<&serde_json::Value> = c["gaps"]
+        .as_array()
+        .expect("gaps")
+        .iter()
+        .filter(|g| g["probe"] == "jfr")
+        .collect();
+    assert_eq!(gaps.len(), 1, "gaps {}", c["gaps"]);
+    gaps[0]
 }
 
 fn window_rows(run_dir: &Path) -> Vec<serde_json::Value> {
@@ -202,15 +168,8 @@ fn growing_contention(jdk: Jdk, over_ssh: bool, soak_s: u64, window_s: u64) {
     let _g = load::serial();
     let m = jdk.major;
     let sshd = over_ssh.then(sshd::Sshd::start);
-    let t = Target::start(&jdk, "grow");
-    for _ in 0..50 {
-        let r = java::http_get(
-            std::net::SocketAddr::from(([127, 0, 0, 1], t.port)),
-            "/contended?ms=1",
-            Duration::from_secs(5),
-        );
-        assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
-    }
+    let t = target(&jdk, "grow");
+    t.warm("/contended?ms=1", 50);
     let mut profile = load::profile(
         &r#"
 name: jfr-windows-soak
@@ -223,14 +182,11 @@ budgets: [ "p99 < 5s" ]
         .replace("{soak_s}", &soak_s.to_string()),
         &t.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let (_dir, remote, run_dir) = collect::run_dirs();
     let transport = sshd.as_ref().map(|s| s.transport()).unwrap_or_default();
     profile.collectors = collectors(
         transport,
-        t.target_config(&jdk),
+        t.collectors_target(),
         &remote,
         Duration::from_secs(window_s),
         3,
@@ -240,7 +196,7 @@ budgets: [ "p99 < 5s" ]
     // One more client every ninth of the run: 1 → 8 threads queueing on one
     // 5-ms monitor, rising to the end.
     let (hs, ok) = rising_contention(
-        std::net::SocketAddr::from(([127, 0, 0, 1], t.port)),
+        t.addr(),
         8,
         Duration::from_secs(soak_s) / 9,
         deadline,
@@ -309,12 +265,7 @@ budgets: [ "p99 < 5s" ]
     listed_sorted.sort();
     assert_eq!(listed_sorted, kept, "JDK {m}: listed windows");
     for f in &kept {
-        let out = std::process::Command::new(jdk.jfr())
-            .arg("summary")
-            .arg(diag.join(f))
-            .output()
-            .expect("run jfr");
-        assert!(out.status.success(), "JDK {m}: jfr refused {f}");
+        jdk.jfr_read(&["summary"], &diag.join(f));
     }
     // The cut: a window's totals count only events that ended after it
     // (the oldest kept window: a full one).
@@ -346,7 +297,7 @@ budgets: [ "p99 < 5s" ]
     let left = files_in(&remote, |_| true);
     assert!(left.is_empty(), "JDK {m}: left on the target: {left:?}");
     // The recording is over in the JVM.
-    let check = t.jvm.jcmd(&["JFR.check"]);
+    let check = t.proc.jcmd(&["JFR.check"]);
     assert!(!check.contains("name=brunt"), "JDK {m}: {check}");
 
     // Contention rose window after window: the second half's mean blocked
@@ -452,7 +403,7 @@ fn windows_show_growing_contention_jdk21_ssh() {
 fn jvm_killed_mid_window_is_a_gap() {
     let _g = load::serial();
     let jdk = java::jdk17();
-    let t = Target::start(&jdk, "kill");
+    let t = target(&jdk, "kill");
     let mut profile = load::profile(
         r#"
 name: jfr-windows-kill
@@ -464,19 +415,16 @@ budgets: [ "p99 < 5s" ]
 "#,
         &t.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let (_dir, remote, run_dir) = collect::run_dirs();
     profile.collectors = collectors(
         TransportConfig::default(),
-        t.target_config(&jdk),
+        t.collectors_target(),
         &remote,
         Duration::from_secs(6),
         12,
     );
     // Killed 15 s in: the windows end at 6 and 12 s, the third is in progress.
-    let pid = t.jvm.pid;
+    let pid = t.proc.pid;
     let killer = thread::spawn(move || {
         thread::sleep(Duration::from_secs(15));
         let st = std::process::Command::new("kill")
@@ -507,15 +455,8 @@ budgets: [ "p99 < 5s" ]
         "a window after the kill: {rows:?}"
     );
     let c = r.summary.collectors.clone().unwrap_or_default();
-    let gaps: Vec<&serde_json::Value> = c["gaps"]
-        .as_array()
-        .expect("gaps")
-        .iter()
-        .filter(|g| g["probe"] == "jfr")
-        .collect();
-    assert_eq!(gaps.len(), 1, "gaps {}", c["gaps"]);
+    let g = the_jfr_gap(&c);
     let last_to = rows.last().and_then(|r| r["to_t"].as_f64()).unwrap_or(0.0);
-    let g = gaps[0];
     assert!(
         (g["from_t"].as_f64().unwrap_or(-1.0) - last_to).abs() < 0.01,
         "the gap starts at the last window's end ({last_to}): {g}"
@@ -555,11 +496,8 @@ budgets: [ "p99 < 5s" ]
 fn truncated_window_is_a_gap_and_the_next_ones_still_come() {
     let _g = load::serial();
     let jdk = java::jdk17();
-    let t = Target::start(&jdk, "trunc");
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
-    let run_dir = dir.path().join("run");
+    let t = target(&jdk, "trunc");
+    let (dir, remote, run_dir) = collect::run_dirs();
     // The built-in jfr probe, but the first window's file is cut to 3000
     // bytes on the target (a disk that filled, a copy cut short).
     let once = dir.path().join("truncated-once");
@@ -599,7 +537,7 @@ budgets: [ "p99 < 5s" ]
     );
     let mut c = collectors(
         TransportConfig::default(),
-        t.target_config(&jdk),
+        t.collectors_target(),
         &remote,
         Duration::from_secs(6),
         12,
@@ -638,14 +576,7 @@ budgets: [ "p99 < 5s" ]
     );
     assert!(rows.iter().all(|r| r["n"].as_u64() > Some(1)), "{rows:?}");
     let c = r.summary.collectors.clone().unwrap_or_default();
-    let gaps: Vec<&serde_json::Value> = c["gaps"]
-        .as_array()
-        .expect("gaps")
-        .iter()
-        .filter(|g| g["probe"] == "jfr")
-        .collect();
-    assert_eq!(gaps.len(), 1, "gaps {}", c["gaps"]);
-    let g = gaps[0];
+    let g = the_jfr_gap(&c);
     assert!(
         g["reason"]
             .as_str()

@@ -16,10 +16,10 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::out;
+use cmd::{out, spawn_run, spawn_run_unheard};
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use brunt::vocab::exit;
@@ -166,16 +166,7 @@ fn brunt_watch_shows_the_same_view_from_another_terminal_then_exits() {
     let d = tempfile::tempdir().expect("tempdir");
     let (profile, run) = setup(d.path());
     // The run itself writes to pipes (a CI job, say); watch runs on a terminal.
-    let child = Command::new(BIN)
-        .arg("run")
-        .arg(&profile)
-        .arg("--out")
-        .arg(&run)
-        .arg("--quiet")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("brunt run starts");
+    let child = spawn_run(&profile, &run, "--quiet");
     let cmd = format!("{BIN} watch {}; echo EXIT $?; sleep 60", run.display());
     let tmux = Tmux::start("watch", &cmd);
     let view = tmux.wait_for(Duration::from_secs(30), "live view", is_live_view);
@@ -205,16 +196,7 @@ fn brunt_watch_shows_the_same_view_from_another_terminal_then_exits() {
 fn brunt_watch_piped_prints_plain_lines_while_the_run_goes_on() {
     let d = tempfile::tempdir().expect("tempdir");
     let (profile, run) = setup(d.path());
-    let mut child = Command::new(BIN)
-        .arg("run")
-        .arg(&profile)
-        .arg("--out")
-        .arg(&run)
-        .arg("--quiet")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("brunt run starts");
+    let mut child = spawn_run_unheard(&profile, &run);
     let o = Command::new(BIN)
         .arg("watch")
         .arg(&run)
@@ -253,19 +235,8 @@ fn the_view_shows_blocked_threads_and_the_finding_of_the_newest_dump() {
     let _g = load::serial();
     let jdk = java::jdk17();
     let marker = format!("live-view-{}", std::process::id());
-    let jvm = java::JavaProcess::start(
-        &jdk,
-        &["-Xmx256m"],
-        "com.brunt.target.Target",
-        &["--port", "0", "--workers", "16", "--marker", &marker],
-        "LISTENING ",
-    );
-    let port: u16 = jvm
-        .ready_line
-        .trim_start_matches("LISTENING ")
-        .trim()
-        .parse()
-        .expect("the target's port");
+    let jvm = java::JavaTarget::marked(&jdk, &["-Xmx256m"], 16, &marker);
+    let port = jvm.port;
     let d = tempfile::tempdir().expect("tempdir");
     let profile = d.path().join("jvm.yaml");
     // One monitor held 10 ms per request: ≈ 100/s at most; 150/s queues

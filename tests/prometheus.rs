@@ -11,6 +11,8 @@
 
 #[path = "support/load.rs"]
 mod load;
+#[path = "support/tcp.rs"]
+mod tcp;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -19,13 +21,6 @@ use std::time::{Duration, Instant};
 
 use brunt::demo::DemoConfig;
 use brunt::run::{execute, Progress, RunOptions};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
-}
 
 fn binary(name: &str) -> PathBuf {
     for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
@@ -84,7 +79,7 @@ struct Prom {
 /// Prometheus scraping `targets` (job → host:port) every second, remote-write receiver on.
 fn prometheus(targets: &[(&str, String)]) -> Prom {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
+    let port = tcp::free_port();
     let mut cfg =
         String::from("global: { scrape_interval: 1s, evaluation_interval: 1s }\nscrape_configs:\n");
     for (job, t) in targets {
@@ -152,7 +147,7 @@ impl Prom {
 fn prometheus_holds_brunts_series_scraped_and_pushed_with_the_summarys_counts() {
     let _g = load::serial();
     let srv = load::demo(DemoConfig::default());
-    let brunt_port = free_port();
+    let brunt_port = tcp::free_port();
     let prom = prometheus(&[("brunt", format!("127.0.0.1:{brunt_port}"))]);
     let p = load::profile(
         r#"
@@ -302,7 +297,7 @@ fn a_bad_listen_address_or_remote_write_url_is_refused_before_the_load() {
 fn an_unreachable_remote_write_is_counted_never_fatal() {
     let _g = load::serial();
     let srv = load::demo(DemoConfig::default());
-    let dead = free_port(); // nothing listens there
+    let dead = tcp::free_port(); // nothing listens there
     let p = load::profile(
         "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { path: \"/\" } ]\nshape: { constant: { rate: 50/s, duration: 3s } }\n",
         &srv.base_url(),
@@ -339,8 +334,16 @@ fn wait_for_node_rate(prom: &Prom) {
     }
 }
 
+/// A node exporter, and a Prometheus scraping it that already has a rate.
+fn node_scraped() -> (Proc, String, Prom) {
+    let (node, node_addr) = node_exporter();
+    let prom = prometheus(&[("node", node_addr.clone())]);
+    wait_for_node_rate(&prom);
+    (node, node_addr, prom)
+}
+
 fn node_exporter() -> (Proc, String) {
-    let port = free_port();
+    let port = tcp::free_port();
     let log = std::env::temp_dir().join(format!("brunt-node-exporter-{port}.log"));
     let child = Command::new(binary("prometheus-node-exporter"))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
@@ -357,9 +360,7 @@ fn node_exporter() -> (Proc, String) {
 #[test]
 fn the_prometheus_source_puts_node_cpu_and_pool_waiters_into_evidence_and_the_report() {
     let _g = load::serial();
-    let (_node, node_addr) = node_exporter();
-    let prom = prometheus(&[("node", node_addr.clone())]);
-    wait_for_node_rate(&prom);
+    let (_node, node_addr, prom) = node_scraped();
     let srv = load::demo(DemoConfig::default());
     let p = load::profile(
         &format!(
@@ -471,12 +472,7 @@ collectors:
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let r = load::run(&p, dir.path());
-    let st = r
-        .summary
-        .verdicts
-        .clone()
-        .and_then(|v| v.stress)
-        .expect("a stress verdict");
+    let st = load::stress_verdict(&r);
     assert_eq!(st.first_breach.as_deref(), Some("step-1"), "{}", st.text);
     // The breaking step's top finding is the waiters read from Prometheus.
     let top = st.steps[0]
@@ -503,9 +499,7 @@ collectors:
 #[test]
 fn range_mode_reads_node_cpu_once_at_the_end_on_the_run_clock() {
     let _g = load::serial();
-    let (_node, node_addr) = node_exporter();
-    let prom = prometheus(&[("node", node_addr.clone())]);
-    wait_for_node_rate(&prom);
+    let (_node, node_addr, prom) = node_scraped();
     let srv = load::demo(DemoConfig::default());
     let p = load::profile(
         &format!(
@@ -548,7 +542,7 @@ collectors:
 /// nginx in front of Prometheus, answering 401 unless `Authorization: Bearer <token>`.
 fn nginx_guard(upstream: &str, token: &str) -> (Proc, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = free_port();
+    let port = tcp::free_port();
     let d = dir.path().display();
     let conf = format!(
         r#"worker_processes 1; daemon off; master_process off;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use brunt::demo::DemoConfig;
 use brunt::evidence::{FindingRef, ServerSide};
 use brunt::judge::Summary;
-use brunt::judge::{trend, Cause, LeakStatus, Status};
+use brunt::judge::{trend, Cause, LeakStatus, OverloadVerdict, Status};
 use brunt::profile::verdicts::LeakThresholds;
 use brunt::run::rebuild::rebuild;
 
@@ -189,6 +189,29 @@ budgets: [ "p99 < 300ms" ]
     )
 }
 
+/// An overload run of `path` against a demo target of its own (stopped
+/// after the run): its directory, result and overload verdict.
+fn overload_run(
+    cfg: DemoConfig,
+    path: &str,
+    timeout: &str,
+) -> (tempfile::TempDir, brunt::run::RunResult, OverloadVerdict) {
+    let srv = load::demo(cfg);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(
+        &overload_profile(&srv.base_url(), path, timeout),
+        dir.path(),
+    );
+    drop(srv);
+    let ov = r
+        .summary
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.overload.clone())
+        .expect("overload verdict");
+    (dir, r, ov)
+}
+
 fn check<'a>(s: &'a Summary, name: &str) -> &'a brunt::judge::Check {
     s.verdicts
         .as_ref()
@@ -209,19 +232,7 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
         shed_work: Duration::from_millis(20),
         ..Default::default()
     };
-    let srv = load::demo(cfg.clone());
-    let shed_dir = tempfile::tempdir().expect("tempdir");
-    let r = load::run(
-        &overload_profile(&srv.base_url(), "/shed", "3s"),
-        shed_dir.path(),
-    );
-    drop(srv);
-    let ov = r
-        .summary
-        .verdicts
-        .as_ref()
-        .and_then(|v| v.overload.clone())
-        .expect("overload verdict");
+    let (shed_dir, r, ov) = overload_run(cfg.clone(), "/shed", "3s");
     assert!(ov.pass, "{:#?}", ov.checks);
     for name in [
         "shed answers are fast",
@@ -256,19 +267,7 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
 
     // /noshed queues instead: with a short client timeout the excess turns
     // into timeouts and no 503 ever comes back.
-    let srv = load::demo(cfg);
-    let noshed_dir = tempfile::tempdir().expect("tempdir");
-    let r2 = load::run(
-        &overload_profile(&srv.base_url(), "/noshed", "300ms"),
-        noshed_dir.path(),
-    );
-    drop(srv);
-    let ov2 = r2
-        .summary
-        .verdicts
-        .as_ref()
-        .and_then(|v| v.overload.clone())
-        .expect("overload verdict");
+    let (noshed_dir, r2, ov2) = overload_run(cfg, "/noshed", "300ms");
     assert!(!ov2.pass, "{:#?}", ov2.checks);
     let fast = check(&r2.summary, "shed answers are fast");
     assert_eq!(fast.status, Status::Fail, "{fast:?}");
@@ -432,9 +431,8 @@ fn leak_trends_flag_a_rising_series_and_not_a_flat_sawtooth() {
 #[test]
 fn soak_verdict_reads_evidence_skips_warmup_and_measures_p99_drift() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = load::profile(
+    let load::DemoRun { srv: _srv, dir, r } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: soak
 target: { url: "{url}" }
@@ -442,9 +440,7 @@ requests: [ { path: /fast } ]
 shape: { soak: { rate: 100/s, duration: 62s, warmup: 2s } }
 verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let so = r
         .summary
         .verdicts

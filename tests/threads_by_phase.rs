@@ -17,10 +17,12 @@ mod java;
 mod load;
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use brunt::judge::threads::PhaseThreads;
 use brunt::profile::collectors::{CollectEntry, CollectorsConfig, ProbeOverride, TargetConfig};
+use brunt::run::RunResult;
 
 fn probe(every_ms: Option<u64>, enabled: bool) -> ProbeOverride {
     ProbeOverride {
@@ -28,6 +30,58 @@ fn probe(every_ms: Option<u64>, enabled: bool) -> ProbeOverride {
         every: every_ms.map(Duration::from_millis),
         ..Default::default()
     }
+}
+
+/// The jvm collector with `probes` on the target's PID, through local
+/// commands (the default transport).
+fn by_pid(
+    t: &java::JavaTarget,
+    dir: &Path,
+    probes: Vec<(&str, ProbeOverride)>,
+) -> CollectorsConfig {
+    CollectorsConfig {
+        target: TargetConfig {
+            pid: Some(t.proc.pid),
+            port: Some(t.port),
+            jcmd: t.proc.jdk.jcmd().display().to_string(),
+            ..Default::default()
+        },
+        collect: vec![CollectEntry {
+            use_: "jvm".into(),
+            probes: probes
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect(),
+        }],
+        remote_dir: dir.join("remote").display().to_string(),
+        ..Default::default()
+    }
+}
+
+/// Runs `yaml` against the target with the jvm `probes` on its PID, prints
+/// the threads-by-phase rows, and returns the temp dir, run dir, result and rows.
+fn by_phase(
+    t: &java::JavaTarget,
+    yaml: &str,
+    probes: Vec<(&str, ProbeOverride)>,
+) -> (tempfile::TempDir, PathBuf, RunResult, Vec<PhaseThreads>) {
+    let mut profile = load::profile(yaml, &t.url());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
+    profile.collectors = by_pid(t, dir.path(), probes);
+    let r = load::run(&profile, &run_dir);
+    let rows = r.summary.threads_by_phase.clone();
+    for row in &rows {
+        eprintln!(
+            "{} {}: {} · {}",
+            row.phase,
+            row.label,
+            row.dump_text(),
+            row.jfr_text()
+        );
+    }
+    (dir, run_dir, r, rows)
 }
 
 fn blocked(r: &PhaseThreads) -> usize {
@@ -47,13 +101,11 @@ fn blocked_threads_on_the_inventory_monitor_rise_step_by_step_jdk21() {
     let _g = load::serial();
     let jdk = java::jdk21();
     let t = java::JavaTarget::start(&jdk, &java::TargetOpts::default());
-    for _ in 0..50 {
-        let r = t.get("/contended?ms=1", Duration::from_secs(5));
-        assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
-    }
+    t.warm("/contended?ms=1", 50);
     // 20/s and 60/s stay under the monitor's ≈ 100/s, 100/s is at it, 140/s
     // is over: all 16 workers end up BLOCKED or holding it.
-    let mut profile = load::profile(
+    let (_dir, run_dir, r, rows) = by_phase(
+        &t,
         r#"
 name: threads-by-phase
 target: { url: "{url}", timeout: 10s }
@@ -62,53 +114,21 @@ load: { connections: 64 }
 shape: { stress: { warmup: 3s, start: 20/s, step: 40/s, step_duration: 4s, max: 140/s, stop_on_breach: false } }
 budgets: [ "p99 < 150ms" ]
 "#,
-        &format!("http://127.0.0.1:{}", t.port),
+        vec![
+            // At each step's start (the definition's default) and every 2 s.
+            ("thread-dump", probe(Some(2000), true)),
+            (
+                "jfr",
+                ProbeOverride {
+                    phase: Some("run".into()),
+                    settings: Some("profile".into()),
+                    ..Default::default()
+                },
+            ),
+            ("thread-dump-json", probe(None, false)),
+            ("heap", probe(None, false)),
+        ],
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let run_dir = dir.path().join("run");
-    profile.collectors = CollectorsConfig {
-        // The default transport: local commands.
-        target: TargetConfig {
-            pid: Some(t.proc.pid),
-            port: Some(t.port),
-            jcmd: jdk.jcmd().display().to_string(),
-            ..Default::default()
-        },
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes: [
-                // At each step's start (the definition's default) and every 2 s.
-                ("thread-dump", probe(Some(2000), true)),
-                (
-                    "jfr",
-                    ProbeOverride {
-                        phase: Some("run".into()),
-                        settings: Some("profile".into()),
-                        ..Default::default()
-                    },
-                ),
-                ("thread-dump-json", probe(None, false)),
-                ("heap", probe(None, false)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        }],
-        remote_dir: dir.path().join("remote").display().to_string(),
-        ..Default::default()
-    };
-    std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
-    let r = load::run(&profile, &run_dir);
-    let rows = r.summary.threads_by_phase.clone();
-    for row in &rows {
-        eprintln!(
-            "{} {}: {} · {}",
-            row.phase,
-            row.label,
-            row.dump_text(),
-            row.jfr_text()
-        );
-    }
     let ev: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(run_dir.join("diagnostics/evidence.json")).expect("evidence"),
     )
@@ -257,11 +277,9 @@ fn borrowers_parked_in_the_pool_rise_with_the_steps_jdk21() {
     let _g = load::serial();
     let jdk = java::jdk21();
     let t = java::JavaTarget::start(&jdk, &java::TargetOpts::default());
-    for _ in 0..20 {
-        let r = t.get("/pool?ms=1", Duration::from_secs(5));
-        assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
-    }
-    let mut profile = load::profile(
+    t.warm("/pool?ms=1", 20);
+    let (_dir, _run_dir, _r, rows) = by_phase(
+        &t,
         r#"
 name: pool-by-phase
 target: { url: "{url}", timeout: 10s }
@@ -270,44 +288,13 @@ load: { connections: 64 }
 shape: { stress: { start: 10/s, step: 70/s, step_duration: 4s, max: 80/s, stop_on_breach: false } }
 budgets: [ "p99 < 500ms" ]
 "#,
-        &format!("http://127.0.0.1:{}", t.port),
+        vec![
+            ("thread-dump", probe(Some(2000), true)),
+            ("jfr", probe(None, false)),
+            ("thread-dump-json", probe(None, false)),
+            ("heap", probe(None, false)),
+        ],
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let run_dir = dir.path().join("run");
-    std::fs::create_dir_all(dir.path().join("remote")).expect("remote dir");
-    profile.collectors = CollectorsConfig {
-        target: TargetConfig {
-            pid: Some(t.proc.pid),
-            port: Some(t.port),
-            jcmd: jdk.jcmd().display().to_string(),
-            ..Default::default()
-        },
-        collect: vec![CollectEntry {
-            use_: "jvm".into(),
-            probes: [
-                ("thread-dump", probe(Some(2000), true)),
-                ("jfr", probe(None, false)),
-                ("thread-dump-json", probe(None, false)),
-                ("heap", probe(None, false)),
-            ]
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        }],
-        remote_dir: dir.path().join("remote").display().to_string(),
-        ..Default::default()
-    };
-    let r = load::run(&profile, &run_dir);
-    let rows = r.summary.threads_by_phase.clone();
-    for row in &rows {
-        eprintln!(
-            "{} {}: {} · {}",
-            row.phase,
-            row.label,
-            row.dump_text(),
-            row.jfr_text()
-        );
-    }
     let names: Vec<&str> = rows.iter().map(|r| r.phase.as_str()).collect();
     assert_eq!(names, ["step-1", "step-2"]);
     let act = |i: usize| {

@@ -2,6 +2,8 @@
 //! `openssl` for this run. brunt must refuse it without the CA, accept it
 //! with `tls.ca_file`, and accept it with the explicit `tls.insecure` opt-in.
 
+#[path = "support/cmd.rs"]
+mod cmd;
 #[path = "support/load.rs"]
 mod load;
 
@@ -16,15 +18,9 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 
 fn openssl(args: &[&str], dir: &Path) {
-    let o = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl must be installed: apt-get install openssl");
-    assert!(
-        o.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&o.stderr)
+    cmd::succeeded(
+        Command::new("openssl").args(args).current_dir(dir),
+        &format!("openssl {args:?} (apt-get install openssl)"),
     );
 }
 

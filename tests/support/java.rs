@@ -71,6 +71,24 @@ impl Jdk {
     pub fn jfr(&self) -> PathBuf {
         self.tool("jfr")
     }
+
+    /// `jfr ARGS… FILE` (e.g. `summary`, `print --events T`): its stdout;
+    /// the test fails when `jfr` refuses the file.
+    pub fn jfr_read(&self, args: &[&str], file: &Path) -> String {
+        let out = Command::new(self.jfr())
+            .args(args)
+            .arg(file)
+            .output()
+            .unwrap_or_else(|e| panic!("run jfr {args:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "JDK {}: jfr {args:?} refused {}: {}",
+            self.major,
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
 }
 
 /// Major version from `$HOME/release` (`JAVA_VERSION="21.0.8"`, `"1.8.0_402"`).
@@ -390,6 +408,9 @@ pub struct TargetOpts {
     pub pool_size: u32,
     pub shed_cap: u32,
     pub jvm_args: Vec<String>,
+    /// A `--marker` argument: ignored by the target, visible to `pgrep -f`
+    /// and `jcmd -l`, so the collectors find this test's JVM and no other.
+    pub marker: Option<String>,
 }
 
 impl Default for TargetOpts {
@@ -399,6 +420,7 @@ impl Default for TargetOpts {
             pool_size: 2,
             shed_cap: 4,
             jvm_args: vec![],
+            marker: None,
         }
     }
 }
@@ -407,6 +429,8 @@ impl Default for TargetOpts {
 pub struct JavaTarget {
     pub proc: JavaProcess,
     pub port: u16,
+    /// The `--marker` it was started with ("" when none).
+    pub marker: String,
 }
 
 impl JavaTarget {
@@ -417,33 +441,103 @@ impl JavaTarget {
             opts.pool_size.to_string(),
             opts.shed_cap.to_string(),
         );
-        let proc = JavaProcess::start(
-            jdk,
-            &jvm,
-            "com.brunt.target.Target",
-            &[
-                "--port",
-                "0",
-                "--workers",
-                &w,
-                "--pool-size",
-                &p,
-                "--shed-cap",
-                &s,
-            ],
-            "LISTENING ",
-        );
+        let marker = opts.marker.clone().unwrap_or_default();
+        let mut args = vec![
+            "--port",
+            "0",
+            "--workers",
+            &w,
+            "--pool-size",
+            &p,
+            "--shed-cap",
+            &s,
+        ];
+        if opts.marker.is_some() {
+            args.extend(["--marker", &marker]);
+        }
+        let proc = JavaProcess::start(jdk, &jvm, "com.brunt.target.Target", &args, "LISTENING ");
         let port = proc
             .ready_line
             .trim_start_matches("LISTENING ")
             .trim()
             .parse()
             .unwrap_or_else(|e| panic!("bad ready line {:?}: {e}", proc.ready_line));
-        JavaTarget { proc, port }
+        JavaTarget { proc, port, marker }
+    }
+
+    /// The target with `workers` workers, `jvm_args` and a `--marker`, as the
+    /// collector tests start it.
+    pub fn marked(jdk: &Jdk, jvm_args: &[&str], workers: u32, marker: &str) -> Self {
+        Self::marked_opts(
+            jdk,
+            jvm_args,
+            TargetOpts {
+                workers,
+                marker: Some(marker.to_string()),
+                ..TargetOpts::default()
+            },
+        )
+    }
+
+    /// The target with these JVM arguments and the default sizes.
+    pub fn with_jvm_args(jdk: &Jdk, jvm_args: &[&str]) -> Self {
+        Self::marked_opts(jdk, jvm_args, TargetOpts::default())
+    }
+
+    /// The target with `workers` workers, a pool of `pool_size` and a
+    /// shedding cap of `shed_cap`.
+    pub fn sized(jdk: &Jdk, workers: u32, pool_size: u32, shed_cap: u32) -> Self {
+        Self::start(
+            jdk,
+            &TargetOpts {
+                workers,
+                pool_size,
+                shed_cap,
+                ..TargetOpts::default()
+            },
+        )
+    }
+
+    fn marked_opts(jdk: &Jdk, jvm_args: &[&str], opts: TargetOpts) -> Self {
+        Self::start(
+            jdk,
+            &TargetOpts {
+                jvm_args: jvm_args.iter().map(|a| a.to_string()).collect(),
+                ..opts
+            },
+        )
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.proc.pid
     }
 
     pub fn addr(&self) -> SocketAddr {
         SocketAddr::from((Ipv4Addr::LOCALHOST, self.port))
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A few GETs that must answer 200 before a run, so class loading and the
+    /// first JIT compilations are not measured as the service's behaviour.
+    pub fn warm(&self, path: &str, n: usize) {
+        for _ in 0..n {
+            let r = self.get(path, Duration::from_secs(5));
+            assert!(matches!(r, Ok((200, _))), "warm-up {path}: {r:?}");
+        }
+    }
+
+    /// The collectors' target section for this JVM: found by its marker
+    /// (`pgrep -f`), its port, and `jcmd` of the JDK it runs on.
+    pub fn collectors_target(&self) -> brunt::profile::collectors::TargetConfig {
+        brunt::profile::collectors::TargetConfig {
+            pgrep: Some(format!("java .*{}", self.marker)),
+            port: Some(self.port),
+            jcmd: self.proc.jdk.jcmd().display().to_string(),
+            ..Default::default()
+        }
     }
 
     /// One blocking GET (HTTP/1.0, connection closed by the server): status and raw response.
@@ -535,4 +629,108 @@ pub fn start_pool_harness_with(
         p.stderr()
     );
     p
+}
+
+/// One `#[test]` per JDK for a check, named as the test lists show them:
+/// `per_jdk!(&check: check_jdk17 => jdk17, check_jdk21 => jdk21);` calls
+/// `check(&java::jdk17())` (without `&`, the check takes the [`Jdk`]).
+#[allow(unused_macros)]
+macro_rules! per_jdk {
+    (&$check:ident: $($name:ident => $jdk:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $check(&$crate::java::$jdk());
+            }
+        )+
+    };
+    ($check:ident: $($name:ident => $jdk:ident),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                $check($crate::java::$jdk());
+            }
+        )+
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use per_jdk;
+
+/// The Inventory knee, a profile after its `name:` line: every request holds
+/// the Inventory monitor 10 ms (≈ 100/s at most whatever the thread count);
+/// steps of 3 s from 40/s, p99 crosses 150 ms from 100/s.
+pub const INVENTORY_KNEE: &str = r#"target: { url: "{url}", timeout: 10s }
+requests: [ { path: "/contended?ms=10" } ]
+load: { connections: 64 }
+shape: { stress: { start: 40/s, step: 20/s, step_duration: 3s, max: 160/s, stop_on_breach: true } }
+budgets: [ "p99 < 150ms" ]
+"#;
+
+/// `parts` byte strings computed once per test run and shared by all its
+/// test processes: nextest runs each test in its own process, so a
+/// `OnceLock` alone would start one JVM per test. The first process of the
+/// run (`NEXTEST_RUN_ID`; under `cargo test` the process itself) makes them
+/// and leaves them under the cargo target tmp dir; the others wait for them,
+/// and make their own if it failed.
+pub fn run_shared(name: &str, parts: usize, make: impl FnOnce() -> Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    let run =
+        std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| format!("pid-{}", std::process::id()));
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let dir = base.join(format!("shared-{name}-{run}"));
+    fs::create_dir_all(&dir).expect("shared fixture dir");
+    let read = || -> Vec<Vec<u8>> {
+        (0..parts)
+            .map(|i| fs::read(dir.join(i.to_string())).expect("shared fixture part"))
+            .collect()
+    };
+    let claimed = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(".claim"))
+        .is_ok();
+    if !claimed {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while Instant::now() < deadline && !dir.join(".failed").exists() {
+            if dir.join(".complete").exists() {
+                return read();
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+        return make();
+    }
+    // Older runs' copies: an hour is well past any run.
+    if let Ok(rd) = fs::read_dir(base) {
+        for e in rd.flatten() {
+            let stale = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok());
+            let ours = e
+                .file_name()
+                .to_string_lossy()
+                .starts_with(&format!("shared-{name}-"));
+            if ours && e.path() != dir && stale.is_some_and(|a| a > Duration::from_secs(3600)) {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    // A panic in `make` leaves `.failed`, so the waiters make their own.
+    struct Failed<'a>(&'a Path, bool);
+    impl Drop for Failed<'_> {
+        fn drop(&mut self) {
+            if !self.1 {
+                let _ = fs::write(self.0.join(".failed"), b"");
+            }
+        }
+    }
+    let mut guard = Failed(&dir, false);
+    let out = make();
+    assert_eq!(out.len(), parts, "shared fixture {name}");
+    for (i, p) in out.iter().enumerate() {
+        fs::write(dir.join(i.to_string()), p).expect("write shared fixture part");
+    }
+    fs::write(dir.join(".complete"), b"").expect("mark shared fixture complete");
+    guard.1 = true;
+    out
 }

@@ -39,3 +39,63 @@ pub fn run(p: &Profile, dir: &Path) -> RunResult {
     )
     .unwrap_or_else(|e| panic!("run failed: {e}"))
 }
+
+/// One run against a demo target of its own: the target (kept up so the
+/// test can read its stats), the run directory and the result.
+pub struct DemoRun {
+    pub srv: DemoServer,
+    pub dir: tempfile::TempDir,
+    pub r: RunResult,
+}
+
+/// Starts a demo target with `cfg`, then runs `yaml` (its `{url}` the
+/// target's) into a temp dir.
+pub fn demo_run(cfg: DemoConfig, yaml: &str) -> DemoRun {
+    let srv = demo(cfg);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = run(&profile(yaml, &srv.base_url()), dir.path());
+    DemoRun { srv, dir, r }
+}
+
+/// A stall of `stall_for` every `stall_every` shows in latency from the
+/// intended start, not in service time, and costs no errors. A request due
+/// at a uniform point in a stall waits out the rest of it:
+/// P(latency > x) = f·(1 − x/stall) with f = stall/every, so
+/// p(q) = stall·(1 − (1−q)/f).
+pub fn assert_stalls_in_latency_only(
+    r: &RunResult,
+    srv: &DemoServer,
+    stall_for: std::time::Duration,
+    stall_every: std::time::Duration,
+) {
+    let t = &r.summary.totals;
+    let f = stall_for.as_secs_f64() / stall_every.as_secs_f64();
+    let expect = |q: f64| stall_for.as_secs_f64() * 1000.0 * (1.0 - (1.0 - q) / f);
+    let (p99, p999) = (expect(0.99), expect(0.999));
+    assert!(
+        (t.latency.p99 - p99).abs() < 0.1 * p99 + 20.0,
+        "p99 {} ms, expected ≈ {p99} ms from the stall parameters",
+        t.latency.p99
+    );
+    assert!(
+        (t.latency.p999 - p999).abs() < 0.1 * p999 + 20.0,
+        "p99.9 {} ms, expected ≈ {p999} ms",
+        t.latency.p999
+    );
+    assert!(
+        t.service.p99 < 50.0,
+        "service time p99 {} ms must not show the stalls (only requests on busy connections wait)",
+        t.service.p99
+    );
+    assert!(srv.stats().stalled > 0, "the server did stall");
+    assert_eq!(t.errors, 0);
+}
+
+/// The run's stress verdict (the test fails without one).
+pub fn stress_verdict(r: &RunResult) -> brunt::judge::StressVerdict {
+    r.summary
+        .verdicts
+        .clone()
+        .and_then(|v| v.stress)
+        .expect("a stress verdict")
+}

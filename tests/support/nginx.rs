@@ -26,10 +26,10 @@ pub struct Logged {
     pub connection: u64,
 }
 
-pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
-    l.local_addr().expect("local addr").port()
-}
+/// Scripted TCP servers, for the binaries that load this file (one copy of `tcp.rs`).
+#[path = "tcp.rs"]
+pub mod tcp;
+pub use tcp::free_port;
 
 fn nginx_bin() -> PathBuf {
     for p in ["/usr/sbin/nginx", "/usr/bin/nginx"] {
