@@ -24,16 +24,16 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::ReportError;
-use crate::budgets::Status as GateStatus;
 use crate::judge::summary::{ScopeSummary, ServerSideStatus};
 use crate::judge::trend::per_hour;
 use crate::judge::{
-    LatencySplit, OverloadVerdict, SoakVerdict, SpikeVerdict, Status, StressVerdict, Summary,
+    CheckStatus, LatencySplit, OverloadVerdict, SoakVerdict, SpikeVerdict, StressVerdict, Summary,
     Verdicts,
 };
 use crate::metrics::series::Row;
 use crate::metrics::{hlog, new_hist, Class, CLASSES};
 use crate::rundir;
+use crate::vocab::Status;
 use crate::vocab::{ShapeKind, WARMUP};
 pub use charts::esc;
 use charts::*;
@@ -181,23 +181,23 @@ td.l,th.l{text-align:left}td:first-child{white-space:nowrap}.pass{color:#1a7f37;
 .verdict.bad{border-left-color:#c62828}.verdict.good{border-left-color:#1a7f37}
 figure{margin:12px 0}.note{color:#8a5a00}";
 
-fn status_cell(st: Status) -> String {
+fn status_cell(st: CheckStatus) -> String {
     let cls = match st {
-        Status::Pass => "pass",
-        Status::Fail => "fail",
-        Status::NotApplicable => "na",
+        CheckStatus::Pass => "pass",
+        CheckStatus::Fail => "fail",
+        CheckStatus::NotApplicable => "na",
     };
     format!("<td class=\"l {cls}\">{st}</td>")
 }
 
 /// A gate's or a budget's result; in an interrupted run a pass is only
 /// "met up to the stop", never PASS.
-fn gate_cell(st: GateStatus, advisory: bool, interrupted: bool) -> String {
+fn gate_cell(st: Status, advisory: bool, interrupted: bool) -> String {
     let (cls, word) = match st {
-        GateStatus::Pass if interrupted => ("na", "met up to the stop"),
-        GateStatus::Pass => ("pass", "PASS"),
-        GateStatus::Fail => ("fail", "FAIL"),
-        GateStatus::NoData => ("fail", "NO DATA"),
+        Status::Pass if interrupted => ("na", "met up to the stop"),
+        Status::Pass => ("pass", "PASS"),
+        Status::Fail => ("fail", "FAIL"),
+        Status::NoData => ("fail", "NO DATA"),
     };
     format!(
         "<td class=\"l {cls}\">{word}{}</td>",
@@ -227,7 +227,11 @@ fn gate_table(o: &mut String, s: &Summary) {
 }
 
 fn pass_cell(p: bool) -> String {
-    status_cell(if p { Status::Pass } else { Status::Fail })
+    status_cell(if p {
+        CheckStatus::Pass
+    } else {
+        CheckStatus::Fail
+    })
 }
 
 /// The page as a string.
