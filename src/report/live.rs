@@ -30,7 +30,7 @@ use super::ReportError;
 use crate::diagnosis::findings::{dump_findings, Options, Severity};
 use crate::diagnosis::model::{ThreadDump, ThreadState};
 use crate::judge::Summary;
-use crate::metrics::series::{parse_row, Row};
+use crate::metrics::series::{parse_row, Row, Second};
 use crate::metrics::{Class, CLASSES};
 use crate::rundir::{self, RunMeta};
 use crate::vocab::WindowStats;
@@ -39,67 +39,21 @@ use crate::vocab::WindowStats;
 const SPARK_SECONDS: usize = 60;
 const SPARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-/// One second of the run, all its rows together.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tick {
-    pub second: u64,
-    /// The phase running at the end of the second (its last row).
-    pub phase: String,
-    pub offered: u64,
-    pub dropped: u64,
-    /// Answers per class, in [`CLASSES`] order.
-    pub counts: [u64; CLASSES.len()],
-    pub in_flight: u64,
-    pub p50_us: u64,
-    pub p99_us: u64,
-    pub max_us: u64,
-}
-
-impl Tick {
-    /// The rows of one second (one per phase that ran in it).
-    pub fn of(rows: &[Row]) -> Option<Tick> {
-        let last = rows.last()?;
-        let mut t = Tick {
-            second: last.second,
-            phase: last.phase.clone(),
-            ..Tick::default()
-        };
-        for r in rows {
-            t.offered += r.offered;
-            t.dropped += r.dropped;
-            for (a, b) in t.counts.iter_mut().zip(r.counts) {
-                *a += b;
-            }
-            t.in_flight = t.in_flight.max(r.in_flight);
-            t.p50_us = t.p50_us.max(r.p50_us);
-            t.p99_us = t.p99_us.max(r.p99_us);
-            t.max_us = t.max_us.max(r.max_us);
-        }
-        Some(t)
-    }
-    pub fn completed(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-    fn count(&self, c: Class) -> u64 {
-        self.counts[c as usize]
-    }
-    /// As the plain progress line wants it.
-    pub fn window_stats(&self, phase: usize) -> WindowStats {
-        let ok = self.count(Class::Ok);
-        let shed = self.count(Class::Shed);
-        WindowStats {
-            second: self.second,
-            phase,
-            offered: self.offered,
-            completed: self.completed(),
-            ok,
-            shed,
-            errors: self.completed() - ok - shed + self.dropped,
-            in_flight: self.in_flight,
-            p50_us: self.p50_us,
-            p99_us: self.p99_us,
-            max_us: self.max_us,
-        }
+/// As the plain progress line wants a merged second.
+fn window_stats(t: &Second, phase: usize) -> WindowStats {
+    let (ok, shed) = (t.ok, t.shed);
+    WindowStats {
+        second: t.t,
+        phase,
+        offered: t.offered,
+        completed: t.completed,
+        ok,
+        shed,
+        errors: t.completed - ok - shed + t.dropped,
+        in_flight: t.in_flight,
+        p50_us: t.p50_us,
+        p99_us: t.p99_us,
+        max_us: t.max_us,
     }
 }
 
@@ -121,7 +75,7 @@ pub struct ServerFigures {
 pub struct LiveView {
     dir: PathBuf,
     meta: RunMeta,
-    last: Option<Tick>,
+    last: Option<Second>,
     p99s: VecDeque<Option<u64>>,
     server: ServerFigures,
     /// The dump parsed last (path, size): parsed again only when it changes.
@@ -141,17 +95,17 @@ impl LiveView {
         })
     }
 
-    pub fn last(&self) -> Option<&Tick> {
+    pub fn last(&self) -> Option<&Second> {
         self.last.as_ref()
     }
 
     /// One second's rows, as written to `timeseries.csv`.
     pub fn push(&mut self, rows: &[Row]) {
-        let Some(t) = Tick::of(rows) else { return };
+        let Some(t) = Second::of(rows) else { return };
         if self.p99s.len() == SPARK_SECONDS {
             self.p99s.pop_front();
         }
-        self.p99s.push_back((t.completed() > 0).then_some(t.p99_us));
+        self.p99s.push_back((t.completed > 0).then_some(t.p99_us));
         self.last = Some(t);
     }
 
@@ -201,8 +155,8 @@ impl LiveView {
             .unwrap_or("");
         Some(format!(
             "[{:>5}s] {}",
-            t.second + 1,
-            progress_line(&t.phase, label, &t.window_stats(i))
+            t.t + 1,
+            progress_line(&t.phase, label, &window_stats(t, i))
         ))
     }
 
@@ -220,7 +174,7 @@ impl LiveView {
             ));
             return lines.join("\n");
         };
-        let now = t.second + 1;
+        let now = t.t + 1;
         lines.push(format!(
             "brunt · {} · {} · {} / {}",
             m.name,
@@ -241,13 +195,10 @@ impl LiveView {
         ));
         lines.push(format!(
             "rate     offered {}/s · achieved {}/s · dropped {} · in flight {}",
-            t.offered,
-            t.completed(),
-            t.dropped,
-            t.in_flight
+            t.offered, t.completed, t.dropped, t.in_flight
         ));
         let pct = |us: u64| {
-            if t.completed() == 0 {
+            if t.completed == 0 {
                 "—".to_string()
             } else {
                 fmt_ms(us as f64 / 1000.0)
@@ -616,11 +567,11 @@ mod tests {
 
     #[test]
     fn a_boundary_second_adds_counts_and_keeps_the_worse_percentile() {
-        let t = Tick::of(&[row(9, "step-1", 10, 5_000), row(9, "step-2", 3, 2_000)]).unwrap();
+        let t = Second::of(&[row(9, "step-1", 10, 5_000), row(9, "step-2", 3, 2_000)]).unwrap();
         assert_eq!(t.phase, "step-2");
-        assert_eq!(t.completed(), 13);
+        assert_eq!(t.completed, 13);
         assert_eq!(t.p99_us, 5_000);
-        assert!(Tick::of(&[]).is_none());
+        assert!(Second::of(&[]).is_none());
     }
 
     #[test]

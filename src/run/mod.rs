@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use thiserror::Error;
 
 use crate::engine::{self, Engine, EngineConfig, EngineError, Shard};
-use crate::judge::{Inputs, StopKind, Summary};
+use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
 use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::SeriesWriter;
 use crate::metrics::Measured;
@@ -560,23 +560,24 @@ fn finish(
         _ => out.recorded.stopped_reason,
     };
     let inputs = Inputs::load(dir);
-    let mut summary = crate::judge::build(
-        meta,
-        &spec.budgets,
-        &spec.profile.verdicts,
-        &measured,
-        kind.is_some(),
-        reason,
+    let summary = crate::judge::judge(
+        Judging {
+            meta,
+            budgets: &spec.budgets,
+            settings: &spec.profile.verdicts,
+            measured: &measured,
+            ending: Ending {
+                kind,
+                reason,
+                early: false,
+            },
+            generator: out.recorded.generator,
+            collectors: out.collectors.and_then(|c| serde_json::to_value(c).ok()),
+            findings: analysis.and_then(|a| serde_json::to_value(&a.findings).ok()),
+            notes: vec![],
+        },
         &inputs,
     );
-    summary.set_stop_kind(kind);
-    summary.set_generator(out.recorded.generator);
-    if let Some(c) = out.collectors {
-        summary.set_collectors(serde_json::to_value(c).ok());
-    }
-    if let Some(a) = &analysis {
-        summary.findings = serde_json::to_value(&a.findings).ok();
-    }
     rundir::write_json(&dir.join(rundir::SUMMARY), &summary)?;
     // The result stands without its HTML view: warn, never fail the run for it.
     if let Err(e) = crate::report::html::write(dir, &summary) {

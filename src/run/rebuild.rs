@@ -18,7 +18,7 @@ use super::{RunError, RunSpec};
 use crate::collectors::{
     ArtifactInfo, CollectorsSummary, ErrorInfo, GapInfo, GeneratorSummary, PidInfo, StreamInfo,
 };
-use crate::judge::{Inputs, StopKind, Summary};
+use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
 use crate::profile::collectors::CollectorsConfig;
 use crate::profile::Profile;
 use crate::rundir;
@@ -64,34 +64,42 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     };
     let inputs = Inputs::load(dir);
     let generator = rundir::read::generator_health(&inputs.seconds);
-    let mut s = crate::judge::build(
-        meta,
-        &spec.budgets,
-        &spec.profile.verdicts,
-        &m,
-        ended_early || kind.is_some(),
-        reason,
-        &inputs,
-    );
-    s.set_stop_kind(kind);
-    s.set_generator(generator);
-    if let Some(o) = old {
-        s.set_collectors(o.collectors);
-        s.findings = o.findings;
-    }
-    if s.collectors.is_none() {
+    let (mut collectors, mut findings) = match old {
+        Some(o) => (o.collectors, o.findings),
+        None => (None, None),
+    };
+    let mut notes = vec![];
+    if collectors.is_none() {
         if let Some(c) = collectors_from_files(&diag_dir, &collectors_cfg) {
-            s.set_collectors(serde_json::to_value(c).ok());
-            s.notes.push(format!(
+            collectors = serde_json::to_value(c).ok();
+            notes.push(format!(
                 "collectors: rebuilt from {}/ (the run ended before writing its summary): errors_total counts the logged errors only",
                 rundir::DIAGNOSTICS
             ));
         }
     }
-    if s.findings.is_none() {
-        s.findings = analysis.and_then(|a| serde_json::to_value(&a.findings).ok());
+    if findings.is_none() {
+        findings = analysis.and_then(|a| serde_json::to_value(&a.findings).ok());
     }
-    s.notes.extend(cut);
+    notes.extend(cut);
+    let s = crate::judge::judge(
+        Judging {
+            meta,
+            budgets: &spec.budgets,
+            settings: &spec.profile.verdicts,
+            measured: &m,
+            ending: Ending {
+                kind,
+                reason,
+                early: ended_early,
+            },
+            generator,
+            collectors,
+            findings,
+            notes,
+        },
+        &inputs,
+    );
     rundir::write_json(&dir.join(rundir::SUMMARY), &s)?;
     Ok(s)
 }
