@@ -1,5 +1,8 @@
-//! The command line: argument parsing, Ctrl-C, exit codes. Everything else
-//! lives in the library.
+//! The command line: argument parsing, Ctrl-C, exit codes, and all the
+//! printing (the library hands its notices here). Everything else lives in
+//! the library; `brunt analyze` and `brunt watch` have files of their own.
+
+pub mod analyze;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -458,11 +461,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             paths,
             json,
             flamegraph,
-        } => Ok(crate::report::analysis::analyze_cli(
-            &paths,
-            json,
-            flamegraph.as_deref(),
-        )?),
+        } => Ok(analyze::analyze_cli(&paths, json, flamegraph.as_deref())?),
         Cmd::Watch { dir, wait } => watch(&dir, &wait),
         Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
         Cmd::Compare {
@@ -576,6 +575,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         base_dir: spec.base_dir.clone(),
         env,
         force: a.force,
+        say: stderr(),
     };
     let result = run::execute_spec(spec, opts).map_err(|e| {
         if e.is_bad_input() {
@@ -609,7 +609,7 @@ fn demo_target(listen: &str, stall_every: Option<&str>, stall_for: &str) -> Resu
         cfg.stall_every = Some(flag_duration("--stall-every", s)?);
         cfg.stall_for = flag_duration("--stall-for", stall_for)?;
     }
-    crate::demo::run_standalone(cfg).context("demo target")?;
+    crate::demo::run_standalone(cfg, &|l| println!("{l}")).context("demo target")?;
     Ok(exit::PASS)
 }
 
@@ -632,9 +632,17 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
     Ok(exit::PASS)
 }
 
+/// The library's notices on stderr, as the CLI shows them.
+fn stderr() -> crate::vocab::Say {
+    crate::vocab::Say::to(|n| match n {
+        crate::vocab::Notice::Warning(m) => eprintln!("warning: {m}"),
+        crate::vocab::Notice::Line(l) => eprintln!("{l}"),
+    })
+}
+
 fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32, Failure> {
     check_junit(junit)?;
-    let s = crate::run::rebuild::rebuild(dir).map_err(|e| {
+    let s = crate::run::rebuild::rebuild_saying(dir, &stderr()).map_err(|e| {
         if e.is_write_failure() {
             Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
         } else {

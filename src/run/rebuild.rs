@@ -22,12 +22,18 @@ use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
 use crate::profile::collectors::CollectorsConfig;
 use crate::profile::Profile;
 use crate::rundir;
+use crate::vocab::Say;
 
 /// The collectors' own event log inside `diagnostics/`.
 const COLLECTOR_EVENTS: &str = "collectors.jsonl";
 
 /// Rebuild `summary.json` (and nothing else) from the run directory's files.
 pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
+    rebuild_saying(dir, &Say::default())
+}
+
+/// [`rebuild`], telling `say` what was cut short or could not be read.
+pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Summary, RunError> {
     let meta = rundir::read_meta(dir)?;
     let profile_path = dir.join(rundir::PROFILE);
     let profile = Profile::from_yaml(&rundir::read_text(dir, rundir::PROFILE)?, &profile_path)?;
@@ -44,7 +50,7 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     )?;
     let (m, elapsed, cut) = rundir::read::measured_noting(dir, &meta)?;
     for w in &cut {
-        eprintln!("warning: {w}");
+        say.warn(w.clone());
     }
     let ended_early = elapsed + Duration::from_secs(1) < meta.planned();
     // Keep what only the live run knew (why and how it stopped, collectors,
@@ -59,7 +65,9 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     // A run that ended before its summary never saved its evidence either.
     let diag_dir = dir.join(rundir::DIAGNOSTICS);
     let analysis = match rundir::evidence::load(dir) {
-        Ok(None) if diag_dir.is_dir() => super::gather_evidence(dir, &spec.pool_patterns, &meta),
+        Ok(None) if diag_dir.is_dir() => {
+            super::gather_evidence(dir, &spec.pool_patterns, &meta, say)
+        }
         _ => None,
     };
     let inputs = Inputs::load(dir);

@@ -33,6 +33,8 @@ pub(super) struct Recording {
     pub stop: Arc<AtomicBool>,
     pub observers: Vec<Arc<dyn RunObserver>>,
     pub progress: Progress,
+    /// Where the plain progress lines and the drain notice go.
+    pub say: crate::vocab::Say,
     /// Live export to Prometheus: gets every window as it is written.
     pub export: Option<Arc<crate::export::Exporter>>,
 }
@@ -297,7 +299,7 @@ impl Recording {
         );
         match view {
             Some(v) => v.println(&line),
-            None => eprintln!("{line}"),
+            None => self.say.line(line),
         }
     }
 
@@ -314,7 +316,11 @@ impl Recording {
                     .get(s.phase)
                     .map(|p| p.info.label.as_str())
                     .unwrap_or("");
-                eprintln!("[{:>5}s] {}", s.second + 1, progress_line(phase, label, s));
+                self.say.line(format!(
+                    "[{:>5}s] {}",
+                    s.second + 1,
+                    progress_line(phase, label, s)
+                ));
             }
             _ => {}
         }
