@@ -3,6 +3,7 @@
 //! the library; `brunt analyze` and `brunt watch` have files of their own.
 
 pub mod analyze;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -661,9 +662,9 @@ fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32,
 
 fn watch(dir: &std::path::Path, wait: &str) -> Result<i32, Failure> {
     let wait = flag_duration("--wait", wait)?;
-    match crate::report::live::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
-        crate::report::live::WatchEnd::Finished(s) => Ok(s.exit_code()),
-        crate::report::live::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
+    match watch::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
+        watch::WatchEnd::Finished(s) => Ok(s.exit_code()),
+        watch::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
     }
 }
 

@@ -328,3 +328,18 @@ pub fn parse_row(line: &str) -> Option<Row> {
         connect_p99_us: if tail > 9 { ms(t[10])? } else { 0 },
     })
 }
+
+/// A row of `ok` answers with the given p99 (the live view's and the tail's tests).
+#[cfg(test)]
+pub(crate) fn test_row(second: u64, phase: &str, ok: u64, p99_us: u64) -> Row {
+    let mut r = Row {
+        second,
+        phase: phase.into(),
+        offered: ok,
+        p99_us,
+        p50_us: p99_us / 2,
+        ..Row::default()
+    };
+    r.counts[Class::Ok as usize] = ok;
+    r
+}

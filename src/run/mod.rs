@@ -3,6 +3,7 @@
 //! run directory. Also `brunt report DIR` ([`rebuild`]), which judges a run
 //! directory again from its files.
 
+pub mod live;
 pub mod rebuild;
 mod recorder;
 pub mod spec;
