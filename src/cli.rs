@@ -1,5 +1,9 @@
-//! The command line: argument parsing, Ctrl-C, exit codes. Everything else
-//! lives in the library.
+//! The command line: argument parsing, Ctrl-C, exit codes, and all the
+//! printing (the library hands its notices here). Everything else lives in
+//! the library; `brunt analyze` and `brunt watch` have files of their own.
+
+pub mod analyze;
+pub mod watch;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -460,11 +464,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             paths,
             json,
             flamegraph,
-        } => Ok(crate::report::analysis::analyze_cli(
-            &paths,
-            json,
-            flamegraph.as_deref(),
-        )?),
+        } => Ok(analyze::analyze_cli(&paths, json, flamegraph.as_deref())?),
         Cmd::Watch { dir, wait } => watch(&dir, &wait),
         Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
         Cmd::Compare {
@@ -585,6 +585,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         base_dir: a.profile.parent().map(std::path::Path::to_path_buf),
         env,
         force: a.force,
+        say: stderr(),
     };
     let result = run::execute_profile(profile, &a.profile, opts).map_err(|e| {
         if e.is_bad_input() {
@@ -618,7 +619,7 @@ fn demo_target(listen: &str, stall_every: Option<&str>, stall_for: &str) -> Resu
         cfg.stall_every = Some(flag_duration("--stall-every", s)?);
         cfg.stall_for = flag_duration("--stall-for", stall_for)?;
     }
-    crate::demo::run_standalone(cfg).context("demo target")?;
+    crate::demo::run_standalone(cfg, &|l| println!("{l}")).context("demo target")?;
     Ok(exit::PASS)
 }
 
@@ -641,9 +642,17 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
     Ok(exit::PASS)
 }
 
+/// The library's notices on stderr, as the CLI shows them.
+fn stderr() -> crate::vocab::Say {
+    crate::vocab::Say::to(|n| match n {
+        crate::vocab::Notice::Warning(m) => eprintln!("warning: {m}"),
+        crate::vocab::Notice::Line(l) => eprintln!("{l}"),
+    })
+}
+
 fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32, Failure> {
     check_junit(junit)?;
-    let s = crate::run::rebuild::rebuild(dir).map_err(|e| {
+    let s = crate::run::rebuild::rebuild_saying(dir, &stderr()).map_err(|e| {
         if e.is_write_failure() {
             Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
         } else {
@@ -662,9 +671,9 @@ fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32,
 
 fn watch(dir: &std::path::Path, wait: &str) -> Result<i32, Failure> {
     let wait = flag_duration("--wait", wait)?;
-    match crate::report::live::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
-        crate::report::live::WatchEnd::Finished(s) => Ok(s.exit_code()),
-        crate::report::live::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
+    match watch::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
+        watch::WatchEnd::Finished(s) => Ok(s.exit_code()),
+        watch::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
     }
 }
 

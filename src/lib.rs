@@ -10,22 +10,22 @@
 //!
 //! | module | owns | may import |
 //! |---|---|---|
-//! | [`cli`] | argument parsing, one function per subcommand, exit codes | everything |
-//! | [`run`] | one run end to end; the compiled run spec (`RunSpec`: the one compile `brunt validate` also runs); `brunt report` | all below |
+//! | [`cli`] | argument parsing, one function per subcommand, exit codes, all printing (the library's notices through [`vocab::Say`]), `brunt watch`'s polling loop | everything |
+//! | [`run`] | one run end to end; the compiled run spec (`RunSpec`: the one compile `brunt validate` also runs); `brunt report`; the live view's server figures | all below |
 //! | [`shard`] | `brunt merge` of shard run directories, `brunt k8s` manifests | judge, rundir, profile, metrics, budgets, vocab |
-//! | [`report`] | rendering only: terminal, `report.html`, `brunt compare` (and its `--fail-if` gate), `brunt analyze` output, JUnit XML, the live view and `brunt watch` | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
+//! | [`report`] | rendering only: terminal, `report.html`, `brunt compare` (and its `--fail-if` gate), `brunt analyze` output, JUnit XML, the live view (`brunt run`, `brunt watch`) | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
 //! | [`export`] | live export to Prometheus while a run runs: `/metrics` pull endpoint, remote-write push | metrics, vocab |
-//! | [`judge`] | the verdicts: budgets per scope, knee and cause, overload, spike, soak; `summary.json`'s content | rundir, evidence, profile, metrics, budgets, vocab |
-//! | [`rundir`] | the run directory's files: names, `run.json`, atomic writes, events, streaming readers, `evidence.json` | evidence, metrics, vocab |
+//! | [`judge`] | the verdicts: budgets per scope, knee and cause, overload, spike, soak; `summary.json`'s content and the one finishing sequence (`judge::judge`) a run, `brunt report` and `brunt merge` share | rundir, evidence, profile, metrics, budgets, vocab |
+//! | [`rundir`] | the run directory's files: names, `run.json`, atomic writes, events, streaming readers, `evidence.json`, reading a directory as it grows | evidence, metrics, vocab |
 //! | [`evidence`] | server-side evidence as the judge reads it (series and findings on the run clock) | diagnosis, vocab |
 //! | [`engine`] | sending the load: its compile (`engine::compile`: target and TLS, requests, mix, templates, feeders), open-model scheduler, closed-model virtual users, the HTTP client hot path | profile, metrics, vocab |
 //! | [`collectors`] | server-side sampling over a transport (local, SSH): host `/proc`, JVM dumps, JFR (its windows read by the reader `run` hands in), heap | profile, vocab |
 //! | [`profile`] | the YAML profile: every section's types, parsing with file/line/column errors (`{{ }}` templates included), `--set` overrides, compiling a shape into phases | budgets, demo, vocab |
 //! | [`budgets`] | the budget language (`p99 < 500ms`) and its PASS/FAIL evaluation | metrics, vocab |
-//! | [`metrics`] | recording outcomes: HdrHistograms per phase × outcome, 1-s windows, interval log, time series | vocab |
+//! | [`metrics`] | recording outcomes: HdrHistograms per phase × outcome, 1-s windows, interval log, time series and the one per-second merge of its rows | vocab |
 //! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings, thread activity per phase | vocab (the thread-activity types the report shows) |
 //! | [`demo`] | the built-in demo target (`brunt demo-target`, `target: builtin`) | nothing |
-//! | [`vocab`] | the shared vocabulary: run clock, phases, observer, window stats, units, series names, file and artifact names, thread activity, exit codes | nothing |
+//! | [`vocab`] | the shared vocabulary: run clock, phases, observer, window stats, units, series names, file and artifact names, thread activity, exit codes, the gates' PASS/FAIL/NO DATA, notices for the caller to show | nothing |
 
 pub mod budgets;
 pub mod cli;

@@ -271,11 +271,11 @@ fn mixed_run_directory() {
     assert_eq!(keys(&back), keys(&a));
     // The CLI entry point on the same directory.
     assert_eq!(
-        brunt::report::analysis::analyze_cli(&[run.path().to_path_buf()], true, None).expect("cli"),
+        brunt::cli::analyze::analyze_cli(&[run.path().to_path_buf()], true, None).expect("cli"),
         0
     );
     assert_eq!(
-        brunt::report::analysis::analyze_cli(&[diag.join("empty.txt")], false, None).expect("cli"),
+        brunt::cli::analyze::analyze_cli(&[diag.join("empty.txt")], false, None).expect("cli"),
         2
     );
 }

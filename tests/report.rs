@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use brunt::demo::DemoConfig;
 use brunt::evidence::{FindingRef, ServerSide};
 use brunt::judge::Summary;
-use brunt::judge::{trend, Cause, LeakStatus, OverloadVerdict, Status};
+use brunt::judge::{trend, Cause, CheckStatus, LeakStatus, OverloadVerdict};
 use brunt::profile::verdicts::LeakThresholds;
 use brunt::run::rebuild::rebuild;
 
@@ -244,7 +244,7 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
     ] {
         assert_eq!(
             check(&r.summary, name).status,
-            Status::Pass,
+            CheckStatus::Pass,
             "{name}: {:#?}",
             ov.checks
         );
@@ -270,10 +270,10 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
     let (noshed_dir, r2, ov2) = overload_run(cfg, "/noshed", "300ms");
     assert!(!ov2.pass, "{:#?}", ov2.checks);
     let fast = check(&r2.summary, "shed answers are fast");
-    assert_eq!(fast.status, Status::Fail, "{fast:?}");
+    assert_eq!(fast.status, CheckStatus::Fail, "{fast:?}");
     assert!(fast.measured.contains("does not shed"), "{fast:?}");
     let to = check(&r2.summary, "no timeouts, resets or refused connections");
-    assert_eq!(to.status, Status::Fail, "{to:?}");
+    assert_eq!(to.status, CheckStatus::Fail, "{to:?}");
     let term = brunt::report::terminal::render(&r2.summary);
     assert!(term.contains("overload: FAIL"), "{term}");
 

@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use brunt::budgets::Status as GateStatus;
-use brunt::judge::Status;
+use brunt::judge::CheckStatus;
 
 /// What the server answers to one request: status, extra headers, delay.
 type Answer = (u16, &'static str, Duration);
@@ -181,14 +181,17 @@ budgets: [ "p99 < 500ms" ]
     // The fast, labelled 503s pass their own checks…
     assert_eq!(
         check("shed answers are fast").status,
-        Status::Pass,
+        CheckStatus::Pass,
         "{:#?}",
         ov.checks
     );
-    assert_eq!(check("Retry-After on shed answers").status, Status::Pass);
+    assert_eq!(
+        check("Retry-After on shed answers").status,
+        CheckStatus::Pass
+    );
     // …but admitted throughput collapsed against the capacity the ramp showed.
     let g = check("goodput held");
-    assert_eq!(g.status, Status::Fail, "{g:?}");
+    assert_eq!(g.status, CheckStatus::Fail, "{g:?}");
     assert!(g.measured.starts_with("goodput collapsed: "), "{g:?}");
     assert!(g.measured.contains("against a capacity of ≈"), "{g:?}");
     assert!(

@@ -5,33 +5,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// What a budget or a gate came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Status {
-    #[serde(rename = "PASS")]
-    Pass,
-    #[serde(rename = "FAIL")]
-    Fail,
-    /// Nothing in scope to measure: not a pass.
-    #[serde(rename = "NO DATA")]
-    NoData,
-}
-
-impl Status {
-    pub fn label(self) -> &'static str {
-        match self {
-            Status::Pass => "PASS",
-            Status::Fail => "FAIL",
-            Status::NoData => "NO DATA",
-        }
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.label())
-    }
-}
+/// What a budget or a gate came to: the one gate vocabulary, in `vocab`.
+pub use crate::vocab::Status;
 
 /// A budget's result on one scope.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -418,10 +418,11 @@ async fn accept_loop(
     // Returning drops the runtime's remaining tasks: open connections close.
 }
 
-/// Runs the demo target in the foreground until Ctrl-C, printing its endpoints.
-pub fn run_standalone(cfg: DemoConfig) -> Result<(), DemoError> {
+/// Runs the demo target in the foreground until Ctrl-C, handing `show` its
+/// endpoints, then what it served (the CLI prints them).
+pub fn run_standalone(cfg: DemoConfig, show: &dyn Fn(&str)) -> Result<(), DemoError> {
     let server = DemoServer::start(cfg)?;
-    println!("{}", describe(&server));
+    show(&describe(&server));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()
@@ -430,11 +431,11 @@ pub fn run_standalone(cfg: DemoConfig) -> Result<(), DemoError> {
         .map_err(DemoError::Signal)?;
     let stats = server.stats();
     server.stop();
-    println!(
+    show(&format!(
         "stopped: {} requests ({} shed)",
         stats.total().requests,
         stats.total().shed
-    );
+    ));
     Ok(())
 }
 

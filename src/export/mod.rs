@@ -59,8 +59,10 @@ pub struct ExportConfig {
     /// After the run, wait this long at most for one scrape of the final
     /// figures, so a scraping Prometheus holds the end of the run.
     pub linger: Duration,
-    /// Say on stderr when the end of the run waits for that scrape.
+    /// Say when the end of the run waits for that scrape.
     pub say: bool,
+    /// Where that line and the endpoint's and pushes' warnings go.
+    pub notices: crate::vocab::Say,
 }
 
 /// What the exporter did, for the run's stderr line and the tests.
@@ -85,6 +87,7 @@ pub struct Exporter {
     pusher: Mutex<Option<JoinHandle<()>>>,
     linger: Duration,
     say: bool,
+    notices: crate::vocab::Say,
 }
 
 impl Exporter {
@@ -116,9 +119,10 @@ impl Exporter {
                     scrapes: scrapes.clone(),
                     final_scrapes: final_scrapes.clone(),
                 };
+                let notices = cfg.notices.clone();
                 let h = std::thread::Builder::new()
                     .name("brunt-metrics".into())
-                    .spawn(move || serve(l, state, rx))?;
+                    .spawn(move || serve(l, state, rx, &notices))?;
                 Some((tx, h))
             }
             None => None,
@@ -128,9 +132,10 @@ impl Exporter {
                 let (tx, rx) = sync_channel(1);
                 let f = figures.clone();
                 let token = cfg.remote_write_token.clone();
+                let notices = cfg.notices.clone();
                 let h = std::thread::Builder::new()
                     .name("brunt-remote-write".into())
-                    .spawn(move || push_loop(&url, token.as_deref(), &f, rx))?;
+                    .spawn(move || push_loop(&url, token.as_deref(), &f, rx, &notices))?;
                 (Some(tx), Some(h))
             }
             None => (None, None),
@@ -145,6 +150,7 @@ impl Exporter {
             pusher: Mutex::new(pusher),
             linger: cfg.linger,
             say: cfg.say,
+            notices: cfg.notices,
         })
     }
 
@@ -185,10 +191,10 @@ impl Exporter {
             let until = Instant::now() + self.linger;
             if self.say && !self.linger.is_zero() && self.final_scrapes.load(Ordering::Relaxed) == 0
             {
-                eprintln!(
+                self.notices.line(format!(
                     "metrics: waiting up to {} for a scrape of the final figures",
                     humantime::format_duration(self.linger)
-                );
+                ));
             }
             while Instant::now() < until && self.final_scrapes.load(Ordering::Relaxed) == 0 {
                 std::thread::sleep(Duration::from_millis(50));
@@ -246,19 +252,24 @@ impl Served {
 }
 
 /// The endpoint: hyper HTTP/1 on a current-thread runtime of its own.
-fn serve(l: std::net::TcpListener, state: Served, stop: tokio::sync::oneshot::Receiver<()>) {
+fn serve(
+    l: std::net::TcpListener,
+    state: Served,
+    stop: tokio::sync::oneshot::Receiver<()>,
+    notices: &crate::vocab::Say,
+) {
     use http_body_util::Full;
     use hyper::body::Bytes;
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     else {
-        eprintln!("warning: metrics endpoint: cannot start its runtime");
+        notices.warn("metrics endpoint: cannot start its runtime");
         return;
     };
     rt.block_on(async move {
         let Ok(listener) = tokio::net::TcpListener::from_std(l) else {
-            eprintln!("warning: metrics endpoint: cannot listen");
+            notices.warn("metrics endpoint: cannot listen");
             return;
         };
         tokio::pin!(stop);
@@ -294,7 +305,13 @@ fn serve(l: std::net::TcpListener, state: Served, stop: tokio::sync::oneshot::Re
 const PUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Push the figures at each nudge, and once more when the channel closes.
-fn push_loop(url: &str, token: Option<&str>, figures: &Arc<Mutex<Figures>>, rx: Receiver<()>) {
+fn push_loop(
+    url: &str,
+    token: Option<&str>,
+    figures: &Arc<Mutex<Figures>>,
+    rx: Receiver<()>,
+    notices: &crate::vocab::Say,
+) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(PUSH_TIMEOUT))
         .http_status_as_error(false)
@@ -344,10 +361,10 @@ fn push_loop(url: &str, token: Option<&str>, figures: &Arc<Mutex<Figures>>, rx: 
                 f.push_failures += 1;
                 // The first failure, then one line per 30, so stderr stays readable.
                 if failures_said == 0 || f.push_failures % 30 == 0 {
-                    eprintln!(
-                        "warning: remote-write to {url} failed ({} so far): {e}",
+                    notices.warn(format!(
+                        "remote-write to {url} failed ({} so far): {e}",
                         f.push_failures
-                    );
+                    ));
                     failures_said += 1;
                 }
             }

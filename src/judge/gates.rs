@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use super::knee::StressResult;
 use super::verdict::{
-    LeakStatus, OverloadVerdict, SoakVerdict, SpikeVerdict, Status as CheckStatus, Verdicts,
+    CheckStatus, LeakStatus, OverloadVerdict, SoakVerdict, SpikeVerdict, Verdicts,
 };
 use crate::budgets::{Status, Verdict};
 use crate::vocab::{Level, Model};

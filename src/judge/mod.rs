@@ -25,6 +25,7 @@
 //! | file | owns |
 //! |---|---|
 //! | [`summary`] | `summary.json`'s content and [`build`], budgets judged per scope |
+//! | [`finish`] | the one finishing sequence: a [`Judging`] judged into the complete summary |
 //! | [`gates`] | every gate of the result (budgets, knee vs `expect_capacity`, shape checks) |
 //! | [`verdict`] | the result types of every shape's verdict |
 //! | [`rules`] | the p99 bound of a 1-s window, good and stable seconds, small helpers |
@@ -38,6 +39,7 @@
 //! fills them from a run directory through [`crate::rundir`].
 
 pub mod cause;
+pub mod finish;
 pub mod gates;
 pub mod knee;
 pub mod overload;
@@ -52,6 +54,7 @@ pub mod verdict;
 
 use std::path::Path;
 
+pub use finish::{judge, Ending, Judging};
 pub use gates::Gate;
 pub use knee::StressResult;
 pub use rules::{p99_bound, Bound};

@@ -2,7 +2,7 @@
 //! cleanly, keep admitted requests within budget, and recover afterwards.
 
 use super::rules::*;
-use super::verdict::{Check, LatencySplit, OverloadVerdict, Status};
+use super::verdict::{Check, CheckStatus, LatencySplit, OverloadVerdict};
 use crate::budgets::Budget;
 use crate::metrics::{Class, Measured, Stats};
 use crate::rundir::read::Second;
@@ -163,7 +163,7 @@ fn goodput_held(load: &Load) -> Check {
     if cap <= 0.0 {
         return check(
             NAME,
-            Status::NotApplicable,
+            CheckStatus::NotApplicable,
             format!("{got:.0} ok/s; no capacity seen outside the overload to compare with"),
             expected,
         );
@@ -172,7 +172,7 @@ fn goodput_held(load: &Load) -> Check {
     if share >= GOODPUT_FLOOR {
         check(
             NAME,
-            Status::Pass,
+            CheckStatus::Pass,
             format!(
                 "{got:.0} ok/s against a capacity of ≈{cap:.0}/s ({:.0}%)",
                 share * 100.0
@@ -182,7 +182,7 @@ fn goodput_held(load: &Load) -> Check {
     } else {
         check(
             NAME,
-            Status::Fail,
+            CheckStatus::Fail,
             format!(
                 "goodput collapsed: {got:.0} ok/s against a capacity of ≈{cap:.0}/s ({:.0}%)",
                 share * 100.0
@@ -201,9 +201,9 @@ fn shed_fast(ov: &Stats, load: &Load, fast_fail_ms: f64) -> Check {
         check(
             NAME,
             if p <= fast_fail_ms {
-                Status::Pass
+                CheckStatus::Pass
             } else {
-                Status::Fail
+                CheckStatus::Fail
             },
             format!("shed p99 {p:.1}ms over {shed} answers"),
             format!("≤ {fast_fail_ms:.0}ms (fast_fail)"),
@@ -211,14 +211,14 @@ fn shed_fast(ov: &Stats, load: &Load, fast_fail_ms: f64) -> Check {
     } else if load.expected > 0.05 {
         check(
             NAME,
-            Status::Fail,
+            CheckStatus::Fail,
             format!("no 503/429 at {offered_rate:.0}/s offered, above a capacity of ≈ {capacity:.0}/s: the service does not shed"),
             format!("shed answers with p99 ≤ {fast_fail_ms:.0}ms"),
         )
     } else {
         check(
             NAME,
-            Status::NotApplicable,
+            CheckStatus::NotApplicable,
             "no shed answers: the load stayed within capacity".into(),
             format!("≤ {fast_fail_ms:.0}ms"),
         )
@@ -232,7 +232,7 @@ fn retry_after(ov: &Stats) -> Check {
     if shed == 0 {
         return check(
             NAME,
-            Status::NotApplicable,
+            CheckStatus::NotApplicable,
             "no shed answers".into(),
             "every shed answer".into(),
         );
@@ -241,9 +241,9 @@ fn retry_after(ov: &Stats) -> Check {
     check(
         NAME,
         if with >= shed {
-            Status::Pass
+            CheckStatus::Pass
         } else {
-            Status::Fail
+            CheckStatus::Fail
         },
         format!(
             "{with} of {shed} ({:.1}%)",
@@ -263,9 +263,9 @@ fn admitted_p99(ov: &Stats, bound: Option<&Bound>) -> Check {
             check(
                 NAME,
                 if p <= b.ms {
-                    Status::Pass
+                    CheckStatus::Pass
                 } else {
-                    Status::Fail
+                    CheckStatus::Fail
                 },
                 format!("ok p99 {p:.1}ms over {} answers", ok_h.len()),
                 format!("≤ {:.1}ms ({})", b.ms, b.source),
@@ -273,13 +273,13 @@ fn admitted_p99(ov: &Stats, bound: Option<&Bound>) -> Check {
         }
         Some(b) => check(
             NAME,
-            Status::Fail,
+            CheckStatus::Fail,
             "no request was admitted (no ok answer)".into(),
             format!("≤ {:.1}ms ({})", b.ms, b.source),
         ),
         None => check(
             NAME,
-            Status::NotApplicable,
+            CheckStatus::NotApplicable,
             if ok_h.is_empty() {
                 "no ok answers".into()
             } else {
@@ -297,9 +297,9 @@ fn shed_fraction(load: &Load) -> Check {
     check(
         "shed fraction matches the excess",
         if (measured - expected).abs() <= SHED_TOLERANCE {
-            Status::Pass
+            CheckStatus::Pass
         } else {
-            Status::Fail
+            CheckStatus::Fail
         },
         format!(
             "{:.1}% shed of {offered_rate:.0}/s offered",
@@ -328,9 +328,9 @@ fn no_transport_errors(meta: &RunMeta, m: &Measured) -> Check {
     check(
         "no timeouts, resets or refused connections",
         if bad.iter().sum::<u64>() == 0 {
-            Status::Pass
+            CheckStatus::Pass
         } else {
-            Status::Fail
+            CheckStatus::Fail
         },
         format!(
             "timeout={} reset={} connect_error={}{}",
@@ -372,7 +372,7 @@ fn recovery(
         (None, Some(_)) => (
             check(
                 NAME,
-                Status::NotApplicable,
+                CheckStatus::NotApplicable,
                 "no p99 bound (no budget, no baseline answers)".into(),
                 "-".into(),
             ),
@@ -381,7 +381,7 @@ fn recovery(
         (_, None) => (
             check(
                 NAME,
-                Status::NotApplicable,
+                CheckStatus::NotApplicable,
                 "no recovery phase".into(),
                 "-".into(),
             ),
@@ -396,7 +396,7 @@ fn recovered(recovery_s: Option<f64>, b: &Bound, span: f64) -> Check {
     match recovery_s {
         Some(r) => check(
             NAME,
-            Status::Pass,
+            CheckStatus::Pass,
             format!("p99 within bound and no shedding {r:.0}s after the overload ended"),
             format!(
                 "within the recovery phase ({:.0}s); p99 ≤ {:.1}ms ({})",
@@ -405,7 +405,7 @@ fn recovered(recovery_s: Option<f64>, b: &Bound, span: f64) -> Check {
         ),
         None => check(
             NAME,
-            Status::Fail,
+            CheckStatus::Fail,
             "not recovered by the end of the recovery phase".into(),
             format!("within {:.0}s; p99 ≤ {:.1}ms ({})", span, b.ms, b.source),
         ),
@@ -419,7 +419,7 @@ fn verdict(
     recovery_s: Option<f64>,
     ov: &Stats,
 ) -> OverloadVerdict {
-    let pass = checks.iter().all(|c| c.status != Status::Fail);
+    let pass = checks.iter().all(|c| c.status != CheckStatus::Fail);
     let text = if pass {
         format!(
             "shedding works: {:.0}% shed at {:.0}/s offered, {:.0} ok/s held (capacity ≈ {:.0}/s){}",
@@ -434,7 +434,7 @@ fn verdict(
     } else {
         let failed: Vec<&str> = checks
             .iter()
-            .filter(|c| c.status == Status::Fail)
+            .filter(|c| c.status == CheckStatus::Fail)
             .map(|c| c.name.as_str())
             .collect();
         format!("failed: {}", failed.join("; "))

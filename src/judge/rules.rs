@@ -7,7 +7,7 @@ use crate::metrics::{pct_us, Class, Measured, Stats};
 use crate::rundir::read::Second;
 use crate::rundir::RunMeta;
 
-use super::verdict::{Check, Status};
+use super::verdict::{Check, CheckStatus};
 
 pub(super) fn window(meta: &RunMeta, i: usize) -> (f64, f64) {
     let p = &meta.phases[i];
@@ -91,7 +91,7 @@ pub(super) fn opt_pct(v: Option<f64>) -> String {
     v.map(|c| format!("{c:.0}%")).unwrap_or_else(|| "-".into())
 }
 
-pub(super) fn check(name: &str, status: Status, measured: String, expected: String) -> Check {
+pub(super) fn check(name: &str, status: CheckStatus, measured: String, expected: String) -> Check {
     Check {
         name: name.into(),
         status,

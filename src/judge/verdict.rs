@@ -46,8 +46,11 @@ impl Verdicts {
     }
 }
 
+/// A shape's check (overload, soak): PASS, FAIL, or N/A when the run gives
+/// it nothing to check; not a gate ([`crate::vocab::Status`]) until
+/// [`super::gates`] makes it one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Status {
+pub enum CheckStatus {
     #[serde(rename = "PASS")]
     Pass,
     #[serde(rename = "FAIL")]
@@ -56,12 +59,12 @@ pub enum Status {
     NotApplicable,
 }
 
-impl std::fmt::Display for Status {
+impl std::fmt::Display for CheckStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            Status::Pass => "PASS",
-            Status::Fail => "FAIL",
-            Status::NotApplicable => "N/A",
+            CheckStatus::Pass => "PASS",
+            CheckStatus::Fail => "FAIL",
+            CheckStatus::NotApplicable => "N/A",
         })
     }
 }
@@ -70,7 +73,7 @@ impl std::fmt::Display for Status {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Check {
     pub name: String,
-    pub status: Status,
+    pub status: CheckStatus,
     pub measured: String,
     pub expected: String,
 }

@@ -1,10 +1,9 @@
-//! The live view of a running load, and `brunt watch DIR`.
-//!
-//! Both read what the run writes second by second — `run.json` for the plan,
-//! the rows of `timeseries.csv` (in `brunt run` handed over as they are
-//! written, in `brunt watch` read as the file grows), the host collector's
-//! last sample (`diagnostics/host.jsonl`) and the newest thread dump in
-//! `diagnostics/` — so the two views are the same by construction.
+//! The live view of a running load (`brunt run` on a terminal, `brunt
+//! watch DIR`), rendered from what it is handed: the plan ([`RunMeta`]),
+//! each second's rows of `timeseries.csv` as they are written, and the
+//! latest server-side figures ([`ServerFigures`]: read by `run::live` from
+//! the collectors' files). The two views are the same by construction; this
+//! file opens no file.
 //!
 //! A view is several lines: the phase and time left, offered vs achieved, in
 //! flight, p50/p99 of the last second with a sparkline of the last minute's
@@ -17,89 +16,36 @@
 //! ([`super::terminal::progress_line`]).
 //!
 //! A second at a phase boundary has one row per phase: the view shows the
-//! sum of their counts and the worse of their percentiles (percentiles of
-//! two histograms are never averaged).
+//! sum of their counts and the worse of their percentiles
+//! ([`crate::metrics::series::Second`]).
 
 use std::collections::VecDeque;
-use std::io::{BufRead, IsTerminal, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
 
-use super::terminal::{fmt_ms, progress_line, render as render_summary};
-use super::ReportError;
-use crate::diagnosis::findings::{dump_findings, Options, Severity};
-use crate::diagnosis::model::{ThreadDump, ThreadState};
-use crate::judge::Summary;
-use crate::metrics::series::{parse_row, Row};
+use super::terminal::{fmt_ms, progress_line};
+use crate::metrics::series::{Row, Second};
 use crate::metrics::{Class, CLASSES};
-use crate::rundir::{self, RunMeta};
+use crate::rundir::RunMeta;
 use crate::vocab::WindowStats;
 
 /// Seconds of p99 kept for the sparkline.
 const SPARK_SECONDS: usize = 60;
 const SPARKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-/// One second of the run, all its rows together.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Tick {
-    pub second: u64,
-    /// The phase running at the end of the second (its last row).
-    pub phase: String,
-    pub offered: u64,
-    pub dropped: u64,
-    /// Answers per class, in [`CLASSES`] order.
-    pub counts: [u64; CLASSES.len()],
-    pub in_flight: u64,
-    pub p50_us: u64,
-    pub p99_us: u64,
-    pub max_us: u64,
-}
-
-impl Tick {
-    /// The rows of one second (one per phase that ran in it).
-    pub fn of(rows: &[Row]) -> Option<Tick> {
-        let last = rows.last()?;
-        let mut t = Tick {
-            second: last.second,
-            phase: last.phase.clone(),
-            ..Tick::default()
-        };
-        for r in rows {
-            t.offered += r.offered;
-            t.dropped += r.dropped;
-            for (a, b) in t.counts.iter_mut().zip(r.counts) {
-                *a += b;
-            }
-            t.in_flight = t.in_flight.max(r.in_flight);
-            t.p50_us = t.p50_us.max(r.p50_us);
-            t.p99_us = t.p99_us.max(r.p99_us);
-            t.max_us = t.max_us.max(r.max_us);
-        }
-        Some(t)
-    }
-    pub fn completed(&self) -> u64 {
-        self.counts.iter().sum()
-    }
-    fn count(&self, c: Class) -> u64 {
-        self.counts[c as usize]
-    }
-    /// As the plain progress line wants it.
-    pub fn window_stats(&self, phase: usize) -> WindowStats {
-        let ok = self.count(Class::Ok);
-        let shed = self.count(Class::Shed);
-        WindowStats {
-            second: self.second,
-            phase,
-            offered: self.offered,
-            completed: self.completed(),
-            ok,
-            shed,
-            errors: self.completed() - ok - shed + self.dropped,
-            in_flight: self.in_flight,
-            p50_us: self.p50_us,
-            p99_us: self.p99_us,
-            max_us: self.max_us,
-        }
+/// As the plain progress line wants a merged second.
+fn window_stats(t: &Second, phase: usize) -> WindowStats {
+    let (ok, shed) = (t.ok, t.shed);
+    WindowStats {
+        second: t.t,
+        phase,
+        offered: t.offered,
+        completed: t.completed,
+        ok,
+        shed,
+        errors: t.completed - ok - shed + t.dropped,
+        in_flight: t.in_flight,
+        p50_us: t.p50_us,
+        p99_us: t.p99_us,
+        max_us: t.max_us,
     }
 }
 
@@ -119,74 +65,44 @@ pub struct ServerFigures {
 
 /// The live view's state: the plan, the last second, the last minute's p99.
 pub struct LiveView {
-    dir: PathBuf,
     meta: RunMeta,
-    last: Option<Tick>,
+    last: Option<Second>,
     p99s: VecDeque<Option<u64>>,
     server: ServerFigures,
-    /// The dump parsed last (path, size): parsed again only when it changes.
-    dump_seen: Option<(PathBuf, u64)>,
 }
 
 impl LiveView {
-    /// A view of the run writing `dir` (its `run.json` must exist).
-    pub fn open(dir: &Path) -> Result<LiveView, ReportError> {
-        Ok(LiveView {
-            dir: dir.to_path_buf(),
-            meta: rundir::read_meta(dir)?,
+    /// A view of the run planned as `meta`.
+    pub fn new(meta: RunMeta) -> LiveView {
+        LiveView {
+            meta,
             last: None,
             p99s: VecDeque::with_capacity(SPARK_SECONDS),
             server: ServerFigures::default(),
-            dump_seen: None,
-        })
+        }
     }
 
-    pub fn last(&self) -> Option<&Tick> {
+    pub fn meta(&self) -> &RunMeta {
+        &self.meta
+    }
+
+    /// The latest server-side figures.
+    pub fn set_server(&mut self, s: &ServerFigures) {
+        self.server.clone_from(s);
+    }
+
+    pub fn last(&self) -> Option<&Second> {
         self.last.as_ref()
     }
 
     /// One second's rows, as written to `timeseries.csv`.
     pub fn push(&mut self, rows: &[Row]) {
-        let Some(t) = Tick::of(rows) else { return };
+        let Some(t) = Second::of(rows) else { return };
         if self.p99s.len() == SPARK_SECONDS {
             self.p99s.pop_front();
         }
-        self.p99s.push_back((t.completed() > 0).then_some(t.p99_us));
+        self.p99s.push_back((t.completed > 0).then_some(t.p99_us));
         self.last = Some(t);
-    }
-
-    /// Read the collectors' newest figures; a missing or unreadable file
-    /// leaves the figure as it was (the view never stops for it).
-    pub fn refresh_server(&mut self) {
-        let diag = self.dir.join(rundir::DIAGNOSTICS);
-        if let Some(v) = last_json_line(&diag.join(rundir::HOST_SAMPLES)) {
-            let f = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
-            self.server.host_cpu_pct = f(&v, "cpu_busy_pct").or(self.server.host_cpu_pct);
-            if let Some(p) = v.get("proc") {
-                self.server.process_cpu_pct = f(p, "cpu_pct").or(self.server.process_cpu_pct);
-            }
-        }
-        let Some((path, size)) = newest_dump(&diag) else {
-            return;
-        };
-        if self.dump_seen.as_ref() == Some(&(path.clone(), size)) {
-            return;
-        }
-        self.dump_seen = Some((path.clone(), size));
-        if let Some(d) = read_dump(&path) {
-            let app: Vec<_> = d.threads.iter().filter(|t| !t.internal).collect();
-            let blocked = app
-                .iter()
-                .filter(|t| t.state() == ThreadState::Blocked)
-                .count();
-            self.server.blocked = Some((blocked, app.len()));
-            self.server.dump = path.file_name().map(|n| n.to_string_lossy().to_string());
-            self.server.finding = dump_findings(&d, &Options::default())
-                .into_iter()
-                .filter(|f| f.severity > Severity::Info)
-                .max_by_key(|f| f.severity)
-                .map(|f| f.summary);
-        }
     }
 
     /// The plain progress line of the last second.
@@ -201,8 +117,8 @@ impl LiveView {
             .unwrap_or("");
         Some(format!(
             "[{:>5}s] {}",
-            t.second + 1,
-            progress_line(&t.phase, label, &t.window_stats(i))
+            t.t + 1,
+            progress_line(&t.phase, label, &window_stats(t, i))
         ))
     }
 
@@ -220,7 +136,7 @@ impl LiveView {
             ));
             return lines.join("\n");
         };
-        let now = t.second + 1;
+        let now = t.t + 1;
         lines.push(format!(
             "brunt · {} · {} · {} / {}",
             m.name,
@@ -241,13 +157,10 @@ impl LiveView {
         ));
         lines.push(format!(
             "rate     offered {}/s · achieved {}/s · dropped {} · in flight {}",
-            t.offered,
-            t.completed(),
-            t.dropped,
-            t.in_flight
+            t.offered, t.completed, t.dropped, t.in_flight
         ));
         let pct = |us: u64| {
-            if t.completed() == 0 {
+            if t.completed == 0 {
                 "—".to_string()
             } else {
                 fmt_ms(us as f64 / 1000.0)
@@ -334,206 +247,6 @@ fn clock(s: u64) -> String {
     }
 }
 
-/// The last complete line of a JSONL file, reading only its tail.
-fn last_json_line(path: &Path) -> Option<serde_json::Value> {
-    let mut f = std::fs::File::open(path).ok()?;
-    let len = f.metadata().ok()?.len();
-    let from = len.saturating_sub(16 * 1024);
-    f.seek(SeekFrom::Start(from)).ok()?;
-    let mut buf = String::new();
-    f.read_to_string(&mut buf).ok()?;
-    // A line still being written has no newline yet: skip it.
-    let complete = &buf[..buf.rfind('\n')?];
-    complete
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str(l.trim()).ok())
-}
-
-/// The newest thread dump in `diagnostics/` (by modification time), and its size.
-fn newest_dump(diag: &Path) -> Option<(PathBuf, u64)> {
-    std::fs::read_dir(diag)
-        .ok()?
-        .flatten()
-        .filter(|e| {
-            let n = e.file_name().to_string_lossy().to_string();
-            n.contains("thread-dump") && (n.ends_with(".txt") || n.ends_with(".json"))
-        })
-        .filter_map(|e| {
-            let md = e.metadata().ok()?;
-            Some((md.modified().ok()?, e.path(), md.len()))
-        })
-        .max()
-        .map(|(_, p, n)| (p, n))
-}
-
-/// The last dump in a text or JSON thread-dump file.
-fn read_dump(path: &Path) -> Option<ThreadDump> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let name = path.display().to_string();
-    if crate::diagnosis::json::looks_like_json_dump(&text) {
-        crate::diagnosis::json::parse_json_dump(&text, &name).ok()
-    } else {
-        crate::diagnosis::text::parse_text_dumps(&text, &name).pop()
-    }
-}
-
-/// `timeseries.csv` read as it grows: whole lines only, grouped by second.
-pub struct SeriesTail {
-    path: PathBuf,
-    offset: u64,
-    partial: String,
-    /// Rows of the newest second, held until a later second (or the end) shows it is complete.
-    pending: Vec<Row>,
-}
-
-impl SeriesTail {
-    pub fn new(dir: &Path) -> SeriesTail {
-        SeriesTail {
-            path: dir.join(rundir::TIME_SERIES),
-            offset: 0,
-            partial: String::new(),
-            pending: Vec::new(),
-        }
-    }
-
-    /// Every second completed since the last call (all of them with `ended`).
-    pub fn seconds(&mut self, ended: bool) -> Vec<Vec<Row>> {
-        let mut out = Vec::new();
-        for r in self.new_rows() {
-            if self.pending.first().is_some_and(|p| p.second != r.second) {
-                out.push(std::mem::take(&mut self.pending));
-            }
-            self.pending.push(r);
-        }
-        if ended && !self.pending.is_empty() {
-            out.push(std::mem::take(&mut self.pending));
-        }
-        out
-    }
-
-    fn new_rows(&mut self) -> Vec<Row> {
-        let Ok(mut f) = std::fs::File::open(&self.path) else {
-            return Vec::new();
-        };
-        if f.seek(SeekFrom::Start(self.offset)).is_err() {
-            return Vec::new();
-        }
-        let mut rows = Vec::new();
-        let mut r = std::io::BufReader::new(&mut f);
-        loop {
-            let mut line = String::new();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    self.offset += n as u64;
-                    if !line.ends_with('\n') {
-                        self.partial.push_str(&line);
-                        break;
-                    }
-                    let whole = std::mem::take(&mut self.partial) + &line;
-                    if let Some(row) = parse_row(whole.trim_end()) {
-                        rows.push(row);
-                    }
-                }
-            }
-        }
-        rows
-    }
-}
-
-/// How `brunt watch` ended.
-pub enum WatchEnd {
-    /// The run finished: its summary, already printed.
-    Finished(Box<Summary>),
-    /// The run stopped writing without a summary (killed?).
-    Stalled(String),
-}
-
-/// How long a run may write nothing past its planned end before `brunt
-/// watch` gives up on it (the drain and the diagnosis take time).
-const STALL_GRACE: Duration = Duration::from_secs(120);
-
-/// `brunt watch DIR`: the live view of the run writing DIR (plain lines when
-/// stdout is not a terminal), then its summary once `summary.json` appears.
-/// Waits up to `wait_start` for `run.json` (a run about to start).
-pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, ReportError> {
-    let t0 = Instant::now();
-    while !dir.join(rundir::RUN_JSON).exists() {
-        if t0.elapsed() >= wait_start {
-            return Err(ReportError::Rundir(rundir::RundirError::Read {
-                path: dir.join(rundir::RUN_JSON),
-                message: format!(
-                    "no run is writing here (waited {})",
-                    humantime::format_duration(wait_start)
-                ),
-            }));
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    let mut view = LiveView::open(dir)?;
-    let mut tail = SeriesTail::new(dir);
-    let bar = std::io::stdout().is_terminal().then(|| {
-        let b =
-            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stdout());
-        b.set_style(
-            indicatif::ProgressStyle::with_template("{msg}")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
-        );
-        b
-    });
-    let planned_end = SystemTime::UNIX_EPOCH
-        + Duration::from_secs_f64(view.meta.started_at.max(0.0))
-        + view.meta.planned();
-    let mut last_news = Instant::now();
-    loop {
-        let ended = dir.join(rundir::SUMMARY).exists();
-        let secs = tail.seconds(ended);
-        if !secs.is_empty() {
-            last_news = Instant::now();
-        }
-        for rows in &secs {
-            view.push(rows);
-            if bar.is_none()
-                && rows
-                    .first()
-                    .is_some_and(|r| r.second % 5 == 4 || r.second == 0)
-            {
-                if let Some(l) = view.plain_line() {
-                    println!("{l}");
-                }
-            }
-        }
-        view.refresh_server();
-        if let Some(b) = &bar {
-            b.set_message(view.render());
-        }
-        if ended {
-            if let Some(b) = &bar {
-                b.finish();
-            }
-            let s: Summary = rundir::read_json(dir, rundir::SUMMARY)?;
-            print!("{}", render_summary(&s));
-            return Ok(WatchEnd::Finished(Box::new(s)));
-        }
-        let past_end = SystemTime::now()
-            .duration_since(planned_end)
-            .is_ok_and(|d| d > STALL_GRACE);
-        if past_end && last_news.elapsed() > STALL_GRACE {
-            if let Some(b) = &bar {
-                b.finish();
-            }
-            return Ok(WatchEnd::Stalled(format!(
-                "{} has not grown for {} and the plan ended long ago, with no summary: the run was killed? `brunt report {}` rebuilds it",
-                rundir::TIME_SERIES,
-                humantime::format_duration(STALL_GRACE),
-                dir.display()
-            )));
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
-}
-
 /// The view `brunt run` draws on a terminal, fed from the recorder.
 pub struct RunView {
     view: LiveView,
@@ -541,10 +254,9 @@ pub struct RunView {
 }
 
 impl RunView {
-    /// On stderr (the summary goes to stdout). `None` when `run.json`
-    /// cannot be read: the caller falls back to the plain line.
-    pub fn start(dir: &Path) -> Option<RunView> {
-        let view = LiveView::open(dir).ok()?;
+    /// On stderr (the summary goes to stdout).
+    pub fn start(meta: RunMeta) -> RunView {
+        let view = LiveView::new(meta);
         let bar =
             indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
         bar.set_style(
@@ -552,13 +264,13 @@ impl RunView {
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
         );
         bar.set_message(view.render());
-        Some(RunView { view, bar })
+        RunView { view, bar }
     }
 
-    /// One second's rows, as written; redraws.
-    pub fn second(&mut self, rows: &[Row]) {
+    /// One second's rows, as written, and the latest server figures; redraws.
+    pub fn second(&mut self, rows: &[Row], server: &ServerFigures) {
         self.view.push(rows);
-        self.view.refresh_server();
+        self.view.set_server(server);
         self.bar.set_message(self.view.render());
     }
 
@@ -578,23 +290,12 @@ impl RunView {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn row(second: u64, phase: &str, ok: u64, p99_us: u64) -> Row {
-        let mut r = Row {
-            second,
-            phase: phase.into(),
-            offered: ok,
-            p99_us,
-            p50_us: p99_us / 2,
-            ..Row::default()
-        };
-        r.counts[Class::Ok as usize] = ok;
-        r
-    }
+    pub(crate) use crate::metrics::series::test_row as row;
 
-    fn meta() -> RunMeta {
+    pub(crate) fn meta() -> RunMeta {
         RunMeta {
             name: "t".into(),
             target: "http://127.0.0.1:1".into(),
@@ -616,46 +317,18 @@ mod tests {
 
     #[test]
     fn a_boundary_second_adds_counts_and_keeps_the_worse_percentile() {
-        let t = Tick::of(&[row(9, "step-1", 10, 5_000), row(9, "step-2", 3, 2_000)]).unwrap();
+        let t = Second::of(&[row(9, "step-1", 10, 5_000), row(9, "step-2", 3, 2_000)]).unwrap();
         assert_eq!(t.phase, "step-2");
-        assert_eq!(t.completed(), 13);
+        assert_eq!(t.completed, 13);
         assert_eq!(t.p99_us, 5_000);
-        assert!(Tick::of(&[]).is_none());
-    }
-
-    #[test]
-    fn the_tail_hands_over_whole_seconds_only() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join(rundir::TIME_SERIES);
-        let mut w = crate::metrics::series::SeriesWriter::create(&path).unwrap();
-        let mut tail = SeriesTail::new(d.path());
-        w.row(&row(0, "main", 5, 1000)).unwrap();
-        w.row(&row(1, "main", 6, 1000)).unwrap();
-        w.flush().unwrap();
-        let s = tail.seconds(false);
-        assert_eq!(s.len(), 1, "second 1 may still get rows");
-        assert_eq!(s[0][0].second, 0);
-        w.row(&row(1, "next", 2, 1000)).unwrap();
-        w.flush().unwrap();
-        assert!(tail.seconds(false).is_empty());
-        let s = tail.seconds(true);
-        assert_eq!(s.len(), 1);
-        assert_eq!(s[0].len(), 2, "both rows of second 1");
+        assert!(Second::of(&[]).is_none());
     }
 
     #[test]
     fn clock_and_sparkline() {
         assert_eq!(clock(65), "1:05");
         assert_eq!(clock(3_725), "1:02:05");
-        let d = tempfile::tempdir().unwrap();
-        let mut v = LiveView {
-            dir: d.path().to_path_buf(),
-            meta: meta(),
-            last: None,
-            p99s: VecDeque::new(),
-            server: ServerFigures::default(),
-            dump_seen: None,
-        };
+        let mut v = LiveView::new(meta());
         for (s, ok, p99) in [(0, 5, 1000), (1, 5, 2000), (2, 0, 0), (3, 5, 8000)] {
             v.push(&[row(s, "main", ok, p99)]);
         }
@@ -664,59 +337,5 @@ mod tests {
             v.push(&[row(s, "main", 1, 1000)]);
         }
         assert_eq!(v.p99s.len(), SPARK_SECONDS, "the last minute only");
-    }
-
-    /// Two workers BLOCKED on one monitor held by a third, in `jcmd Thread.print` format.
-    const DUMP: &str = "2026-11-30 10:00:00
-Full thread dump OpenJDK 64-Bit Server VM (17.0.9+9 mixed mode):
-
-\"worker-2\" #11 prio=5 os_prio=0 tid=0x00007f5c5c0f7800 nid=0x1a21 waiting for monitor entry [0x00007f5c3f6fd000]
-   java.lang.Thread.State: BLOCKED (on object monitor)
-\tat com.acme.Inventory.reserve(Inventory.java:88)
-\t- waiting to lock <0x000000076ab62208> (a com.acme.Inventory)
-\tat com.acme.Api.handle(Api.java:12)
-
-\"worker-1\" #10 prio=5 os_prio=0 tid=0x00007f5c5c0f6800 nid=0x1a20 waiting for monitor entry [0x00007f5c3f7fe000]
-   java.lang.Thread.State: BLOCKED (on object monitor)
-\tat com.acme.Inventory.reserve(Inventory.java:88)
-\t- waiting to lock <0x000000076ab62208> (a com.acme.Inventory)
-\tat com.acme.Api.handle(Api.java:12)
-
-\"worker-0\" #9 prio=5 os_prio=0 tid=0x00007f5c5c0f5000 nid=0x1a1f runnable [0x00007f5c3f8ff000]
-   java.lang.Thread.State: RUNNABLE
-\tat com.acme.Inventory.reserve(Inventory.java:90)
-\t- locked <0x000000076ab62208> (a com.acme.Inventory)
-\tat com.acme.Api.handle(Api.java:12)
-
-";
-
-    #[test]
-    fn server_figures_come_from_the_host_sample_and_the_newest_dump() {
-        let d = tempfile::tempdir().unwrap();
-        let meta = meta();
-        rundir::write_json(&d.path().join(rundir::RUN_JSON), &meta).unwrap();
-        let diag = d.path().join(rundir::DIAGNOSTICS);
-        std::fs::create_dir_all(&diag).unwrap();
-        std::fs::write(
-            diag.join(rundir::HOST_SAMPLES),
-            "{\"t\":1.0,\"cpu_busy_pct\":12.0}\n{\"t\":2.0,\"cpu_busy_pct\":43.0,\"proc\":{\"cpu_pct\":80.0}}\n{\"t\":3.0,\"cpu_bu",
-        )
-        .unwrap();
-        std::fs::write(diag.join("thread-dump-t0002.0-main-001.txt"), DUMP).unwrap();
-        let mut v = LiveView::open(d.path()).unwrap();
-        v.push(&[row(0, "main", 5, 1000)]);
-        v.refresh_server();
-        assert_eq!(v.server.host_cpu_pct, Some(43.0), "the last whole line");
-        assert_eq!(v.server.process_cpu_pct, Some(80.0));
-        assert_eq!(v.server.blocked, Some((2, 3)));
-        let f = v.server.finding.clone().expect("a finding");
-        assert!(f.contains("com.acme.Inventory"), "{f}");
-        let view = v.render();
-        assert!(view.contains("target CPU 43% (host)"), "{view}");
-        assert!(
-            view.contains("2 of 3 threads BLOCKED in the last dump"),
-            "{view}"
-        );
-        assert!(view.contains("\nfinding  "), "{view}");
     }
 }

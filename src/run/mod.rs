@@ -3,6 +3,7 @@
 //! run directory. Also `brunt report DIR` ([`rebuild`]), which judges a run
 //! directory again from its files.
 
+pub mod live;
 pub mod rebuild;
 mod recorder;
 pub mod spec;
@@ -16,13 +17,13 @@ use std::time::SystemTime;
 use thiserror::Error;
 
 use crate::engine::{self, Engine, EngineConfig, EngineError, Shard};
-use crate::judge::{Inputs, StopKind, Summary};
+use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
 use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::SeriesWriter;
 use crate::metrics::Measured;
 use crate::profile::{Plan, Profile};
 use crate::rundir::{self, RunMeta, RundirError};
-use crate::vocab::{RunClock, RunObserver};
+use crate::vocab::{RunClock, RunObserver, Say};
 use recorder::Recording;
 pub use spec::RunSpec;
 
@@ -148,6 +149,9 @@ pub struct RunOptions {
     /// After the run, wait at most this long for a scrape of the final
     /// figures (default 15 s, Prometheus' default scrape interval).
     pub metrics_linger: Option<std::time::Duration>,
+    /// Where warnings and progress lines go (the CLI prints them; the
+    /// default drops them).
+    pub say: crate::vocab::Say,
 }
 
 /// What a run leaves.
@@ -275,7 +279,7 @@ fn execute_spec(
     drop(demo);
     let summary = finish(spec, &dir, meta, plan, clock, outcome, &opts)?;
     if let Some(e) = exporter {
-        finish_export(&e, opts.progress);
+        finish_export(&e, &opts);
     }
     Ok(RunResult { dir, summary })
 }
@@ -322,13 +326,14 @@ fn start_export(
             .metrics_linger
             .unwrap_or(std::time::Duration::from_secs(15)),
         say: opts.progress != Progress::Quiet,
+        notices: opts.say.clone(),
     };
     let e = crate::export::Exporter::start(export).map_err(|e| match e {
         crate::export::ExportError::BadUrl(_) => RunError::Invalid(e.to_string()),
         other => RunError::Export(other),
     })?;
     if let (Some(a), true) = (e.local_addr(), opts.progress != Progress::Quiet) {
-        eprintln!("metrics: http://{a}/metrics");
+        opts.say.line(format!("metrics: http://{a}/metrics"));
     }
     Ok(Some(Arc::new(e)))
 }
@@ -350,16 +355,17 @@ fn run_label(profile: &str, dir: &Path, opts: &RunOptions) -> String {
 }
 
 /// Push the final figures and give a scraping Prometheus its last look.
-fn finish_export(e: &crate::export::Exporter, progress: Progress) {
+fn finish_export(e: &crate::export::Exporter, opts: &RunOptions) {
     let r = e.finish();
     if r.push_failures > 0 {
-        eprintln!(
-            "warning: remote-write: {} of {} pushes failed",
+        opts.say.warn(format!(
+            "remote-write: {} of {} pushes failed",
             r.push_failures, r.pushes
-        );
+        ));
     }
-    if e.local_addr().is_some() && !r.final_scraped && progress != Progress::Quiet {
-        eprintln!("metrics: the final figures were not scraped before the endpoint closed");
+    if e.local_addr().is_some() && !r.final_scraped && opts.progress != Progress::Quiet {
+        opts.say
+            .line("metrics: the final figures were not scraped before the endpoint closed");
     }
 }
 
@@ -496,6 +502,7 @@ fn load(
         stop: stop.clone(),
         observers: observers.clone(),
         progress: resolve_progress(opts.progress),
+        say: opts.say.clone(),
         export,
     };
     let hlog = HlogWriter::create(
@@ -538,7 +545,7 @@ fn finish(
     out: LoadOutcome,
     opts: &RunOptions,
 ) -> Result<Summary, RunError> {
-    let analysis = gather_evidence(dir, &spec.pool_patterns, &meta);
+    let analysis = gather_evidence(dir, &spec.pool_patterns, &meta, &opts.say);
 
     let elapsed = clock.elapsed().min(plan.total());
     let measured = Measured::new(&meta.phases, out.recorded.phases, elapsed);
@@ -562,27 +569,28 @@ fn finish(
         _ => out.recorded.stopped_reason,
     };
     let inputs = Inputs::load(dir);
-    let mut summary = crate::judge::build(
-        meta,
-        &spec.budgets,
-        &spec.profile.verdicts,
-        &measured,
-        kind.is_some(),
-        reason,
+    let summary = crate::judge::judge(
+        Judging {
+            meta,
+            budgets: &spec.budgets,
+            settings: &spec.profile.verdicts,
+            measured: &measured,
+            ending: Ending {
+                kind,
+                reason,
+                early: false,
+            },
+            generator: out.recorded.generator,
+            collectors: out.collectors.and_then(|c| serde_json::to_value(c).ok()),
+            findings: analysis.and_then(|a| serde_json::to_value(&a.findings).ok()),
+            notes: vec![],
+        },
         &inputs,
     );
-    summary.set_stop_kind(kind);
-    summary.set_generator(out.recorded.generator);
-    if let Some(c) = out.collectors {
-        summary.set_collectors(serde_json::to_value(c).ok());
-    }
-    if let Some(a) = &analysis {
-        summary.findings = serde_json::to_value(&a.findings).ok();
-    }
     rundir::write_json(&dir.join(rundir::SUMMARY), &summary)?;
     // The result stands without its HTML view: warn, never fail the run for it.
     if let Err(e) = crate::report::html::write(dir, &summary) {
-        eprintln!("warning: {e}");
+        opts.say.warn(e.to_string());
     }
     Ok(summary)
 }
@@ -596,14 +604,15 @@ fn gather_evidence(
     dir: &Path,
     pool_patterns: &[crate::diagnosis::PoolPattern],
     meta: &RunMeta,
+    say: &Say,
 ) -> Option<crate::diagnosis::Analysis> {
     let mut evidence = rundir::evidence::from_collector_streams(dir);
-    let analysis = diagnose(dir, pool_patterns, meta);
+    let analysis = diagnose(dir, pool_patterns, meta, say);
     if let Some(a) = &analysis {
         evidence.merge(crate::evidence::from_analysis(a, meta.started_at));
     }
     if let Err(e) = rundir::evidence::save(dir, &evidence) {
-        eprintln!("warning: {e}");
+        say.warn(e.to_string());
     }
     analysis
 }
@@ -614,6 +623,7 @@ fn diagnose(
     dir: &Path,
     pool_patterns: &[crate::diagnosis::PoolPattern],
     meta: &RunMeta,
+    say: &Say,
 ) -> Option<crate::diagnosis::Analysis> {
     let has_inputs = std::fs::read_dir(dir.join(rundir::DIAGNOSTICS))
         .ok()?
@@ -642,16 +652,16 @@ fn diagnose(
         Ok(mut a) => {
             retime_dumps(&mut a, meta.started_at, &opts.phases);
             if let Err(e) = a.write_findings_json(dir) {
-                eprintln!("warning: {}: {e}", rundir::FINDINGS);
+                say.warn(format!("{}: {e}", rundir::FINDINGS));
             }
             // Flame graphs per phase beside each recording (report.html embeds them).
             if let Err(e) = crate::diagnosis::flame::write_beside(&a.flames) {
-                eprintln!("warning: flame graphs: {e}");
+                say.warn(format!("flame graphs: {e}"));
             }
             Some(a)
         }
         Err(e) => {
-            eprintln!("warning: diagnosis: {e}");
+            say.warn(format!("diagnosis: {e}"));
             None
         }
     }

@@ -14,30 +14,36 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::spec::Judging;
+use super::spec::JudgeSpec;
 use super::RunError;
 use crate::collectors::{
     ArtifactInfo, CollectorsSummary, ErrorInfo, GapInfo, GeneratorSummary, PidInfo, StreamInfo,
 };
-use crate::judge::{Inputs, StopKind, Summary};
+use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
 use crate::profile::collectors::CollectorsConfig;
 use crate::profile::Profile;
 use crate::rundir;
+use crate::vocab::Say;
 
 /// The collectors' own event log inside `diagnostics/`.
 const COLLECTOR_EVENTS: &str = "collectors.jsonl";
 
 /// Rebuild `summary.json` (and nothing else) from the run directory's files.
 pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
+    rebuild_saying(dir, &Say::default())
+}
+
+/// [`rebuild`], telling `say` what was cut short or could not be read.
+pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Summary, RunError> {
     let meta = rundir::read_meta(dir)?;
     let profile_path = dir.join(rundir::PROFILE);
     let profile = Profile::from_yaml(&rundir::read_text(dir, rundir::PROFILE)?, &profile_path)?;
     let collectors_cfg = profile.collectors.clone();
     // Nothing is sent: only the budgets and patterns the judge needs are compiled.
-    let spec = Judging::compile(&profile, &profile_path)?;
+    let spec = JudgeSpec::compile(&profile, &profile_path)?;
     let (m, elapsed, cut) = rundir::read::measured_noting(dir, &meta)?;
     for w in &cut {
-        eprintln!("warning: {w}");
+        say.warn(w.clone());
     }
     let ended_early = elapsed + Duration::from_secs(1) < meta.planned();
     // Keep what only the live run knew (why and how it stopped, collectors,
@@ -52,39 +58,49 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     // A run that ended before its summary never saved its evidence either.
     let diag_dir = dir.join(rundir::DIAGNOSTICS);
     let analysis = match rundir::evidence::load(dir) {
-        Ok(None) if diag_dir.is_dir() => super::gather_evidence(dir, &spec.pool_patterns, &meta),
+        Ok(None) if diag_dir.is_dir() => {
+            super::gather_evidence(dir, &spec.pool_patterns, &meta, say)
+        }
         _ => None,
     };
     let inputs = Inputs::load(dir);
     let generator = rundir::read::generator_health(&inputs.seconds);
-    let mut s = crate::judge::build(
-        meta,
-        &spec.budgets,
-        &profile.verdicts,
-        &m,
-        ended_early || kind.is_some(),
-        reason,
-        &inputs,
-    );
-    s.set_stop_kind(kind);
-    s.set_generator(generator);
-    if let Some(o) = old {
-        s.set_collectors(o.collectors);
-        s.findings = o.findings;
-    }
-    if s.collectors.is_none() {
+    let (mut collectors, mut findings) = match old {
+        Some(o) => (o.collectors, o.findings),
+        None => (None, None),
+    };
+    let mut notes = vec![];
+    if collectors.is_none() {
         if let Some(c) = collectors_from_files(&diag_dir, &collectors_cfg) {
-            s.set_collectors(serde_json::to_value(c).ok());
-            s.notes.push(format!(
+            collectors = serde_json::to_value(c).ok();
+            notes.push(format!(
                 "collectors: rebuilt from {}/ (the run ended before writing its summary): errors_total counts the logged errors only",
                 rundir::DIAGNOSTICS
             ));
         }
     }
-    if s.findings.is_none() {
-        s.findings = analysis.and_then(|a| serde_json::to_value(&a.findings).ok());
+    if findings.is_none() {
+        findings = analysis.and_then(|a| serde_json::to_value(&a.findings).ok());
     }
-    s.notes.extend(cut);
+    notes.extend(cut);
+    let s = crate::judge::judge(
+        Judging {
+            meta,
+            budgets: &spec.budgets,
+            settings: &profile.verdicts,
+            measured: &m,
+            ending: Ending {
+                kind,
+                reason,
+                early: ended_early,
+            },
+            generator,
+            collectors,
+            findings,
+            notes,
+        },
+        &inputs,
+    );
     rundir::write_json(&dir.join(rundir::SUMMARY), &s)?;
     Ok(s)
 }

@@ -1,6 +1,6 @@
 //! The recorder thread: takes the workers' windows, writes them second by
 //! second (interval log, time series, events), tells observers, shows
-//! progress (the live view of `report::live` on a terminal, the plain line
+//! progress (the live view of `run::live` on a terminal, the plain line
 //! otherwise), and stops a stress run at its first breach. A write that
 //! fails (a full disk) stops the load at once: nothing is measured blind.
 
@@ -10,6 +10,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::live::LiveRun;
 use super::{Progress, RunError};
 use crate::budgets::Budget;
 use crate::engine;
@@ -18,7 +19,6 @@ use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::{Row, SeriesWriter};
 use crate::metrics::{pct_us, Aggregator, Class, GeneratorHealth, RecorderMsg, Stats, Window};
 use crate::profile::Plan;
-use crate::report::live::RunView;
 use crate::report::terminal::progress_line;
 use crate::rundir::EventLog;
 use crate::vocab::{RunClock, RunObserver, ShapeKind, WindowStats};
@@ -33,6 +33,8 @@ pub(super) struct Recording {
     pub stop: Arc<AtomicBool>,
     pub observers: Vec<Arc<dyn RunObserver>>,
     pub progress: Progress,
+    /// Where the plain progress lines and the drain notice go.
+    pub say: crate::vocab::Say,
     /// Live export to Prometheus: gets every window as it is written.
     pub export: Option<Arc<crate::export::Exporter>>,
 }
@@ -150,7 +152,7 @@ impl Recording {
         };
         // The live view on a terminal (Progress::Auto), fed the rows as written.
         let mut view = if self.progress == Progress::Auto {
-            RunView::start(&self.dir)
+            LiveRun::start(&self.dir)
         } else {
             None
         };
@@ -185,7 +187,7 @@ impl Recording {
                         // load the target for nothing. Stop the load now.
                         self.stop.store(true, Ordering::Relaxed);
                         if let Some(v) = &view {
-                            v.abandon();
+                            v.view().abandon();
                         }
                         return Err(RunError::Recording {
                             dir: self.dir.clone(),
@@ -211,7 +213,7 @@ impl Recording {
             self.say_drain(&mut st, view.as_ref(), &live);
         }
         if let Some(v) = view {
-            v.finish();
+            v.view().finish();
         }
         let _ = st
             .events
@@ -281,7 +283,7 @@ impl Recording {
 
     /// Once every worker has stopped sending, say what the end of the run
     /// waits for (and for how long at most).
-    fn say_drain(&self, st: &mut State, view: Option<&RunView>, live: &engine::Live) {
+    fn say_drain(&self, st: &mut State, view: Option<&LiveRun>, live: &engine::Live) {
         if st.drain_said || !live.draining() {
             return;
         }
@@ -296,14 +298,14 @@ impl Recording {
             humantime::format_duration(live.drain_for)
         );
         match view {
-            Some(v) => v.println(&line),
-            None => eprintln!("{line}"),
+            Some(v) => v.view().println(&line),
+            None => self.say.line(line),
         }
     }
 
     /// The live view on a terminal; the plain line every 5 s otherwise (also
     /// when the view cannot read `run.json`).
-    fn show(&self, view: Option<&mut RunView>, s: &WindowStats, rows: &[Row], names: &[String]) {
+    fn show(&self, view: Option<&mut LiveRun>, s: &WindowStats, rows: &[Row], names: &[String]) {
         match (self.progress, view) {
             (Progress::Auto, Some(v)) => v.second(rows),
             (Progress::Auto | Progress::Plain, _) if s.second % 5 == 4 || s.second == 0 => {
@@ -314,7 +316,11 @@ impl Recording {
                     .get(s.phase)
                     .map(|p| p.info.label.as_str())
                     .unwrap_or("");
-                eprintln!("[{:>5}s] {}", s.second + 1, progress_line(phase, label, s));
+                self.say.line(format!(
+                    "[{:>5}s] {}",
+                    s.second + 1,
+                    progress_line(phase, label, s)
+                ));
             }
             _ => {}
         }

@@ -89,14 +89,14 @@ pub struct RunSpec {
 
 /// What the judge needs of a profile: for `brunt report`, which judges a
 /// saved profile again without sending anything.
-pub struct Judging {
+pub struct JudgeSpec {
     pub budgets: Vec<Budget>,
     pub pool_patterns: Vec<PoolPattern>,
 }
 
-impl Judging {
+impl JudgeSpec {
     /// Compile the budgets and pool patterns; `path` only names the profile in errors.
-    pub fn compile(profile: &Profile, path: &Path) -> Result<Judging, ProfileError> {
+    pub fn compile(profile: &Profile, path: &Path) -> Result<JudgeSpec, ProfileError> {
         let invalid = |message: String| ProfileError::Invalid {
             path: path.to_path_buf(),
             message,
@@ -115,7 +115,7 @@ impl Judging {
                     .map_err(|e| invalid(format!("diagnosis.pools `{}`: frame: {e}", p.name)))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Judging {
+        Ok(JudgeSpec {
             budgets,
             pool_patterns,
         })
@@ -164,10 +164,10 @@ impl RunSpec {
         if plan.phases.is_empty() {
             return Err(SpecError::NoPhase);
         }
-        let Judging {
+        let JudgeSpec {
             budgets,
             pool_patterns,
-        } = Judging::compile(&profile, path)?;
+        } = JudgeSpec::compile(&profile, path)?;
         // Collector definitions may live beside the profile: check them now,
         // not halfway into a run.
         let collectors =

@@ -16,12 +16,14 @@
 //!
 //! Readers stream: the latency log is decoded one interval at a time
 //! ([`read::measured`]), the per-second rows are merged in one place
-//! ([`read::seconds`]), and `evidence.json` has one loader ([`evidence::load`]).
+//! ([`read::seconds`]), and `evidence.json` has one loader ([`evidence::load`]);
+//! a directory still being written is read as it grows through [`tail`].
 //! A last line cut short (a full disk, a kill mid-write) is skipped, and
 //! [`read::measured_noting`] says so.
 
 pub mod evidence;
 pub mod read;
+pub mod tail;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,6 +1,7 @@
 //! Reading what a run measured back from its directory: per-phase stats from
 //! the latency log (streamed, one interval at a time), the per-second rows
-//! merged across phases, and the generator's health. `brunt report`,
+//! merged across phases ([`seconds`], the one merge in `metrics`), and the
+//! generator's health. `brunt report`,
 //! `brunt compare`, `brunt merge` and the soak's drift check all read here.
 
 use std::collections::BTreeMap;
@@ -87,45 +88,7 @@ pub fn measured_noting(
     ))
 }
 
-/// One second of the run, all phases merged.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Second {
-    pub t: u64,
-    pub offered: u64,
-    pub dropped: u64,
-    pub ok: u64,
-    pub shed: u64,
-    /// Non-ok, non-shed answers (dropped not included).
-    pub errors: u64,
-    pub completed: u64,
-    /// Highest p99 of the phases in this second (ms): a boundary second keeps the worse.
-    pub p99_ms: f64,
-    /// The open-model scheduler's lateness (µs) and the busiest worker's
-    /// event-loop share (%), the worst of the second's rows.
-    pub sched_lag_us: u64,
-    pub busy_pct: f64,
-}
-
-/// Merge rows by second (a second at a phase boundary has one row per phase).
-pub fn seconds(rows: &[Row]) -> Vec<Second> {
-    let mut by: BTreeMap<u64, Second> = BTreeMap::new();
-    for r in rows {
-        let s = by.entry(r.second).or_insert_with(|| Second {
-            t: r.second,
-            ..Default::default()
-        });
-        s.offered += r.offered;
-        s.dropped += r.dropped;
-        s.ok += r.count(Class::Ok);
-        s.shed += r.count(Class::Shed);
-        s.completed += r.completed();
-        s.errors += r.completed() - r.count(Class::Ok) - r.count(Class::Shed);
-        s.p99_ms = s.p99_ms.max(r.p99_us as f64 / 1000.0);
-        s.sched_lag_us = s.sched_lag_us.max(r.sched_lag_us);
-        s.busy_pct = s.busy_pct.max(r.busy_pct);
-    }
-    by.into_values().collect()
-}
+pub use crate::metrics::series::{seconds, Second};
 
 /// The generator's health second by second, as the live run saw it.
 pub fn generator_health(secs: &[Second]) -> GeneratorHealth {

@@ -5,7 +5,7 @@
 //! are aligned by absolute time (each shard's start + the window's offset),
 //! so shards whose clocks started a few hundred ms apart still line up.
 //! The merged directory has the files of a single run and its summary is
-//! built by the same code (`summary::build`), so budgets are judged on the
+//! built by the same code (`judge::judge`), so budgets are judged on the
 //! union — a budget no single shard breaks can fail the merged run.
 
 use std::collections::BTreeMap;
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{MergedFrom, ShardError, ShardStart};
-use crate::judge::{Inputs, StopKind, Summary};
+use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
 use crate::metrics::hlog::{self, HlogWriter, Interval};
 use crate::metrics::series::{self, Row, SeriesWriter};
 use crate::metrics::{GeneratorHealth, Stats};
@@ -345,7 +345,6 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     } else {
         None
     };
-    let interrupted = kind.is_some();
     let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
     let inputs = Inputs::load(out);
     let budgets = first.profile.compile_budgets().map_err(|e| {
@@ -354,22 +353,29 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
             first.dir.join(rundir::PROFILE).display()
         ))
     })?;
-    let mut s = crate::judge::build(
-        meta,
-        &budgets,
-        &first.profile.verdicts,
-        &m,
-        interrupted,
-        reason,
-        &inputs,
-    );
     let mut g = GeneratorHealth::default();
     for (second, (lag, busy)) in &windows.generator {
         g.observe(*second, *lag, *busy);
     }
-    s.set_stop_kind(kind);
-    s.set_generator(g);
-    carry_collectors(&shards, &mut s);
+    let carried = carry_collectors(&shards);
+    let s = crate::judge::judge(
+        Judging {
+            meta,
+            budgets: &budgets,
+            settings: &first.profile.verdicts,
+            measured: &m,
+            ending: Ending {
+                kind,
+                reason,
+                early: false,
+            },
+            generator: g,
+            collectors: carried.collectors,
+            findings: carried.findings,
+            notes: carried.notes,
+        },
+        &inputs,
+    );
     rundir::write_json(&out.join(rundir::SUMMARY), &s)?;
     Ok(MergeResult {
         dir: out.to_path_buf(),
@@ -493,22 +499,32 @@ fn carry_evidence(shards: &[ShardDir], out: &Path, base: f64) -> Result<(), Shar
     Ok(())
 }
 
+/// What a merged summary keeps of the shards' collectors.
+#[derive(Default)]
+struct Carried {
+    collectors: Option<serde_json::Value>,
+    findings: Option<serde_json::Value>,
+    notes: Vec<String>,
+}
+
 /// Collectors ran in one shard (so the target was sampled once): keep its
 /// `collectors` and `findings`; their files are under `diagnostics/shard-I/`.
-fn carry_collectors(shards: &[ShardDir], s: &mut Summary) {
+fn carry_collectors(shards: &[ShardDir]) -> Carried {
     let with: Vec<(u32, &Summary)> = shards
         .iter()
         .filter_map(|sh| Some((sh.meta.shard_index + 1, sh.summary.as_ref()?)))
         .filter(|(_, sum)| sum.collectors.is_some() || sum.findings.is_some())
         .collect();
+    let mut c = Carried::default();
     if let Some((i, sum)) = with.first() {
-        s.set_collectors(sum.collectors.clone());
-        s.findings = sum.findings.clone();
+        c.collectors = sum.collectors.clone();
+        c.findings = sum.findings.clone();
         if with.len() > 1 {
-            s.notes.push(format!(
+            c.notes.push(format!(
                 "collectors ran in {} shards; the summary keeps shard {i}'s, every shard's files are under diagnostics/shard-I/",
                 with.len()
             ));
         }
     }
+    c
 }

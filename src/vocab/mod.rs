@@ -10,15 +10,21 @@
 //! | [`threads`] | what the target's threads were doing, per dump and per phase |
 //! | [`exit`] | exit codes |
 //! | [`files`] | the names of a run directory's files |
+//! | [`status`] | PASS / FAIL / NO DATA of every gate |
+//! | [`say`] | notices (warnings, progress lines) the library hands the caller to show |
 
 pub mod clock;
 pub mod exit;
 pub mod files;
 pub mod phase;
+pub mod say;
 pub mod series;
+pub mod status;
 pub mod threads;
 pub mod units;
 
 pub use clock::RunClock;
 pub use phase::{Model, PhaseInfo, RunObserver, ShapeKind, WindowStats, WARMUP};
+pub use say::{Notice, Say};
+pub use status::Status;
 pub use units::{Level, PerHour, Percent};

@@ -24,16 +24,16 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use super::ReportError;
-use crate::budgets::Status as GateStatus;
 use crate::judge::summary::{ScopeSummary, ServerSideStatus};
 use crate::judge::trend::per_hour;
 use crate::judge::{
-    LatencySplit, OverloadVerdict, SoakVerdict, SpikeVerdict, Status, StressVerdict, Summary,
+    CheckStatus, LatencySplit, OverloadVerdict, SoakVerdict, SpikeVerdict, StressVerdict, Summary,
     Verdicts,
 };
-use crate::metrics::series::Row;
+use crate::metrics::series::{seconds, Row, Second};
 use crate::metrics::{hlog, new_hist, Class, CLASSES};
 use crate::rundir;
+use crate::vocab::Status;
 use crate::vocab::{ShapeKind, WARMUP};
 pub use charts::esc;
 use charts::*;
@@ -46,52 +46,6 @@ pub fn write(dir: &Path, s: &Summary) -> Result<(), ReportError> {
     let html = render(dir, s)?;
     rundir::write_atomic(&dir.join(REPORT_FILE), html.as_bytes())?;
     Ok(())
-}
-
-/// Per-second latency percentiles, all phases merged (a boundary second keeps the worse).
-struct SecondRow {
-    p50: f64,
-    p90: f64,
-    p99: f64,
-    max: f64,
-    offered: f64,
-    completed: f64,
-    ok: f64,
-    shed: f64,
-    errors: f64,
-    dropped: f64,
-}
-
-fn per_second(rows: &[Row]) -> BTreeMap<u64, SecondRow> {
-    let mut by: BTreeMap<u64, SecondRow> = BTreeMap::new();
-    for r in rows {
-        let e = by.entry(r.second).or_insert(SecondRow {
-            p50: 0.0,
-            p90: 0.0,
-            p99: 0.0,
-            max: 0.0,
-            offered: 0.0,
-            completed: 0.0,
-            ok: 0.0,
-            shed: 0.0,
-            errors: 0.0,
-            dropped: 0.0,
-        });
-        let ms = |us: u64| us as f64 / 1000.0;
-        e.p50 = e.p50.max(ms(r.p50_us));
-        e.p90 = e.p90.max(ms(r.p90_us));
-        e.p99 = e.p99.max(ms(r.p99_us));
-        e.max = e.max.max(ms(r.max_us));
-        e.offered += r.offered as f64;
-        e.completed += r.completed() as f64;
-        let ok = r.counts[0] as f64;
-        let shed = r.counts[1] as f64;
-        e.ok += ok;
-        e.shed += shed;
-        e.errors += r.completed() as f64 - ok - shed;
-        e.dropped += r.dropped as f64;
-    }
-    by
 }
 
 /// Merged latency histograms per phase (every class) and for the whole run.
@@ -181,23 +135,23 @@ td.l,th.l{text-align:left}td:first-child{white-space:nowrap}.pass{color:#1a7f37;
 .verdict.bad{border-left-color:#c62828}.verdict.good{border-left-color:#1a7f37}
 figure{margin:12px 0}.note{color:#8a5a00}";
 
-fn status_cell(st: Status) -> String {
+fn status_cell(st: CheckStatus) -> String {
     let cls = match st {
-        Status::Pass => "pass",
-        Status::Fail => "fail",
-        Status::NotApplicable => "na",
+        CheckStatus::Pass => "pass",
+        CheckStatus::Fail => "fail",
+        CheckStatus::NotApplicable => "na",
     };
     format!("<td class=\"l {cls}\">{st}</td>")
 }
 
 /// A gate's or a budget's result; in an interrupted run a pass is only
 /// "met up to the stop", never PASS.
-fn gate_cell(st: GateStatus, advisory: bool, interrupted: bool) -> String {
+fn gate_cell(st: Status, advisory: bool, interrupted: bool) -> String {
     let (cls, word) = match st {
-        GateStatus::Pass if interrupted => ("na", "met up to the stop"),
-        GateStatus::Pass => ("pass", "PASS"),
-        GateStatus::Fail => ("fail", "FAIL"),
-        GateStatus::NoData => ("fail", "NO DATA"),
+        Status::Pass if interrupted => ("na", "met up to the stop"),
+        Status::Pass => ("pass", "PASS"),
+        Status::Fail => ("fail", "FAIL"),
+        Status::NoData => ("fail", "NO DATA"),
     };
     format!(
         "<td class=\"l {cls}\">{word}{}</td>",
@@ -227,7 +181,11 @@ fn gate_table(o: &mut String, s: &Summary) {
 }
 
 fn pass_cell(p: bool) -> String {
-    status_cell(if p { Status::Pass } else { Status::Fail })
+    status_cell(if p {
+        CheckStatus::Pass
+    } else {
+        CheckStatus::Fail
+    })
 }
 
 /// The page as a string.
@@ -253,8 +211,8 @@ pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
 }
 
 /// The per-second rows to draw and the time axis' end (seconds).
-fn timeline(rows: &[Row], s: &Summary) -> (BTreeMap<u64, SecondRow>, f64) {
-    let mut secs = per_second(rows);
+fn timeline(rows: &[Row], s: &Summary) -> (BTreeMap<u64, Second>, f64) {
+    let mut secs: BTreeMap<u64, Second> = seconds(rows).into_iter().map(|s| (s.t, s)).collect();
     let total = s
         .meta
         .phases
@@ -321,12 +279,13 @@ fn header(o: &mut String, s: &Summary) {
 /// "Over time": latency percentiles, offered vs achieved rate, outcomes per second.
 fn time_charts(
     o: &mut String,
-    secs: &BTreeMap<u64, SecondRow>,
+    secs: &BTreeMap<u64, Second>,
     total: f64,
     bands: &[Band],
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Over time</h2>");
-    let line = |name: &str, f: &dyn Fn(&SecondRow) -> f64| Line {
+    let ms = |us: u64| us as f64 / 1000.0;
+    let line = |name: &str, f: &dyn Fn(&Second) -> f64| Line {
         name: name.into(),
         pts: secs.iter().map(|(t, r)| (*t as f64 + 0.5, f(r))).collect(),
     };
@@ -335,10 +294,10 @@ fn time_charts(
         "Latency per second (from each request's intended start)",
         "latency (log)",
         vec![
-            line("p50", &|r| r.p50),
-            line("p90", &|r| r.p90),
-            line("p99", &|r| r.p99),
-            line("max", &|r| r.max),
+            line("p50", &|r| ms(r.p50_us)),
+            line("p90", &|r| ms(r.p90_us)),
+            line("p99", &|r| ms(r.p99_us)),
+            line("max", &|r| ms(r.max_us)),
         ],
         &fmt_ms,
         total,
@@ -349,9 +308,9 @@ fn time_charts(
         "Offered vs achieved rate",
         "requests/s",
         vec![
-            line("offered/s", &|r| r.offered),
-            line("answered/s", &|r| r.completed),
-            line("ok/s", &|r| r.ok),
+            line("offered/s", &|r| r.offered as f64),
+            line("answered/s", &|r| r.completed as f64),
+            line("ok/s", &|r| r.ok as f64),
         ],
         &fmt_num,
         total,
@@ -362,10 +321,10 @@ fn time_charts(
         "Outcomes per second",
         "answers/s",
         vec![
-            line("ok", &|r| r.ok),
-            line("shed (503/429)", &|r| r.shed),
-            line("errors", &|r| r.errors),
-            line("dropped", &|r| r.dropped),
+            line("ok", &|r| r.ok as f64),
+            line("shed (503/429)", &|r| r.shed as f64),
+            line("errors", &|r| r.errors as f64),
+            line("dropped", &|r| r.dropped as f64),
         ],
         &fmt_num,
         total,

@@ -1,0 +1,59 @@
+//! The one finishing sequence of a judged run: a single run (from what it
+//! holds in memory), `brunt report DIR` (from the run directory's files) and
+//! `brunt merge` (from the shards') all gather a [`Judging`] and hand it to
+//! [`judge`], so `summary.json` is built, stopped, and given its generator
+//! health, collectors, findings and notes in one order, written once.
+
+use super::summary::{build, StopKind, Summary};
+use super::Inputs;
+use crate::budgets::Budget;
+use crate::metrics::{GeneratorHealth, Measured};
+use crate::profile::verdicts::VerdictsConfig;
+use crate::rundir::RunMeta;
+
+/// How the load ended.
+#[derive(Debug, Clone, Default)]
+pub struct Ending {
+    /// Why it stopped before its plan did, if it did.
+    pub kind: Option<StopKind>,
+    pub reason: Option<String>,
+    /// It ended before its plan (also without a known kind: a killed run):
+    /// phases never reached are not judged.
+    pub early: bool,
+}
+
+/// Everything the judged run is built from, whoever gathered it.
+pub struct Judging<'a> {
+    pub meta: RunMeta,
+    pub budgets: &'a [Budget],
+    pub settings: &'a VerdictsConfig,
+    pub measured: &'a Measured,
+    pub ending: Ending,
+    pub generator: GeneratorHealth,
+    /// The collectors' index (`None`: no collector ran, or none is known).
+    pub collectors: Option<serde_json::Value>,
+    pub findings: Option<serde_json::Value>,
+    /// Said last, after the judge's own notes.
+    pub notes: Vec<String>,
+}
+
+/// Judge the run: the summary, complete.
+pub fn judge(j: Judging<'_>, inputs: &Inputs) -> Summary {
+    let mut s = build(
+        j.meta,
+        j.budgets,
+        j.settings,
+        j.measured,
+        j.ending.early || j.ending.kind.is_some(),
+        j.ending.reason,
+        inputs,
+    );
+    s.set_stop_kind(j.ending.kind);
+    s.set_generator(j.generator);
+    if j.collectors.is_some() {
+        s.set_collectors(j.collectors);
+    }
+    s.findings = j.findings;
+    s.notes.extend(j.notes);
+    s
+}
