@@ -185,7 +185,7 @@ budgets: [ "p99 < 150ms" ]
     }
     eprintln!("JDK {m}: {}", st.text);
     assert!(v.server_side, "JDK {m}: no server-side evidence");
-    let c = r.summary.collectors.clone().unwrap_or_default();
+    let c = serde_json::to_value(&r.summary.collectors).unwrap_or_default();
     assert!(
         c["errors"].as_array().is_some_and(|e| e.is_empty()),
         "JDK {m}: collector errors {}",
@@ -401,7 +401,7 @@ verdicts:
         );
     }
     eprintln!("JDK {m} {tag}: {:?} {} ({elapsed:?})", so.status, so.text);
-    let c = r.summary.collectors.clone().unwrap_or_default();
+    let c = serde_json::to_value(&r.summary.collectors).unwrap_or_default();
     assert!(
         c["errors"].as_array().is_some_and(|e| e.is_empty()),
         "JDK {m} {tag}: collector errors {}",

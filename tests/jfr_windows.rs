@@ -262,7 +262,7 @@ budgets: [ "p99 < 5s" ]
         "JDK {m}: run took {elapsed:?}"
     );
 
-    let c = r.summary.collectors.clone().unwrap_or_default();
+    let c = serde_json::to_value(&r.summary.collectors).unwrap_or_default();
     assert!(
         c["errors"].as_array().is_some_and(|e| e.is_empty()),
         "JDK {m}: collector errors {}",
@@ -506,7 +506,7 @@ budgets: [ "p99 < 5s" ]
             .all(|r| r["to_t"].as_f64().is_some_and(|t| t < 16.0)),
         "a window after the kill: {rows:?}"
     );
-    let c = r.summary.collectors.clone().unwrap_or_default();
+    let c = serde_json::to_value(&r.summary.collectors).unwrap_or_default();
     let gaps: Vec<&serde_json::Value> = c["gaps"]
         .as_array()
         .expect("gaps")
@@ -637,7 +637,7 @@ budgets: [ "p99 < 5s" ]
         rows.len()
     );
     assert!(rows.iter().all(|r| r["n"].as_u64() > Some(1)), "{rows:?}");
-    let c = r.summary.collectors.clone().unwrap_or_default();
+    let c = serde_json::to_value(&r.summary.collectors).unwrap_or_default();
     let gaps: Vec<&serde_json::Value> = c["gaps"]
         .as_array()
         .expect("gaps")

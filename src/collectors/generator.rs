@@ -10,35 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 use super::error::CollectorError;
 use super::store::{Jsonl, PhaseTracker};
 use crate::profile::collectors::GeneratorConfig;
+use crate::vocab::collectors::GeneratorSummary;
 
 const PROBE_SLEEP: Duration = Duration::from_millis(5);
-
-/// What the report needs to say about the generator.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct GeneratorSummary {
-    pub samples: u64,
-    /// brunt's CPU, % of ONE core (200 = two cores busy).
-    pub max_cpu_pct: f64,
-    pub mean_cpu_pct: f64,
-    pub max_rss_bytes: u64,
-    pub max_lag_ms: f64,
-    /// Highest per-second p99 of the lag probe.
-    pub max_lag_p99_ms: f64,
-    pub saturated_seconds: u64,
-    /// Run-relative seconds (window index) that were saturated (first 1000).
-    pub saturated_at: Vec<u64>,
-    /// True when enough seconds were saturated that latencies are suspect.
-    pub saturated: bool,
-    /// One sentence for the report.
-    pub verdict: String,
-}
 
 impl GeneratorSummary {
     /// Round the figures and judge: two saturated seconds, or 5 % of the

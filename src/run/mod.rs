@@ -572,7 +572,7 @@ fn finish(
     summary.set_stop_kind(kind);
     summary.set_generator(out.recorded.generator);
     if let Some(c) = out.collectors {
-        summary.set_collectors(serde_json::to_value(c).ok());
+        summary.set_collectors(Some(c));
     }
     if let Some(a) = &analysis {
         summary.findings = serde_json::to_value(&a.findings).ok();

@@ -81,7 +81,7 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
     }
     if s.collectors.is_none() {
         if let Some(c) = collectors_from_files(&diag_dir, &collectors_cfg) {
-            s.set_collectors(serde_json::to_value(c).ok());
+            s.set_collectors(Some(c));
             s.notes.push(format!(
                 "collectors: rebuilt from {}/ (the run ended before writing its summary): errors_total counts the logged errors only",
                 rundir::DIAGNOSTICS
@@ -208,6 +208,10 @@ fn events_into(c: &mut CollectorsSummary, rows: impl Iterator<Item = Value>) {
                     t,
                     probe: s("probe"),
                     message: s("message"),
+                    kind: v
+                        .get("kind")
+                        .and_then(|k| serde_json::from_value(k.clone()).ok())
+                        .unwrap_or_default(),
                 });
             }
             Some("trigger") => c.triggers += 1,

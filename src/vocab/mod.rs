@@ -4,6 +4,7 @@
 //! | file | owns |
 //! |---|---|
 //! | [`clock`] | the run clock every series is stamped on |
+//! | [`collectors`] | the collectors' index: streams, artifacts, gaps, errors (with their kind), target PIDs, generator health |
 //! | [`phase`] | phases with their numeric level, model and shape kinds, the observer trait, 1-s window stats |
 //! | [`units`] | value types of the profile language: levels, percentages, growth per hour |
 //! | [`series`] | names and units of every evidence series |
@@ -12,6 +13,7 @@
 //! | [`files`] | the names of a run directory's files |
 
 pub mod clock;
+pub mod collectors;
 pub mod exit;
 pub mod files;
 pub mod phase;

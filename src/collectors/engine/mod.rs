@@ -38,7 +38,7 @@ use super::error::CollectorError;
 use super::host::ProcHostParser;
 use super::store::{safe, Jsonl, PhaseTracker};
 use super::transport::Transport;
-use super::{ArtifactInfo, ErrorInfo, GapInfo, PidInfo, StreamInfo};
+use super::{CollectorsSummary, ErrorInfo, GapInfo, StreamInfo};
 use crate::profile::collectors::TargetConfig;
 
 /// Messages from the run (via the observer) to the collector thread.
@@ -47,18 +47,6 @@ pub(crate) enum Event {
     Phase(usize),
     Trigger { second: u64, p99_us: u64 },
     Finish,
-}
-
-/// What the collector thread hands back at the end.
-#[derive(Debug, Default)]
-pub(crate) struct EngineReport {
-    pub streams: Vec<StreamInfo>,
-    pub artifacts: Vec<ArtifactInfo>,
-    pub gaps: Vec<GapInfo>,
-    pub errors: Vec<ErrorInfo>,
-    pub errors_total: u64,
-    pub target_pids: Vec<PidInfo>,
-    pub triggers: u64,
 }
 
 enum Parser {
@@ -184,7 +172,7 @@ pub(crate) struct Engine {
     cooldown: f64,
     last_keepalive: f64,
     events: Option<Jsonl>,
-    rep: EngineReport,
+    rep: CollectorsSummary,
     seq: u32,
     /// Last error per probe, to log a repeating failure once.
     last_error: HashMap<String, String>,
@@ -238,7 +226,7 @@ impl Engine {
             cooldown: s.trigger_cooldown.as_secs_f64(),
             last_keepalive: 0.0,
             events: Some(events),
-            rep: EngineReport::default(),
+            rep: CollectorsSummary::default(),
             seq: 0,
             last_error: HashMap::new(),
             rx: None,
@@ -280,13 +268,17 @@ impl Engine {
                 t,
                 probe: probe.to_string(),
                 message: e.to_string(),
+                kind: e.kind(),
             });
         }
-        self.event("error", json!({"probe": probe, "message": e.to_string()}));
+        self.event(
+            "error",
+            json!({"probe": probe, "message": e.to_string(), "kind": e.kind()}),
+        );
     }
 
     /// Run until the load finishes (or the observer goes away).
-    pub fn run(mut self, mut rx: Receiver<Event>) -> EngineReport {
+    pub fn run(mut self, mut rx: Receiver<Event>) -> CollectorsSummary {
         // Tails start at the file's end as of the first contact: do it now,
         // before the load gets going.
         if self.ensure_link() {

@@ -63,7 +63,7 @@ impl Engine {
         let needs_pid = self.probes[i].def.uses("pid");
         let pid = if needs_pid { self.ensure_pid()? } else { None };
         if needs_pid && pid.is_none() && self.probes[i].def.pid == PidUse::Required {
-            return Err(CollectorError::Other("target process not found".into()));
+            return Err(CollectorError::TargetNotFound);
         }
         if let (Some(min), Some(pid)) = (self.probes[i].def.min_java, pid) {
             let v = self.ensure_java(pid)?;
