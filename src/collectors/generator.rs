@@ -16,7 +16,7 @@ use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 use super::error::CollectorError;
 use super::store::{Jsonl, PhaseTracker};
 use crate::profile::collectors::GeneratorConfig;
-use crate::vocab::collectors::GeneratorSummary;
+use crate::vocab::collectors::{ErrorInfo, GeneratorSummary};
 
 const PROBE_SLEEP: Duration = Duration::from_millis(5);
 
@@ -81,7 +81,7 @@ impl GeneratorSummary {
 pub struct Generator {
     stop: Arc<AtomicBool>,
     saturated_now: Arc<AtomicBool>,
-    sampler: Option<JoinHandle<GeneratorSummary>>,
+    sampler: Option<JoinHandle<(GeneratorSummary, Option<ErrorInfo>)>>,
     probe: Option<JoinHandle<()>>,
 }
 
@@ -122,6 +122,7 @@ impl Generator {
                 .name("brunt-generator-health".into())
                 .spawn(move || {
                     let mut s = GeneratorSummary::default();
+                    let mut write_error = None;
                     let mut cpu_sum = 0.0;
                     let pid = sysinfo::get_current_pid().ok();
                     let mut sys = System::new().ok();
@@ -185,7 +186,13 @@ impl Generator {
                         m.insert("lag_max_ms".into(), json!((max * 100.0).round() / 100.0));
                         m.insert("saturated".into(), json!(sat));
                         if let Err(e) = out.row(t, &tracker.name(), m) {
-                            eprintln!("brunt: generator health: {e}");
+                            // The first write failure goes to the collectors' errors.
+                            write_error.get_or_insert(ErrorInfo {
+                                t,
+                                probe: "generator".into(),
+                                message: e.to_string(),
+                                kind: e.kind(),
+                            });
                         }
                         s.samples += 1;
                         cpu_sum += cpu;
@@ -201,7 +208,7 @@ impl Generator {
                         }
                     }
                     s.finalize(cpu_sum);
-                    s
+                    (s, write_error)
                 })
                 .map_err(|e| CollectorError::Other(format!("spawning generator health: {e}")))?
         };
@@ -218,7 +225,8 @@ impl Generator {
         self.saturated_now.clone()
     }
 
-    pub fn finish(mut self) -> GeneratorSummary {
+    /// Stop sampling: the summary, and the first failure to write a sample.
+    pub fn finish(mut self) -> (GeneratorSummary, Option<ErrorInfo>) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(p) = self.probe.take() {
             let _ = p.join();

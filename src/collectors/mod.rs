@@ -11,7 +11,7 @@
 //! | [`prometheus`] | the Prometheus source: named PromQL queries on a thread of their own |
 //! | [`generator`] | brunt's own CPU/RSS and scheduler lag; the "saturated" verdict |
 //! | [`store`] | `diagnostics/*.jsonl` streams, artifact names, phase tracking |
-//! | `engine` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
+//! | `lanes` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
 //!
 //! The engine never waits on a collector: the run sees collectors only through
 //! [`crate::vocab::RunObserver`] callbacks, which just send a message to the
@@ -24,11 +24,11 @@
 //! [`CollectorSet::finish`] after it for the [`CollectorsSummary`].
 
 pub mod definition;
-mod engine;
 pub mod error;
 pub mod generator;
 pub mod host;
 pub mod jvm;
+mod lanes;
 pub mod prometheus;
 pub mod quote;
 pub mod store;
@@ -50,8 +50,8 @@ pub use crate::vocab::collectors::{
 };
 use crate::vocab::{PhaseInfo, RunClock, RunObserver, WindowStats};
 use definition::ProbeKind;
-use engine::{Engine, EngineSetup, Event};
-pub use engine::{WindowFigures, WindowReader};
+use lanes::{Event, Lane, LaneSetup};
+pub use lanes::{WindowFigures, WindowReader};
 use store::PhaseTracker;
 
 /// What the run gives the collectors when it starts them.
@@ -74,7 +74,7 @@ pub struct CollectorContext {
 /// itself) to the run; call [`CollectorSet::finish`] after the load.
 pub struct CollectorSet {
     observer: Arc<CollectorObserver>,
-    engines: Vec<JoinHandle<CollectorsSummary>>,
+    lanes: Vec<JoinHandle<CollectorsSummary>>,
     prometheus: Option<(Sender<()>, JoinHandle<CollectorsSummary>)>,
     generator: Option<generator::Generator>,
     transport: String,
@@ -210,7 +210,7 @@ pub fn start(
     cfg: &CollectorsConfig,
     ctx: CollectorContext,
 ) -> Result<CollectorSet, CollectorError> {
-    start_with(cfg, ctx, engine::no_window_reader)
+    start_with(cfg, ctx, lanes::no_window_reader)
 }
 
 /// [`start`], with the reader that turns each JFR window (`window:`) into
@@ -218,7 +218,7 @@ pub fn start(
 pub fn start_with(
     cfg: &CollectorsConfig,
     ctx: CollectorContext,
-    window_reader: engine::WindowReader,
+    window_reader: lanes::WindowReader,
 ) -> Result<CollectorSet, CollectorError> {
     let mut definitions = validate(cfg, ctx.base_dir.as_deref())?;
     auto_windows(&mut definitions, &ctx.phases);
@@ -226,9 +226,9 @@ pub fn start_with(
     std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
     let tracker = PhaseTracker::new(ctx.clock, ctx.phases.clone());
 
-    // Split probes into the two lanes (see `engine`); an empty lane is not started.
+    // Split probes into the two lanes (see `lanes`); an empty lane is not started.
     let mut lanes_tx = Vec::new();
-    let mut engines = Vec::new();
+    let mut lanes = Vec::new();
     let mut transport = "none".to_string();
     for lane in ["samples", "artifacts"] {
         let defs: Vec<definition::Definition> = definitions
@@ -249,7 +249,7 @@ pub fn start_with(
         }
         let t = transport::from_config(&cfg.transport)?;
         transport = t.describe();
-        let eng = Engine::new(EngineSetup {
+        let lane_thread = Lane::new(LaneSetup {
             lane,
             transport: t,
             tracker: tracker.clone(),
@@ -264,10 +264,10 @@ pub fn start_with(
         let (tx, rx) = channel();
         let h = thread::Builder::new()
             .name(format!("brunt-{lane}"))
-            .spawn(move || eng.run(rx))
+            .spawn(move || lane_thread.run(rx))
             .map_err(|e| CollectorError::Other(format!("spawning collector thread: {e}")))?;
         lanes_tx.push(tx);
-        engines.push(h);
+        lanes.push(h);
     }
 
     let prometheus = match &cfg.prometheus {
@@ -315,7 +315,7 @@ pub fn start_with(
             threshold_us,
             saturated: generator.as_ref().map(|g| g.saturated_now()),
         }),
-        engines,
+        lanes,
         prometheus,
         generator,
         transport,
@@ -346,7 +346,7 @@ impl CollectorSet {
             transport: self.transport.clone(),
             ..Default::default()
         };
-        for h in self.engines.drain(..) {
+        for h in self.lanes.drain(..) {
             if let Ok(lane) = h.join() {
                 rep.absorb(lane);
             }
@@ -357,8 +357,14 @@ impl CollectorSet {
                 rep.absorb(part);
             }
         }
+        if let Some((g, write_error)) = self.generator.take().map(|g| g.finish()) {
+            rep.generator = Some(g);
+            if let Some(e) = write_error {
+                rep.errors_total += 1;
+                rep.errors.push(e);
+            }
+        }
         rep.sort();
-        rep.generator = self.generator.take().map(|g| g.finish());
         rep
     }
 }

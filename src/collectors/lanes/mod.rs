@@ -11,7 +11,7 @@
 //! samples in 7 s instead of 7); each lane has its own session.
 //!
 //! This file holds the lane's state, its loop and the scheduling (phases,
-//! triggers, probe order). Helpers, each an `impl Engine` block, from the
+//! triggers, probe order). Helpers, each an `impl Lane` block, from the
 //! bottom up: `link` (reconnects, gaps), `probes` (running one probe on the
 //! target), `jfr` (recordings) and `jfr_window` (a recording dumped and
 //! analysed window by window). Each calls only those before it, except that
@@ -136,7 +136,7 @@ impl Probe {
     }
 }
 
-pub(crate) struct EngineSetup {
+pub(crate) struct LaneSetup {
     /// `samples` or `artifacts` (see the module doc).
     pub lane: &'static str,
     pub transport: Box<dyn Transport>,
@@ -150,7 +150,7 @@ pub(crate) struct EngineSetup {
     pub window_reader: jfr_window::WindowReader,
 }
 
-pub(crate) struct Engine {
+pub(crate) struct Lane {
     t: Box<dyn Transport>,
     tracker: Arc<PhaseTracker>,
     dir: PathBuf,
@@ -189,8 +189,8 @@ pub(crate) struct Engine {
 const MAX_ERRORS_KEPT: usize = 200;
 const FIRST_BACKOFF: f64 = 0.5;
 
-impl Engine {
-    pub fn new(s: EngineSetup) -> Result<Self, CollectorError> {
+impl Lane {
+    pub fn new(s: LaneSetup) -> Result<Self, CollectorError> {
         let events = Jsonl::open(&s.diag_dir.join("collectors.jsonl"))?;
         let mut probes = Vec::new();
         for d in &s.definitions {
@@ -204,7 +204,7 @@ impl Engine {
             s.tracker.clock().start_unix() as u64,
             s.lane
         );
-        Ok(Engine {
+        Ok(Lane {
             t: s.transport,
             tracker: s.tracker,
             dir: s.diag_dir,
@@ -262,7 +262,6 @@ impl Engine {
             return;
         }
         self.last_error.insert(probe.to_string(), msg);
-        eprintln!("brunt: collector {probe}: {e}");
         if self.rep.errors.len() < MAX_ERRORS_KEPT {
             self.rep.errors.push(ErrorInfo {
                 t,

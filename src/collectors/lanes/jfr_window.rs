@@ -11,7 +11,7 @@
 //! previous window's last chunk (the target's own clock), so nothing is
 //! counted twice. A window that fails (dump error, empty or unreadable file)
 //! is an error and a gap; a JVM that goes away loses only the window in
-//! progress ([`Engine::jfr_lost`]).
+//! progress ([`Lane::jfr_lost`]).
 //!
 //! Reading a window is the diagnosis's craft, not the collectors': the run
 //! hands its JFR reader in as a [`WindowReader`], so collectors import no
@@ -22,7 +22,7 @@ use std::path::Path;
 use serde_json::{json, Map, Value};
 
 use super::probes::Taken;
-use super::Engine;
+use super::Lane;
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
 use crate::collectors::store::artifact_name;
@@ -113,7 +113,7 @@ fn window_row(
     }
 }
 
-impl Engine {
+impl Lane {
     /// The window length of probe `i`, when it records in windows.
     pub(super) fn window_of(&self, i: usize) -> Option<f64> {
         self.probes[i].def.window_s()
