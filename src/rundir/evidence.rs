@@ -9,6 +9,7 @@ use super::{
     PROMETHEUS_SAMPLES,
 };
 use crate::evidence::ServerSide;
+use crate::vocab::findings::{FindingKind, Severity};
 use crate::vocab::series::{self, Series};
 
 fn path(dir: &Path) -> PathBuf {
@@ -189,8 +190,8 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
         out.findings.push(crate::evidence::FindingRef {
             at_s: t,
             phase: None,
-            severity: "warning".into(),
-            kind: "pool".into(),
+            severity: Severity::Warning,
+            kind: FindingKind::Pool,
             summary: format!(
                 "{v:.0} threads waiting for a pooled connection (Prometheus query `{q}`)"
             ),

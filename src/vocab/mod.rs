@@ -10,12 +10,14 @@
 //! | [`series`] | names and units of every evidence series |
 //! | [`threads`] | what the target's threads were doing, per dump and per phase |
 //! | [`exit`] | exit codes |
+//! | [`findings`] | a finding's severity and kind |
 //! | [`files`] | the names of a run directory's files |
 
 pub mod clock;
 pub mod collectors;
 pub mod exit;
 pub mod files;
+pub mod findings;
 pub mod phase;
 pub mod series;
 pub mod threads;
