@@ -11,6 +11,7 @@
 //! | [`threads`] | what the target's threads were doing, per dump and per phase |
 //! | [`exit`] | exit codes |
 //! | [`findings`] | a finding's severity and kind |
+//! | [`jfr`] | a JFR recording's totals and the `jfr-windows.jsonl` row |
 //! | [`files`] | the names of a run directory's files |
 
 pub mod clock;
@@ -18,6 +19,7 @@ pub mod collectors;
 pub mod exit;
 pub mod files;
 pub mod findings;
+pub mod jfr;
 pub mod phase;
 pub mod series;
 pub mod threads;
