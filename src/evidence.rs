@@ -26,14 +26,16 @@
 //! [`ThreadEvidence`].
 //!
 //! Findings: `severity` is one of `critical`, `high`, `warning`, `info`
-//! (others rank lowest); `kind` is free text such as `lock`, `pool`,
-//! `pinning`, `deadlock`, `cluster`; `phase` may be left out, the report
+//! (others rank lowest, see [`Severity`]); `kind` is a [`FindingKind`] such
+//! as `lock`, `pool`, `pinning`, `deadlock`, `cluster` (another tool's own
+//! kind is kept as written); `phase` may be left out, the report
 //! then places the finding by `at_s`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::vocab::findings::{FindingKind, Severity};
 use crate::vocab::series;
 use crate::vocab::threads::{Activity, JfrPhase};
 
@@ -85,8 +87,8 @@ pub struct FindingRef {
     pub at_s: f64,
     #[serde(default)]
     pub phase: Option<String>,
-    pub severity: String,
-    pub kind: String,
+    pub severity: Severity,
+    pub kind: FindingKind,
     /// One line a human reads ("180 of 200 … BLOCKED on com.acme.Inventory").
     pub summary: String,
     /// Where it came from (a file under `diagnostics/`, thread names…).
@@ -97,13 +99,7 @@ pub struct FindingRef {
 impl FindingRef {
     /// Higher is worse.
     pub fn rank(&self) -> u8 {
-        match self.severity.to_ascii_lowercase().as_str() {
-            "critical" => 4,
-            "high" | "error" => 3,
-            "warning" | "medium" | "warn" => 2,
-            "info" | "low" => 1,
-            _ => 0,
-        }
+        self.severity.rank()
     }
 }
 
@@ -195,33 +191,16 @@ impl ServerSide {
 /// `jvm.threads.<state>`, and heap after each GC (from JFR) as
 /// `jvm.heap_after_gc_bytes`.
 pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerSide {
-    use crate::diagnosis::Severity;
     let mut out = ServerSide::default();
     for f in &a.findings {
         let Some(at) = f.evidence.time_unix else {
             continue;
         };
-        let kind = serde_json::to_value(&f.detail)
-            .ok()
-            .and_then(|v| v.get("kind").and_then(|k| k.as_str()).map(str::to_string))
-            .unwrap_or_default();
-        let kind = match kind.as_str() {
-            "lock_contention" | "jfr_contention" => "lock".to_string(),
-            "pool_wait" => "pool".to_string(),
-            "stack_cluster" => "cluster".to_string(),
-            _ => kind,
-        };
         out.findings.push(FindingRef {
             at_s: (at - start_unix).max(0.0),
             phase: f.evidence.phase.clone(),
-            severity: match f.severity {
-                Severity::Critical => "critical",
-                Severity::High => "high",
-                Severity::Medium => "warning",
-                Severity::Low | Severity::Info => "info",
-            }
-            .to_string(),
-            kind,
+            severity: f.severity.for_evidence(),
+            kind: f.detail.kind(),
             summary: f.summary.clone(),
             evidence: Some(f.evidence.file.clone()),
         });

@@ -218,7 +218,7 @@ budgets: [ "p99 < 5s" ]
         "JDK {m}: run took {elapsed:?}"
     );
 
-    let c = r.summary.collectors.clone().unwrap_or_default();
+    let c = serde_json::to_value(&r.summary.collectors).unwrap_or_default();
     assert!(
         c["errors"].as_array().is_some_and(|e| e.is_empty()),
         "JDK {m}: collector errors {}",
@@ -454,7 +454,7 @@ budgets: [ "p99 < 5s" ]
             .all(|r| r["to_t"].as_f64().is_some_and(|t| t < 16.0)),
         "a window after the kill: {rows:?}"
     );
-    let c = r.summary.collectors.clone().unwrap_or_default();
+    let c = serde_json::to_value(&r.summary.collectors).unwrap_or_default();
     let g = the_jfr_gap(&c);
     let last_to = rows.last().and_then(|r| r["to_t"].as_f64()).unwrap_or(0.0);
     assert!(
@@ -575,7 +575,7 @@ budgets: [ "p99 < 5s" ]
         rows.len()
     );
     assert!(rows.iter().all(|r| r["n"].as_u64() > Some(1)), "{rows:?}");
-    let c = r.summary.collectors.clone().unwrap_or_default();
+    let c = serde_json::to_value(&r.summary.collectors).unwrap_or_default();
     let g = the_jfr_gap(&c);
     assert!(
         g["reason"]

@@ -147,7 +147,7 @@ fn d_ext() -> String {
     "txt".to_string()
 }
 
-/// Parsers known to the engine.
+/// Parsers known to the lanes.
 pub const PARSERS: &[&str] = &["proc-host", "gc-heap-info", "lines"];
 const PLACEHOLDERS: &[&str] = &[
     "pid",

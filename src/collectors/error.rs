@@ -5,6 +5,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::vocab::collectors::CollectorErrorKind;
+
 #[derive(Debug, thiserror::Error)]
 pub enum CollectorError {
     #[error("collectors config: {0}")]
@@ -45,6 +47,8 @@ pub enum CollectorError {
         cmd: String,
         stderr: String,
     },
+    #[error("target process not found")]
+    TargetNotFound,
     #[error("parser {parser}: {msg}")]
     Parse { parser: String, msg: String },
     #[error("{0}")]
@@ -78,6 +82,25 @@ impl CollectorError {
             self,
             CollectorError::Config(_) | CollectorError::Definition { .. }
         )
+    }
+
+    /// The kind the collectors' index files this error under.
+    pub fn kind(&self) -> CollectorErrorKind {
+        use CollectorErrorKind as K;
+        match self {
+            CollectorError::Config(_) | CollectorError::Definition { .. } => K::Config,
+            CollectorError::Io { .. } => K::Io,
+            CollectorError::Connect { .. }
+            | CollectorError::UnknownHostKey { .. }
+            | CollectorError::HostKeyChanged { .. }
+            | CollectorError::Auth { .. }
+            | CollectorError::Link { .. } => K::Transport,
+            CollectorError::Timeout { .. } => K::Timeout,
+            CollectorError::Command { .. } => K::ProbeFailed,
+            CollectorError::TargetNotFound => K::TargetNotFound,
+            CollectorError::Parse { .. } => K::Parse,
+            CollectorError::Other(_) => K::Other,
+        }
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, source: io::Error) -> Self {

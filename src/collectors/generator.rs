@@ -10,35 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Map};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 use super::error::CollectorError;
 use super::store::{Jsonl, PhaseTracker};
 use crate::profile::collectors::GeneratorConfig;
+use crate::vocab::collectors::{ErrorInfo, GeneratorSummary};
 
 const PROBE_SLEEP: Duration = Duration::from_millis(5);
-
-/// What the report needs to say about the generator.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct GeneratorSummary {
-    pub samples: u64,
-    /// brunt's CPU, % of ONE core (200 = two cores busy).
-    pub max_cpu_pct: f64,
-    pub mean_cpu_pct: f64,
-    pub max_rss_bytes: u64,
-    pub max_lag_ms: f64,
-    /// Highest per-second p99 of the lag probe.
-    pub max_lag_p99_ms: f64,
-    pub saturated_seconds: u64,
-    /// Run-relative seconds (window index) that were saturated (first 1000).
-    pub saturated_at: Vec<u64>,
-    /// True when enough seconds were saturated that latencies are suspect.
-    pub saturated: bool,
-    /// One sentence for the report.
-    pub verdict: String,
-}
 
 impl GeneratorSummary {
     /// Round the figures and judge: two saturated seconds, or 5 % of the
@@ -101,7 +81,7 @@ impl GeneratorSummary {
 pub struct Generator {
     stop: Arc<AtomicBool>,
     saturated_now: Arc<AtomicBool>,
-    sampler: Option<JoinHandle<GeneratorSummary>>,
+    sampler: Option<JoinHandle<(GeneratorSummary, Option<ErrorInfo>)>>,
     probe: Option<JoinHandle<()>>,
 }
 
@@ -142,6 +122,7 @@ impl Generator {
                 .name("brunt-generator-health".into())
                 .spawn(move || {
                     let mut s = GeneratorSummary::default();
+                    let mut write_error = None;
                     let mut cpu_sum = 0.0;
                     let pid = sysinfo::get_current_pid().ok();
                     let mut sys = System::new().ok();
@@ -205,7 +186,13 @@ impl Generator {
                         m.insert("lag_max_ms".into(), json!((max * 100.0).round() / 100.0));
                         m.insert("saturated".into(), json!(sat));
                         if let Err(e) = out.row(t, &tracker.name(), m) {
-                            eprintln!("brunt: generator health: {e}");
+                            // The first write failure goes to the collectors' errors.
+                            write_error.get_or_insert(ErrorInfo {
+                                t,
+                                probe: "generator".into(),
+                                message: e.to_string(),
+                                kind: e.kind(),
+                            });
                         }
                         s.samples += 1;
                         cpu_sum += cpu;
@@ -221,7 +208,7 @@ impl Generator {
                         }
                     }
                     s.finalize(cpu_sum);
-                    s
+                    (s, write_error)
                 })
                 .map_err(|e| CollectorError::Other(format!("spawning generator health: {e}")))?
         };
@@ -238,7 +225,8 @@ impl Generator {
         self.saturated_now.clone()
     }
 
-    pub fn finish(mut self) -> GeneratorSummary {
+    /// Stop sampling: the summary, and the first failure to write a sample.
+    pub fn finish(mut self) -> (GeneratorSummary, Option<ErrorInfo>) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(p) = self.probe.take() {
             let _ = p.join();

@@ -11,7 +11,7 @@
 //! | [`prometheus`] | the Prometheus source: named PromQL queries on a thread of their own |
 //! | [`generator`] | brunt's own CPU/RSS and scheduler lag; the "saturated" verdict |
 //! | [`store`] | `diagnostics/*.jsonl` streams, artifact names, phase tracking |
-//! | `engine` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
+//! | `lanes` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
 //!
 //! The engine never waits on a collector: the run sees collectors only through
 //! [`crate::vocab::RunObserver`] callbacks, which just send a message to the
@@ -24,12 +24,12 @@
 //! [`CollectorSet::finish`] after it for the [`CollectorsSummary`].
 
 pub mod definition;
-mod engine;
 pub mod error;
 pub mod fds;
 pub mod generator;
 pub mod host;
 pub mod jvm;
+mod lanes;
 pub mod prometheus;
 pub mod quote;
 pub mod store;
@@ -42,16 +42,17 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use crate::profile::collectors::{self as config, CollectorsConfig};
 pub use error::CollectorError;
-pub use generator::GeneratorSummary;
 
+pub use crate::vocab::collectors::{
+    ArtifactInfo, CollectorErrorKind, CollectorsSummary, ErrorInfo, GapInfo, GeneratorSummary,
+    PidInfo, StreamInfo,
+};
 use crate::vocab::{PhaseInfo, RunClock, RunObserver, WindowStats};
 use definition::ProbeKind;
-use engine::{Engine, EngineReport, EngineSetup, Event};
-pub use engine::{WindowFigures, WindowReader};
+use lanes::{Event, Lane, LaneSetup};
+pub use lanes::{WindowFigures, WindowReader};
 use store::PhaseTracker;
 
 /// What the run gives the collectors when it starts them.
@@ -70,92 +71,12 @@ pub struct CollectorContext {
     pub base_dir: Option<PathBuf>,
 }
 
-/// The collectors' index in `summary.json`.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct CollectorsSummary {
-    /// Schema version of this section.
-    pub version: u32,
-    /// e.g. `ssh app@10.0.0.5:22`, `local`.
-    pub transport: String,
-    /// Sample series: `diagnostics/<name>.jsonl`, one JSON object per line with
-    /// `t` (seconds since run start) and `phase`.
-    pub streams: Vec<StreamInfo>,
-    /// Raw files (thread dumps, JSON dumps, JFR recordings).
-    pub artifacts: Vec<ArtifactInfo>,
-    /// Periods when the transport was down.
-    pub gaps: Vec<GapInfo>,
-    /// First errors (capped); `errors_total` counts all.
-    pub errors: Vec<ErrorInfo>,
-    pub errors_total: u64,
-    /// Target process(es) found; more than one = the target restarted.
-    pub target_pids: Vec<PidInfo>,
-    /// How many p99 triggers fired (after the cool-down).
-    pub triggers: u64,
-    /// brunt's own health; `generator.saturated` = latencies are suspect.
-    pub generator: Option<GeneratorSummary>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct StreamInfo {
-    pub name: String,
-    /// Relative to the run directory.
-    pub file: String,
-    pub rows: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ArtifactInfo {
-    pub collector: String,
-    pub probe: String,
-    /// `artifact` or `jfr`.
-    pub kind: String,
-    /// Relative to the run directory.
-    pub file: String,
-    /// Seconds since run start when it was taken (JFR: when recording started).
-    pub t: f64,
-    pub phase: String,
-    pub bytes: u64,
-    /// `schedule`, `phase-start`, `trigger` or `jfr`.
-    pub reason: String,
-    pub pid: Option<u32>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct GapInfo {
-    /// Collector thread that saw it: `samples` or `artifacts` (one SSH session each).
-    pub lane: String,
-    pub from_t: f64,
-    pub to_t: f64,
-    pub reason: String,
-    /// Probe runs that could not happen during the gap.
-    pub missed: u64,
-    /// The probe whose data is missing (a JFR recording lost with its JVM);
-    /// absent when the whole lane was down.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub probe: Option<String>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct ErrorInfo {
-    pub t: f64,
-    pub probe: String,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct PidInfo {
-    /// When this PID was first found.
-    pub t: f64,
-    pub pid: u32,
-    pub java_major: Option<u32>,
-}
-
 /// The running collectors. Hand [`CollectorSet::observer`] (or the set
 /// itself) to the run; call [`CollectorSet::finish`] after the load.
 pub struct CollectorSet {
     observer: Arc<CollectorObserver>,
-    engines: Vec<JoinHandle<EngineReport>>,
-    prometheus: Option<(Sender<()>, JoinHandle<prometheus::Report>)>,
+    lanes: Vec<JoinHandle<CollectorsSummary>>,
+    prometheus: Option<(Sender<()>, JoinHandle<CollectorsSummary>)>,
     generator: Option<generator::Generator>,
     transport: String,
 }
@@ -290,7 +211,7 @@ pub fn start(
     cfg: &CollectorsConfig,
     ctx: CollectorContext,
 ) -> Result<CollectorSet, CollectorError> {
-    start_with(cfg, ctx, engine::no_window_reader)
+    start_with(cfg, ctx, lanes::no_window_reader)
 }
 
 /// [`start`], with the reader that turns each JFR window (`window:`) into
@@ -298,7 +219,7 @@ pub fn start(
 pub fn start_with(
     cfg: &CollectorsConfig,
     ctx: CollectorContext,
-    window_reader: engine::WindowReader,
+    window_reader: lanes::WindowReader,
 ) -> Result<CollectorSet, CollectorError> {
     let mut definitions = validate(cfg, ctx.base_dir.as_deref())?;
     auto_windows(&mut definitions, &ctx.phases);
@@ -306,9 +227,9 @@ pub fn start_with(
     std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
     let tracker = PhaseTracker::new(ctx.clock, ctx.phases.clone());
 
-    // Split probes into the two lanes (see `engine`); an empty lane is not started.
+    // Split probes into the two lanes (see `lanes`); an empty lane is not started.
     let mut lanes_tx = Vec::new();
-    let mut engines = Vec::new();
+    let mut lanes = Vec::new();
     let mut transport = "none".to_string();
     for lane in ["samples", "artifacts"] {
         let defs: Vec<definition::Definition> = definitions
@@ -329,7 +250,7 @@ pub fn start_with(
         }
         let t = transport::from_config(&cfg.transport)?;
         transport = t.describe();
-        let eng = Engine::new(EngineSetup {
+        let lane_thread = Lane::new(LaneSetup {
             lane,
             transport: t,
             tracker: tracker.clone(),
@@ -344,10 +265,10 @@ pub fn start_with(
         let (tx, rx) = channel();
         let h = thread::Builder::new()
             .name(format!("brunt-{lane}"))
-            .spawn(move || eng.run(rx))
+            .spawn(move || lane_thread.run(rx))
             .map_err(|e| CollectorError::Other(format!("spawning collector thread: {e}")))?;
         lanes_tx.push(tx);
-        engines.push(h);
+        lanes.push(h);
     }
 
     let prometheus = match &cfg.prometheus {
@@ -395,7 +316,7 @@ pub fn start_with(
             threshold_us,
             saturated: generator.as_ref().map(|g| g.saturated_now()),
         }),
-        engines,
+        lanes,
         prometheus,
         generator,
         transport,
@@ -421,52 +342,31 @@ impl CollectorSet {
     /// downloads, each bounded by the transport's `command_timeout`.
     pub fn finish(mut self) -> CollectorsSummary {
         self.observer.finished();
-        let mut rep = EngineReport::default();
-        for h in self.engines.drain(..) {
-            let Ok(r) = h.join() else { continue };
-            rep.streams.extend(r.streams);
-            rep.artifacts.extend(r.artifacts);
-            rep.gaps.extend(r.gaps);
-            rep.errors.extend(r.errors);
-            rep.errors_total += r.errors_total;
-            // Each lane finds the PID on its own: keep one entry per PID.
-            for p in r.target_pids {
-                match rep.target_pids.iter_mut().find(|x| x.pid == p.pid) {
-                    Some(x) => {
-                        x.t = x.t.min(p.t);
-                        x.java_major = x.java_major.or(p.java_major);
-                    }
-                    None => rep.target_pids.push(p),
-                }
+        let mut rep = CollectorsSummary {
+            version: 1,
+            transport: self.transport.clone(),
+            ..Default::default()
+        };
+        for h in self.lanes.drain(..) {
+            if let Ok(lane) = h.join() {
+                rep.absorb(lane);
             }
-            rep.triggers = rep.triggers.max(r.triggers);
         }
         if let Some((stop, h)) = self.prometheus.take() {
             let _ = stop.send(());
-            if let Ok(r) = h.join() {
-                rep.streams.extend(r.stream);
-                rep.gaps.extend(r.gaps);
-                rep.errors.extend(r.errors);
-                rep.errors_total += r.errors_total;
+            if let Ok(part) = h.join() {
+                rep.absorb(part);
             }
         }
-        rep.artifacts.sort_by(|a, b| a.t.total_cmp(&b.t));
-        rep.gaps.sort_by(|a, b| a.from_t.total_cmp(&b.from_t));
-        rep.errors.sort_by(|a, b| a.t.total_cmp(&b.t));
-        rep.target_pids.sort_by(|a, b| a.t.total_cmp(&b.t));
-        let generator = self.generator.take().map(|g| g.finish());
-        CollectorsSummary {
-            version: 1,
-            transport: self.transport.clone(),
-            streams: rep.streams,
-            artifacts: rep.artifacts,
-            gaps: rep.gaps,
-            errors: rep.errors,
-            errors_total: rep.errors_total,
-            target_pids: rep.target_pids,
-            triggers: rep.triggers,
-            generator,
+        if let Some((g, write_error)) = self.generator.take().map(|g| g.finish()) {
+            rep.generator = Some(g);
+            if let Some(e) = write_error {
+                rep.errors_total += 1;
+                rep.errors.push(e);
+            }
         }
+        rep.sort();
+        rep
     }
 }
 

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use super::error::CollectorError;
 use super::store::{Jsonl, PhaseTracker};
-use super::{ErrorInfo, GapInfo, StreamInfo};
+use super::{CollectorErrorKind, CollectorsSummary, ErrorInfo, GapInfo, StreamInfo};
 use crate::profile::collectors::{PromMode, PromQuery, PrometheusSource};
 use crate::vocab::series;
 
@@ -159,15 +159,6 @@ fn load_set(name: &str, base_dir: Option<&Path>) -> Result<QuerySet, CollectorEr
     })
 }
 
-/// What the source did, for the collectors' summary.
-#[derive(Debug, Default)]
-pub struct Report {
-    pub stream: Option<StreamInfo>,
-    pub errors: Vec<ErrorInfo>,
-    pub errors_total: u64,
-    pub gaps: Vec<GapInfo>,
-}
-
 /// The running source's settings.
 pub struct Source {
     pub mode: PromMode,
@@ -181,8 +172,9 @@ pub struct Source {
 
 impl Source {
     /// Query every `every` until `rx` says stop (or closes).
-    pub fn run(self, rx: Receiver<()>) -> Report {
-        let mut rep = Report::default();
+    /// What the source did is its part of the collectors' index.
+    pub fn run(self, rx: Receiver<()>) -> CollectorsSummary {
+        let mut rep = CollectorsSummary::default();
         let path = self.diag_dir.join(STREAM);
         let mut out = match Jsonl::open(&path) {
             Ok(j) => j,
@@ -192,6 +184,7 @@ impl Source {
                     t: self.tracker.t(),
                     probe: "prometheus".into(),
                     message: e.to_string(),
+                    kind: e.kind(),
                 });
                 return rep;
             }
@@ -212,7 +205,7 @@ impl Source {
             // Nothing during the load: wait for its end, then ask once per query.
             let _ = rx.recv();
             self.range(&mut out, &mut rep, start_unix);
-            rep.stream = Some(self.stream_info(out.rows));
+            rep.streams.push(self.stream_info(out.rows));
             return rep;
         }
         let mut next = Instant::now();
@@ -231,10 +224,10 @@ impl Source {
                         m.insert("value".into(), v.into());
                         let at = if ts > 0.0 { ts - start_unix } else { t };
                         if let Err(e) = out.row(at, &self.tracker.name(), m) {
-                            rep.note(t, &q.name, e.to_string(), self.every);
+                            note(&mut rep, t, &q.name, e.to_string(), self.every);
                         }
                     }
-                    Err(e) => rep.note(t, &q.name, e, self.every),
+                    Err(e) => note(&mut rep, t, &q.name, e, self.every),
                 }
             }
             next += self.every;
@@ -243,7 +236,7 @@ impl Source {
                 next = Instant::now() + self.every;
             }
         }
-        rep.stream = Some(self.stream_info(out.rows));
+        rep.streams.push(self.stream_info(out.rows));
         rep
     }
 
@@ -256,7 +249,7 @@ impl Source {
     }
 
     /// One range query per query over the whole run, at `every` steps.
-    fn range(&self, out: &mut Jsonl, rep: &mut Report, start_unix: f64) {
+    fn range(&self, out: &mut Jsonl, rep: &mut CollectorsSummary, start_unix: f64) {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(Duration::from_secs(10)))
             .http_status_as_error(false)
@@ -298,12 +291,12 @@ impl Source {
                         m.insert("value".into(), v.into());
                         let phase = phase_at(self.tracker.phases(), at);
                         if let Err(e) = out.row(at, &phase, m) {
-                            rep.note(t, &q.name, e.to_string(), self.every);
+                            note(rep, t, &q.name, e.to_string(), self.every);
                             break;
                         }
                     }
                 }
-                Err(e) => rep.note(t, &q.name, e, self.every),
+                Err(e) => note(rep, t, &q.name, e, self.every),
             }
         }
     }
@@ -363,39 +356,38 @@ pub fn parse_range(code: u16, text: &str) -> Result<Vec<(f64, f64)>, String> {
         .collect())
 }
 
-impl Report {
-    /// A failed query: an error, and a gap for it (joined to the last one
-    /// of the same query when they touch).
-    fn note(&mut self, t: f64, name: &str, message: String, every: Duration) {
-        self.errors_total += 1;
-        if self.errors.len() < MAX_ERRORS {
-            self.errors.push(ErrorInfo {
-                t,
-                probe: format!("prometheus:{name}"),
-                message: message.clone(),
-            });
-        }
-        let lane = format!("prometheus:{name}");
-        let to_t = t + every.as_secs_f64();
-        if let Some(g) = self
-            .gaps
-            .iter_mut()
-            .rev()
-            .find(|g| g.lane == lane && g.to_t + 1e-6 >= t)
-        {
-            g.to_t = to_t;
-            g.missed += 1;
-            return;
-        }
-        self.gaps.push(GapInfo {
-            lane,
-            from_t: t,
-            to_t,
-            reason: message,
-            missed: 1,
-            probe: None,
+/// A failed query: an error, and a gap for it (joined to the last one
+/// of the same query when they touch).
+fn note(rep: &mut CollectorsSummary, t: f64, name: &str, message: String, every: Duration) {
+    rep.errors_total += 1;
+    if rep.errors.len() < MAX_ERRORS {
+        rep.errors.push(ErrorInfo {
+            t,
+            probe: format!("prometheus:{name}"),
+            message: message.clone(),
+            kind: CollectorErrorKind::Query,
         });
     }
+    let lane = format!("prometheus:{name}");
+    let to_t = t + every.as_secs_f64();
+    if let Some(g) = rep
+        .gaps
+        .iter_mut()
+        .rev()
+        .find(|g| g.lane == lane && g.to_t + 1e-6 >= t)
+    {
+        g.to_t = to_t;
+        g.missed += 1;
+        return;
+    }
+    rep.gaps.push(GapInfo {
+        lane,
+        from_t: t,
+        to_t,
+        reason: message,
+        missed: 1,
+        probe: None,
+    });
 }
 
 /// One instant query: the answer's timestamp (Unix s) and its one number.

@@ -109,6 +109,20 @@ impl Jsonl {
         self.rows += 1;
         Ok(())
     }
+
+    /// Write a typed row (a `vocab` sample row): `{"t":…, "phase":…, …its fields}`.
+    pub fn typed_row<R: serde::Serialize>(
+        &mut self,
+        t: f64,
+        phase: &str,
+        row: &R,
+    ) -> Result<(), CollectorError> {
+        match serde_json::to_value(row) {
+            Ok(Value::Object(m)) => self.row(t, phase, m),
+            Ok(_) => self.row(t, phase, Map::new()),
+            Err(e) => Err(CollectorError::Other(format!("a sample row: {e}"))),
+        }
+    }
 }
 
 pub use crate::vocab::files::{artifact_name, artifact_time, safe};

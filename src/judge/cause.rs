@@ -33,12 +33,10 @@ pub(super) fn classify(
     }
     let latency_broke = st.breached.iter().any(|v| v.latency);
     let rising = latency_broke || prev.is_some_and(|p| step.p99_ms > 1.5 * p.p99_ms.max(0.001));
-    let lock_like = step.top_finding.as_ref().is_some_and(|f| {
-        matches!(
-            f.kind.as_str(),
-            "lock" | "pool" | "pinning" | "deadlock" | "contention"
-        )
-    });
+    let lock_like = step
+        .top_finding
+        .as_ref()
+        .is_some_and(|f| f.kind.is_lock_like());
     let seen = Seen::of(step);
     busy_host_idle_service(step, lock_like && rising, &seen)
         .unwrap_or_else(|| by_target_cpu(step, rising, lock_like, &seen))

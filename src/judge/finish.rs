@@ -31,7 +31,7 @@ pub struct Judging<'a> {
     pub ending: Ending,
     pub generator: GeneratorHealth,
     /// The collectors' index (`None`: no collector ran, or none is known).
-    pub collectors: Option<serde_json::Value>,
+    pub collectors: Option<crate::vocab::collectors::CollectorsSummary>,
     pub findings: Option<serde_json::Value>,
     /// Said last, after the judge's own notes.
     pub notes: Vec<String>,

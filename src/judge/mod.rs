@@ -25,6 +25,7 @@
 //! | file | owns |
 //! |---|---|
 //! | [`summary`] | `summary.json`'s content and [`build`], budgets judged per scope |
+//! | [`server_side`] | `server_side`: whether the target's side was seen, judged from the collectors' index |
 //! | [`finish`] | the one finishing sequence: a [`Judging`] judged into the complete summary |
 //! | [`gates`] | every gate of the result (budgets, knee vs `expect_capacity`, shape checks) |
 //! | [`verdict`] | the result types of every shape's verdict |
@@ -44,6 +45,7 @@ pub mod gates;
 pub mod knee;
 pub mod overload;
 pub mod rules;
+pub mod server_side;
 pub mod soak;
 pub mod spike;
 pub mod stress;

@@ -8,11 +8,13 @@ use serde::{Deserialize, Serialize};
 
 use super::gates::{gates, Gate};
 use super::knee::{stress_result, StressResult};
+pub use super::server_side::{ServerSide, ServerSideStatus};
 use super::{Inputs, Verdicts};
 use crate::budgets::{Budget, Verdict};
 use crate::metrics::{pct_us, Class, GeneratorHealth, Measured, Stats, CLASSES};
 use crate::profile::verdicts::VerdictsConfig;
 use crate::rundir::{MergedFrom, RunMeta};
+use crate::vocab::collectors::CollectorsSummary;
 use crate::vocab::{exit, Model, ShapeKind};
 
 /// Bumped when a field changes meaning or disappears.
@@ -174,153 +176,6 @@ pub enum StopKind {
     DataExhausted,
 }
 
-/// Did the run see its server side? Causes and leaks rest on it, so when it
-/// is missing the summary says so plainly, with the reason.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ServerSideStatus {
-    /// Samples or artifacts came back from the target.
-    Ok,
-    /// Some came back, but with gaps (a link down, a recording lost) or
-    /// without the target process ever found.
-    Partial,
-    /// Collectors were configured and brought back nothing from the target
-    /// (refused host key, unreachable host, failed login, …).
-    Missing,
-    /// No collectors watch the target.
-    NotConfigured,
-    /// A shard other than the first: only shard 1 samples the target.
-    NotCollected,
-}
-
-/// `summary.json`'s `server_side`: the status, why, and one line to show.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ServerSide {
-    pub status: ServerSideStatus,
-    /// Why it is not `ok` (the first transport error, the gaps…).
-    pub reason: Option<String>,
-    /// One line for the terminal and the report.
-    pub text: String,
-}
-
-impl ServerSide {
-    fn new(status: ServerSideStatus, reason: Option<String>, text: String) -> Self {
-        ServerSide {
-            status,
-            reason,
-            text,
-        }
-    }
-
-    /// Judge it from the collectors' index (`summary.json`'s `collectors`,
-    /// kept as JSON: the judge does not depend on the collectors) and whether
-    /// `evidence.json` held anything from the target; `shard` is the run's
-    /// (index from 0, count).
-    pub fn of(collectors: Option<&serde_json::Value>, evidence: bool, shard: (u32, u32)) -> Self {
-        use ServerSideStatus as S;
-        const UNSEEN: &str = "no target CPU, memory, threads or locks were seen, so causes and leaks cannot be attributed";
-        let Some(c) = collectors else {
-            return if evidence {
-                ServerSide::new(S::Ok, None, "server side: evidence.json".into())
-            } else if shard.0 > 0 {
-                let why = format!(
-                    "shard {} of {}: only shard 1 samples the target",
-                    shard.0 + 1,
-                    shard.1
-                );
-                ServerSide::new(
-                    S::NotCollected,
-                    Some(why.clone()),
-                    format!("server side: not collected here ({why})"),
-                )
-            } else {
-                ServerSide::new(
-                    S::NotConfigured,
-                    None,
-                    "no server-side collectors configured: causes (CPU, locks, pools) and leaks cannot be attributed".into(),
-                )
-            };
-        };
-        let list = |k: &str| {
-            c.get(k)
-                .and_then(|v| v.as_array())
-                .cloned()
-                .unwrap_or_default()
-        };
-        let text_of = |v: &serde_json::Value, k: &str| {
-            v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string()
-        };
-        let streams = list("streams");
-        let rows: u64 = streams
-            .iter()
-            .filter_map(|s| s.get("rows").and_then(|r| r.as_u64()))
-            .sum();
-        let artifacts = list("artifacts").len();
-        let (errors, gaps) = (list("errors"), list("gaps"));
-        // `none`: no transport lane ran; a source of its own (Prometheus) may have.
-        let transport = match c.get("transport").and_then(|v| v.as_str()) {
-            Some("none") | None => {
-                if streams.is_empty() && artifacts == 0 && errors.is_empty() && !evidence {
-                    return ServerSide::of(None, false, shard);
-                }
-                let names: Vec<String> = streams.iter().map(|s| text_of(s, "name")).collect();
-                names.join(", ")
-            }
-            Some(t) => t.to_string(),
-        };
-        if rows == 0 && artifacts == 0 && !evidence {
-            let reason = errors
-                .iter()
-                .find(|e| text_of(e, "probe") == "transport")
-                .or_else(|| errors.first())
-                .map(|e| text_of(e, "message"))
-                .or_else(|| gaps.first().map(|g| text_of(g, "reason")))
-                .filter(|r| !r.is_empty())
-                .unwrap_or_else(|| "no sample or artifact came back".into());
-            return ServerSide::new(
-                S::Missing,
-                Some(reason.clone()),
-                format!("server side MISSING: the collectors ({transport}) brought back nothing from the target — {reason}; {UNSEEN}"),
-            );
-        }
-        let never_found = list("target_pids").is_empty()
-            && errors
-                .iter()
-                .any(|e| text_of(e, "message").contains("target process not found"));
-        let gap_secs: f64 = gaps
-            .iter()
-            .map(|g| {
-                let t = |k: &str| g.get(k).and_then(|x| x.as_f64()).unwrap_or(0.0);
-                (t("to_t") - t("from_t")).max(0.0)
-            })
-            .sum();
-        let mut why = Vec::new();
-        if let Some(first) = gaps.first() {
-            why.push(format!(
-                "{} gap(s), {gap_secs:.1} s in all (first: {})",
-                gaps.len(),
-                text_of(first, "reason")
-            ));
-        }
-        if never_found {
-            why.push("the target process was never found (target.pid, pgrep or jcmd_match matched nothing)".into());
-        }
-        if why.is_empty() {
-            return ServerSide::new(
-                S::Ok,
-                None,
-                format!("server side: {rows} samples, {artifacts} artifacts ({transport})"),
-            );
-        }
-        let reason = why.join("; ");
-        ServerSide::new(
-            S::Partial,
-            Some(reason.clone()),
-            format!("server side partial ({transport}): {reason}"),
-        )
-    }
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     pub schema: String,
@@ -356,8 +211,9 @@ pub struct Summary {
     /// Whether brunt itself kept up with its schedule.
     #[serde(default)]
     pub generator: GeneratorHealth,
-    #[serde(default)]
-    pub collectors: Option<serde_json::Value>,
+    /// The collectors' index (keys in alphabetical order, as always).
+    #[serde(default, serialize_with = "crate::vocab::collectors::serialize_sorted")]
+    pub collectors: Option<CollectorsSummary>,
     /// Whether the server side was seen, and why not (see [`ServerSide`]).
     #[serde(default)]
     pub server_side: Option<ServerSide>,
@@ -565,7 +421,7 @@ impl Summary {
     }
 
     /// Attach the collectors' index and judge the server side from it.
-    pub fn set_collectors(&mut self, collectors: Option<serde_json::Value>) {
+    pub fn set_collectors(&mut self, collectors: Option<CollectorsSummary>) {
         self.collectors = collectors;
         self.server_side = Some(self.server_side());
     }
@@ -650,57 +506,4 @@ pub fn merge_notes(m: &MergedFrom) -> Vec<String> {
         ));
     }
     notes
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{ServerSide, ServerSideStatus as S};
-    use serde_json::json;
-
-    fn of(c: serde_json::Value, evidence: bool) -> ServerSide {
-        ServerSide::of(Some(&c), evidence, (0, 1))
-    }
-
-    #[test]
-    fn server_side_status_from_the_collectors_index() {
-        assert_eq!(ServerSide::of(None, false, (0, 1)).status, S::NotConfigured);
-        assert_eq!(ServerSide::of(None, false, (2, 4)).status, S::NotCollected);
-        assert_eq!(ServerSide::of(None, true, (0, 1)).status, S::Ok);
-        // Only the generator ran: no target collectors.
-        assert_eq!(
-            of(json!({"transport": "none"}), false).status,
-            S::NotConfigured
-        );
-        let refused = of(
-            json!({"transport": "ssh a@h:22", "streams": [{"name": "host", "rows": 0}],
-                   "errors": [{"probe": "x/y", "message": "first"},
-                              {"probe": "transport", "message": "host key of h:22 does NOT match"}]}),
-            false,
-        );
-        assert_eq!(refused.status, S::Missing);
-        assert_eq!(
-            refused.reason.as_deref(),
-            Some("host key of h:22 does NOT match")
-        );
-        assert!(refused.text.contains("MISSING"), "{}", refused.text);
-        let gapped = of(
-            json!({"transport": "local", "streams": [{"name": "host", "rows": 9}],
-                   "gaps": [{"from_t": 1.0, "to_t": 3.5, "reason": "JFR lost"}]}),
-            true,
-        );
-        assert_eq!(gapped.status, S::Partial);
-        assert!(gapped.text.contains("2.5 s") && gapped.text.contains("JFR lost"));
-        let no_pid = of(
-            json!({"transport": "local", "streams": [{"name": "host", "rows": 9}],
-                   "errors": [{"probe": "jvm/heap", "message": "target process not found"}]}),
-            true,
-        );
-        assert_eq!(no_pid.status, S::Partial);
-        let fine = of(
-            json!({"transport": "local", "streams": [{"name": "host", "rows": 9}],
-                   "target_pids": [{"pid": 7}]}),
-            true,
-        );
-        assert_eq!((fine.status, fine.reason), (S::Ok, None));
-    }
 }

@@ -581,7 +581,7 @@ fn finish(
                 early: false,
             },
             generator: out.recorded.generator,
-            collectors: out.collectors.and_then(|c| serde_json::to_value(c).ok()),
+            collectors: out.collectors,
             findings: analysis.and_then(|a| serde_json::to_value(&a.findings).ok()),
             notes: vec![],
         },
@@ -671,21 +671,11 @@ fn diagnose(
 /// JFR reader, counting the events after the cut.
 fn read_jfr_window(path: &Path, cut_unix: f64) -> Result<crate::collectors::WindowFigures, String> {
     let r = crate::diagnosis::jfr::parse_jfr_window(path, cut_unix).map_err(|e| e.to_string())?;
-    let t = r.totals;
     Ok(crate::collectors::WindowFigures {
         chunks: r.chunks,
         end_unix: r.start_unix.map(|s| s + r.duration_s),
         warnings: r.warnings,
-        monitor_enter: t.monitor_enter,
-        monitor_enter_ms: t.monitor_enter_ms,
-        park: t.park,
-        park_ms: t.park_ms,
-        pinned: t.pinned,
-        pinned_ms: t.pinned_ms,
-        alloc_bytes: t.alloc_bytes,
-        alloc_samples: t.alloc_samples,
-        gc: t.gc,
-        gc_pause_ms: t.gc_pause_ms,
+        totals: r.totals,
     })
 }
 

@@ -72,7 +72,7 @@ pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Summary, RunError> {
     let mut notes = vec![];
     if collectors.is_none() {
         if let Some(c) = collectors_from_files(&diag_dir, &collectors_cfg) {
-            collectors = serde_json::to_value(c).ok();
+            collectors = Some(c);
             notes.push(format!(
                 "collectors: rebuilt from {}/ (the run ended before writing its summary): errors_total counts the logged errors only",
                 rundir::DIAGNOSTICS
@@ -217,6 +217,10 @@ fn events_into(c: &mut CollectorsSummary, rows: impl Iterator<Item = Value>) {
                     t,
                     probe: s("probe"),
                     message: s("message"),
+                    kind: v
+                        .get("kind")
+                        .and_then(|k| serde_json::from_value(k.clone()).ok())
+                        .unwrap_or_default(),
                 });
             }
             Some("trigger") => c.triggers += 1,

@@ -9,7 +9,10 @@ use super::{
     PROMETHEUS_SAMPLES,
 };
 use crate::evidence::ServerSide;
+use crate::vocab::findings::{FindingKind, Severity};
+use crate::vocab::jfr::JfrWindowRow;
 use crate::vocab::series::{self, Series};
+use serde::Deserialize;
 
 fn path(dir: &Path) -> PathBuf {
     dir.join(DIAGNOSTICS).join(EVIDENCE)
@@ -114,39 +117,40 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
     });
     // JFR windows: each window's totals over its length, at its middle.
     for_rows(&diag.join(JFR_WINDOWS), |_, r| {
-        let f = |k: &str| r.get(k).and_then(|v| v.as_f64()).filter(|v| v.is_finite());
-        let (Some(from), Some(to)) = (f("from_t"), f("to_t")) else {
+        let Ok(w) = JfrWindowRow::deserialize(r) else {
             return;
         };
+        let (from, to) = (w.from_t, w.to_t);
         let span = to - from;
-        if span < 1.0 {
+        if !span.is_finite() || span < 1.0 {
             return;
         }
         let t = (from + to) / 2.0;
-        let rate = |k: &str| f(k).map(|v| v / span);
-        push(series::JFR_BLOCKED_RATE, t, rate("monitor_enter"));
+        let rate = |v: Option<f64>| v.filter(|v| v.is_finite()).map(|v| v / span);
+        let count = |v: Option<u64>| rate(v.map(|n| n as f64));
+        push(series::JFR_BLOCKED_RATE, t, count(w.monitor_enter));
         // ms blocked per ms of wall time: how many threads were blocked, on average.
         push(
             series::JFR_BLOCKED_THREADS,
             t,
-            rate("monitor_enter_ms").map(|v| v / 1e3),
+            rate(w.monitor_enter_ms).map(|v| v / 1e3),
         );
-        push(series::JFR_PARK_RATE, t, rate("park"));
+        push(series::JFR_PARK_RATE, t, count(w.park));
         push(
             series::JFR_PARKED_THREADS,
             t,
-            rate("park_ms").map(|v| v / 1e3),
+            rate(w.park_ms).map(|v| v / 1e3),
         );
         push(
             series::JFR_PINNED_THREADS,
             t,
-            rate("pinned_ms").map(|v| v / 1e3),
+            rate(w.pinned_ms).map(|v| v / 1e3),
         );
         // No allocation samples (settings without them): no figure, not zero.
-        if f("alloc_samples").is_some_and(|n| n > 0.0) {
-            push(series::JFR_ALLOC_RATE, t, rate("alloc_bytes"));
+        if w.alloc_samples.is_some_and(|n| n > 0) {
+            push(series::JFR_ALLOC_RATE, t, rate(w.alloc_bytes));
         }
-        push(series::JFR_GC_PAUSE, t, rate("gc_pause_ms"));
+        push(series::JFR_GC_PAUSE, t, rate(w.gc_pause_ms));
     });
     // The engine's own view, per second: scheduler lateness and the busiest
     // worker's event-loop share (a worker near 100% cannot start requests on time).
@@ -189,8 +193,8 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
         out.findings.push(crate::evidence::FindingRef {
             at_s: t,
             phase: None,
-            severity: "warning".into(),
-            kind: "pool".into(),
+            severity: Severity::Warning,
+            kind: FindingKind::Pool,
             summary: format!(
                 "{v:.0} threads waiting for a pooled connection (Prometheus query `{q}`)"
             ),

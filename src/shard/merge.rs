@@ -502,7 +502,7 @@ fn carry_evidence(shards: &[ShardDir], out: &Path, base: f64) -> Result<(), Shar
 /// What a merged summary keeps of the shards' collectors.
 #[derive(Default)]
 struct Carried {
-    collectors: Option<serde_json::Value>,
+    collectors: Option<crate::vocab::collectors::CollectorsSummary>,
     findings: Option<serde_json::Value>,
     notes: Vec<String>,
 }

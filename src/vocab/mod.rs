@@ -4,18 +4,24 @@
 //! | file | owns |
 //! |---|---|
 //! | [`clock`] | the run clock every series is stamped on |
+//! | [`collectors`] | the collectors' index: streams, artifacts, gaps, errors (with their kind), target PIDs, generator health |
 //! | [`phase`] | phases with their numeric level, model and shape kinds, the observer trait, 1-s window stats |
 //! | [`units`] | value types of the profile language: levels, percentages, growth per hour |
 //! | [`series`] | names and units of every evidence series |
 //! | [`threads`] | what the target's threads were doing, per dump and per phase |
 //! | [`exit`] | exit codes |
+//! | [`findings`] | a finding's severity and kind |
+//! | [`jfr`] | a JFR recording's totals and the `jfr-windows.jsonl` row |
 //! | [`files`] | the names of a run directory's files |
 //! | [`status`] | PASS / FAIL / NO DATA of every gate |
 //! | [`say`] | notices (warnings, progress lines) the library hands the caller to show |
 
 pub mod clock;
+pub mod collectors;
 pub mod exit;
 pub mod files;
+pub mod findings;
+pub mod jfr;
 pub mod phase;
 pub mod say;
 pub mod series;

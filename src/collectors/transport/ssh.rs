@@ -1,7 +1,7 @@
 //! The `ssh` transport: libssh2 through the `ssh2` crate. One session is kept
 //! for the whole run (commands are channels on it), the host key is checked
 //! against known_hosts (strict by default), and files come back over SFTP.
-//! When the link breaks the session is dropped; the collector engine calls
+//! When the link breaks the session is dropped; the collector lane calls
 //! [`Transport::reconnect`] with back-off and records the gap.
 
 use std::fs::{File, OpenOptions};
@@ -76,7 +76,7 @@ impl SshTransport {
     }
 
     fn link_err(&mut self, msg: impl std::fmt::Display) -> CollectorError {
-        // Any failure on the session poisons it: drop it so the engine reconnects.
+        // Any failure on the session poisons it: drop it so the lane reconnects.
         self.session = None;
         self.sftp = None;
         CollectorError::Link {

@@ -8,28 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnosis::model::{DeadlockEdge, ThreadDump};
 use crate::diagnosis::PhaseWindow;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Info,
-    Low,
-    Medium,
-    High,
-    Critical,
-}
-
-impl Severity {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Low => "low",
-            Severity::Medium => "medium",
-            Severity::High => "high",
-            Severity::Critical => "critical",
-        }
-    }
-}
+use crate::vocab::findings::FindingKind;
+pub use crate::vocab::findings::Severity;
 
 /// Where a finding was seen: the run correlates `time_unix` with its phases.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -142,6 +122,23 @@ pub enum Detail {
         same_holder: bool,
         persistent: bool,
     },
+}
+
+impl Detail {
+    /// The kind `evidence.json` files a finding with this detail under.
+    pub fn kind(&self) -> FindingKind {
+        match self {
+            Detail::ThreadStates { .. } => FindingKind::ThreadStates,
+            Detail::LockContention { .. } | Detail::JfrContention { .. } => FindingKind::Lock,
+            Detail::PoolWait { .. } => FindingKind::Pool,
+            Detail::Pinning { .. } => FindingKind::Pinning,
+            Detail::Deadlock { .. } => FindingKind::Deadlock,
+            Detail::StackCluster { .. } => FindingKind::Cluster,
+            Detail::HeapAfterGc { .. } => FindingKind::HeapAfterGc,
+            Detail::HotMethods { .. } => FindingKind::HotMethods,
+            Detail::Persistence { .. } => FindingKind::Persistence,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,6 +4,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::vocab::jfr::JfrTotals;
+
 #[derive(Debug, thiserror::Error)]
 pub enum JfrError {
     #[error("read {0}")]
@@ -88,38 +90,6 @@ pub struct JfrRecording {
     #[serde(default, skip_serializing)]
     pub flames: Vec<FoldedStacks>,
     pub warnings: Vec<String>,
-}
-
-/// Totals of one recording (or of its part after a cut): the per-window
-/// figures of a windowed JFR collector. Counts are events over the
-/// settings' thresholds (`profile`: 10 ms monitor entries and parks).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct JfrTotals {
-    /// `jdk.JavaMonitorEnter`: threads that blocked entering a monitor.
-    pub monitor_enter: u64,
-    pub monitor_enter_ms: f64,
-    /// `jdk.ThreadPark` outside idle executor waits (pool, lock, latch waits).
-    pub park: u64,
-    pub park_ms: f64,
-    /// `jdk.VirtualThreadPinned`.
-    pub pinned: u64,
-    pub pinned_ms: f64,
-    /// Sum of `jdk.ObjectAllocationSample` weights: the bytes allocated.
-    pub alloc_bytes: f64,
-    pub alloc_samples: u64,
-    /// `jdk.GarbageCollection`: collections and their summed pauses.
-    pub gc: u64,
-    pub gc_pause_ms: f64,
-    /// First and last event end counted (target's clock, Unix seconds).
-    pub first_unix: Option<f64>,
-    pub last_unix: Option<f64>,
-}
-
-impl JfrTotals {
-    pub(super) fn saw(&mut self, end_unix: f64) {
-        self.first_unix = Some(self.first_unix.map_or(end_unix, |f| f.min(end_unix)));
-        self.last_unix = Some(self.last_unix.map_or(end_unix, |l| l.max(end_unix)));
-    }
 }
 
 /// An application method's own samples, and the JDK frame on top of it in

@@ -181,8 +181,8 @@ pub(super) fn server_section(
                 "<tr><td>{:.1}s</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
                 f.at_s,
                 esc(phase.as_deref().unwrap_or("-")),
-                esc(&f.severity),
-                esc(&f.kind),
+                esc(f.severity.as_str()),
+                esc(f.kind.as_str()),
                 esc(&f.summary),
                 esc(f.evidence.as_deref().unwrap_or(""))
             );

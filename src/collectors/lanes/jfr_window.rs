@@ -11,7 +11,7 @@
 //! previous window's last chunk (the target's own clock), so nothing is
 //! counted twice. A window that fails (dump error, empty or unreadable file)
 //! is an error and a gap; a JVM that goes away loses only the window in
-//! progress ([`Engine::jfr_lost`]).
+//! progress ([`Lane::jfr_lost`]).
 //!
 //! Reading a window is the diagnosis's craft, not the collectors': the run
 //! hands its JFR reader in as a [`WindowReader`], so collectors import no
@@ -19,13 +19,14 @@
 
 use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::json;
 
 use super::probes::Taken;
-use super::Engine;
+use super::Lane;
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
 use crate::collectors::store::artifact_name;
+use crate::vocab::jfr::{JfrTotals, JfrWindowRow};
 
 /// What a window's reader found: the per-window figures, and what the cut
 /// of the next window needs.
@@ -38,16 +39,7 @@ pub struct WindowFigures {
     /// Target clock (Unix s) of the last chunk's end.
     pub end_unix: Option<f64>,
     /// Events that ended after the cut (Unix s) passed to the reader.
-    pub monitor_enter: u64,
-    pub monitor_enter_ms: f64,
-    pub park: u64,
-    pub park_ms: f64,
-    pub pinned: u64,
-    pub pinned_ms: f64,
-    pub alloc_bytes: f64,
-    pub alloc_samples: u64,
-    pub gc: u64,
-    pub gc_pause_ms: f64,
+    pub totals: JfrTotals,
 }
 
 /// Reads one window file, counting events that ended after the cut (Unix s).
@@ -81,39 +73,7 @@ pub(super) struct Windows {
     pub kept: std::collections::VecDeque<String>,
 }
 
-/// The row of `jfr-windows.jsonl` for one window.
-fn window_row(
-    from_t: f64,
-    to_t: f64,
-    file: &str,
-    bytes: u64,
-    t: &WindowFigures,
-) -> Map<String, Value> {
-    let r3 = |v: f64| (v * 1000.0).round() / 1000.0;
-    let v = json!({
-        "from_t": r3(from_t),
-        "to_t": r3(to_t),
-        "span_s": r3(to_t - from_t),
-        "file": format!("diagnostics/{file}"),
-        "bytes": bytes,
-        "monitor_enter": t.monitor_enter,
-        "monitor_enter_ms": r3(t.monitor_enter_ms),
-        "park": t.park,
-        "park_ms": r3(t.park_ms),
-        "pinned": t.pinned,
-        "pinned_ms": r3(t.pinned_ms),
-        "alloc_bytes": t.alloc_bytes.round(),
-        "alloc_samples": t.alloc_samples,
-        "gc": t.gc,
-        "gc_pause_ms": r3(t.gc_pause_ms),
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
-
-impl Engine {
+impl Lane {
     /// The window length of probe `i`, when it records in windows.
     pub(super) fn window_of(&self, i: usize) -> Option<f64> {
         self.probes[i].def.window_s()
@@ -243,12 +203,20 @@ impl Engine {
             let who = format!("{}/{}", self.probes[i].collector, self.probes[i].def.name);
             self.error(&who, &e);
         }
-        let mut row = window_row(cut.t, to_t, &file, bytes, &rec);
-        row.insert("n".into(), n.into());
-        row.insert("pid".into(), pid.into());
-        row.insert("warnings".into(), rec.warnings.len().into());
+        let row = JfrWindowRow {
+            n,
+            pid,
+            warnings: rec.warnings.len(),
+            ..JfrWindowRow::new(
+                cut.t,
+                to_t,
+                format!("diagnostics/{file}"),
+                bytes,
+                &rec.totals,
+            )
+        };
         let written = match self.probes[i].stream.as_mut() {
-            Some((_, s)) => s.row(to_t, &phase, row),
+            Some((_, s)) => s.typed_row(to_t, &phase, &row),
             None => Ok(()),
         };
         if let Err(e) = written {

@@ -11,7 +11,7 @@
 //! samples in 7 s instead of 7); each lane has its own session.
 //!
 //! This file holds the lane's state, its loop and the scheduling (phases,
-//! triggers, probe order). Helpers, each an `impl Engine` block, from the
+//! triggers, probe order). Helpers, each an `impl Lane` block, from the
 //! bottom up: `link` (reconnects, gaps), `probes` (running one probe on the
 //! target), `jfr` (recordings) and `jfr_window` (a recording dumped and
 //! analysed window by window). Each calls only those before it, except that
@@ -38,7 +38,7 @@ use super::error::CollectorError;
 use super::host::ProcHostParser;
 use super::store::{safe, Jsonl, PhaseTracker};
 use super::transport::Transport;
-use super::{ArtifactInfo, ErrorInfo, GapInfo, PidInfo, StreamInfo};
+use super::{CollectorsSummary, ErrorInfo, GapInfo, StreamInfo};
 use crate::profile::collectors::TargetConfig;
 
 /// Messages from the run (via the observer) to the collector thread.
@@ -47,18 +47,6 @@ pub(crate) enum Event {
     Phase(usize),
     Trigger { second: u64, p99_us: u64 },
     Finish,
-}
-
-/// What the collector thread hands back at the end.
-#[derive(Debug, Default)]
-pub(crate) struct EngineReport {
-    pub streams: Vec<StreamInfo>,
-    pub artifacts: Vec<ArtifactInfo>,
-    pub gaps: Vec<GapInfo>,
-    pub errors: Vec<ErrorInfo>,
-    pub errors_total: u64,
-    pub target_pids: Vec<PidInfo>,
-    pub triggers: u64,
 }
 
 enum Parser {
@@ -148,7 +136,7 @@ impl Probe {
     }
 }
 
-pub(crate) struct EngineSetup {
+pub(crate) struct LaneSetup {
     /// `samples` or `artifacts` (see the module doc).
     pub lane: &'static str,
     pub transport: Box<dyn Transport>,
@@ -162,7 +150,7 @@ pub(crate) struct EngineSetup {
     pub window_reader: jfr_window::WindowReader,
 }
 
-pub(crate) struct Engine {
+pub(crate) struct Lane {
     t: Box<dyn Transport>,
     tracker: Arc<PhaseTracker>,
     dir: PathBuf,
@@ -184,7 +172,7 @@ pub(crate) struct Engine {
     cooldown: f64,
     last_keepalive: f64,
     events: Option<Jsonl>,
-    rep: EngineReport,
+    rep: CollectorsSummary,
     seq: u32,
     /// Last error per probe, to log a repeating failure once.
     last_error: HashMap<String, String>,
@@ -201,8 +189,8 @@ pub(crate) struct Engine {
 const MAX_ERRORS_KEPT: usize = 200;
 const FIRST_BACKOFF: f64 = 0.5;
 
-impl Engine {
-    pub fn new(s: EngineSetup) -> Result<Self, CollectorError> {
+impl Lane {
+    pub fn new(s: LaneSetup) -> Result<Self, CollectorError> {
         let events = Jsonl::open(&s.diag_dir.join("collectors.jsonl"))?;
         let mut probes = Vec::new();
         for d in &s.definitions {
@@ -216,7 +204,7 @@ impl Engine {
             s.tracker.clock().start_unix() as u64,
             s.lane
         );
-        Ok(Engine {
+        Ok(Lane {
             t: s.transport,
             tracker: s.tracker,
             dir: s.diag_dir,
@@ -238,7 +226,7 @@ impl Engine {
             cooldown: s.trigger_cooldown.as_secs_f64(),
             last_keepalive: 0.0,
             events: Some(events),
-            rep: EngineReport::default(),
+            rep: CollectorsSummary::default(),
             seq: 0,
             last_error: HashMap::new(),
             rx: None,
@@ -274,19 +262,22 @@ impl Engine {
             return;
         }
         self.last_error.insert(probe.to_string(), msg);
-        eprintln!("brunt: collector {probe}: {e}");
         if self.rep.errors.len() < MAX_ERRORS_KEPT {
             self.rep.errors.push(ErrorInfo {
                 t,
                 probe: probe.to_string(),
                 message: e.to_string(),
+                kind: e.kind(),
             });
         }
-        self.event("error", json!({"probe": probe, "message": e.to_string()}));
+        self.event(
+            "error",
+            json!({"probe": probe, "message": e.to_string(), "kind": e.kind()}),
+        );
     }
 
     /// Run until the load finishes (or the observer goes away).
-    pub fn run(mut self, mut rx: Receiver<Event>) -> EngineReport {
+    pub fn run(mut self, mut rx: Receiver<Event>) -> CollectorsSummary {
         // Tails start at the file's end as of the first contact: do it now,
         // before the load gets going.
         if self.ensure_link() {

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use serde_json::{json, Map};
 
-use super::{Engine, Parser};
+use super::{Lane, Parser};
 use crate::collectors::definition::{render, PidUse, ProbeKind};
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
@@ -15,7 +15,7 @@ use crate::collectors::quote::sh_quote;
 use crate::collectors::store::{artifact_name, safe};
 use crate::collectors::{ArtifactInfo, PidInfo};
 
-/// A file brought back from the target, as [`Engine::record_artifact`] lists it.
+/// A file brought back from the target, as [`Lane::record_artifact`] lists it.
 pub(super) struct Taken {
     /// Its name under `diagnostics/`.
     pub file: String,
@@ -27,7 +27,7 @@ pub(super) struct Taken {
     pub pid: Option<u32>,
 }
 
-impl Engine {
+impl Lane {
     pub(super) fn ensure_pid(&mut self) -> Result<Option<u32>, CollectorError> {
         if self.pid.is_some() {
             return Ok(self.pid);
@@ -63,7 +63,7 @@ impl Engine {
         let needs_pid = self.probes[i].def.uses("pid");
         let pid = if needs_pid { self.ensure_pid()? } else { None };
         if needs_pid && pid.is_none() && self.probes[i].def.pid == PidUse::Required {
-            return Err(CollectorError::Other("target process not found".into()));
+            return Err(CollectorError::TargetNotFound);
         }
         if let (Some(min), Some(pid)) = (self.probes[i].def.min_java, pid) {
             let v = self.ensure_java(pid)?;

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::jfr_window::WindowCut;
 use super::probes::Taken;
-use super::{Engine, JfrActive, JfrLost};
+use super::{JfrActive, JfrLost, Lane};
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
 use crate::collectors::store::artifact_name;
@@ -25,7 +25,7 @@ use crate::collectors::GapInfo;
 /// Seconds between two looks at a recording's JVM (one short command each).
 const WATCH_EVERY: f64 = 2.0;
 
-impl Engine {
+impl Lane {
     pub(super) fn jfr_start(&mut self, i: usize) {
         if self.probes[i].next_due.is_some_and(|d| d > self.now()) {
             return;

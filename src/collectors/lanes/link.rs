@@ -3,11 +3,11 @@
 
 use serde_json::json;
 
-use super::{Engine, FIRST_BACKOFF};
+use super::{Lane, FIRST_BACKOFF};
 use crate::collectors::error::CollectorError;
 use crate::collectors::GapInfo;
 
-impl Engine {
+impl Lane {
     /// Is the link up? Reconnects (respecting back-off) when it is not.
     pub(super) fn ensure_link(&mut self) -> bool {
         if self.t.is_connected() {
@@ -56,11 +56,6 @@ impl Engine {
                 missed: std::mem::take(&mut self.missed),
                 probe: None,
             };
-            eprintln!(
-                "brunt: collectors reconnected to {} after {:.1}s",
-                self.t.describe(),
-                now - from
-            );
             self.event(
                 "reconnected",
                 json!({"from_t": gap.from_t, "missed": gap.missed}),
