@@ -100,31 +100,35 @@ mod tests {
 
     #[test]
     fn groups_of_a_real_dump_shape() {
-        let text = r#"2026-12-01 22:00:00
+        let worker = |i: u32| {
+            format!(
+                "\"export-worker-{i}\" #{id} [{nid}] daemon prio=5 os_prio=0 cpu=0.10ms elapsed=3.00s tid=0x1 nid={nid} waiting on condition  [0x2]
+   java.lang.Thread.State: WAITING (parking)
+\tat jdk.internal.misc.Unsafe.park(java.base@21.0.8/Native Method)
+\tat java.util.concurrent.locks.LockSupport.park(java.base@21.0.8/LockSupport.java:371)
+\tat com.acme.Exporter.lambda$start$0(Exporter.java:22)
+\tat java.lang.Thread.run(java.base@21.0.8/Thread.java:1583)
+
+",
+                id = 31 + i,
+                nid = 4711 + i
+            )
+        };
+        let text = format!(
+            "2026-12-01 22:00:00
 Full thread dump OpenJDK 64-Bit Server VM (21.0.8+9-LTS mixed mode, sharing):
 
-"export-worker-0" #31 [4711] daemon prio=5 os_prio=0 cpu=0.10ms elapsed=3.00s tid=0x1 nid=4711 waiting on condition  [0x2]
-   java.lang.Thread.State: WAITING (parking)
-	at jdk.internal.misc.Unsafe.park(java.base@21.0.8/Native Method)
-	at java.util.concurrent.locks.LockSupport.park(java.base@21.0.8/LockSupport.java:371)
-	at com.acme.Exporter.lambda$start$0(Exporter.java:22)
-	at java.lang.Thread.run(java.base@21.0.8/Thread.java:1583)
-
-"export-worker-1" #32 [4712] daemon prio=5 os_prio=0 cpu=0.10ms elapsed=3.00s tid=0x3 nid=4712 waiting on condition  [0x4]
-   java.lang.Thread.State: WAITING (parking)
-	at jdk.internal.misc.Unsafe.park(java.base@21.0.8/Native Method)
-	at java.util.concurrent.locks.LockSupport.park(java.base@21.0.8/LockSupport.java:371)
-	at com.acme.Exporter.lambda$start$0(Exporter.java:22)
-	at java.lang.Thread.run(java.base@21.0.8/Thread.java:1583)
-
-"main" #1 [4700] prio=5 os_prio=0 cpu=50.00ms elapsed=3.10s tid=0x5 nid=4700 waiting on condition  [0x6]
+{}{}\"main\" #1 [4700] prio=5 os_prio=0 cpu=50.00ms elapsed=3.10s tid=0x5 nid=4700 waiting on condition  [0x6]
    java.lang.Thread.State: TIMED_WAITING (sleeping)
-	at java.lang.Thread.sleep0(java.base@21.0.8/Native Method)
-	at com.acme.Main.main(Main.java:9)
+\tat java.lang.Thread.sleep0(java.base@21.0.8/Native Method)
+\tat com.acme.Main.main(Main.java:9)
 
-"VM Thread" os_prio=0 cpu=1.00ms elapsed=3.10s tid=0x7 nid=4701 runnable  
-"#;
-        let dumps = crate::diagnosis::text::parse_text_dumps(text, "t.txt");
+\"VM Thread\" os_prio=0 cpu=1.00ms elapsed=3.10s tid=0x7 nid=4701 runnable
+",
+            worker(0),
+            worker(1)
+        );
+        let dumps = crate::diagnosis::text::parse_text_dumps(&text, "t.txt");
         let d = dumps.first().expect("a dump");
         let g = groups(d);
         assert_eq!(g.len(), 2, "{g:?}");

@@ -129,12 +129,8 @@ fn row(t: &str) -> Option<ClassRow> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixture;
     use super::*;
-
-    fn fixture(name: &str) -> String {
-        let p = format!("{}/tests/fixtures/jvm/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
-    }
 
     #[test]
     fn reads_real_histograms_of_jdk_17_21_25() {

@@ -74,3 +74,10 @@ fn scaled_bytes(s: &str) -> Option<u64> {
     };
     n.checked_mul(mult)
 }
+
+/// A captured jcmd output under `tests/fixtures/jvm/`.
+#[cfg(test)]
+fn fixture(name: &str) -> String {
+    let p = format!("{}/tests/fixtures/jvm/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
+}

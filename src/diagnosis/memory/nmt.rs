@@ -99,12 +99,8 @@ fn count(t: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::fixture;
     use super::*;
-
-    fn fixture(name: &str) -> String {
-        let p = format!("{}/tests/fixtures/jvm/{name}", env!("CARGO_MANIFEST_DIR"));
-        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{p}: {e}"))
-    }
 
     #[test]
     fn reads_real_summaries_of_jdk_17_21_25() {
