@@ -13,7 +13,7 @@
 //! | [`cli`] | argument parsing, one function per subcommand, exit codes, all printing (the library's notices through [`vocab::Say`]), `brunt watch`'s polling loop | everything |
 //! | [`run`] | one run end to end; the compiled run spec (`RunSpec`: the one compile `brunt validate` also runs); `brunt report`; the live view's server figures | all below |
 //! | [`shard`] | `brunt merge` of shard run directories, `brunt k8s` manifests | judge, rundir, profile, metrics, budgets, vocab |
-//! | [`report`] | rendering only: terminal, `report.html`, `brunt compare` (and its `--fail-if` gate), `brunt analyze` output, JUnit XML, the live view (`brunt run`, `brunt watch`) | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
+//! | [`report`] | rendering: terminal, `report.html` (which still reads its charts' files itself, through `rundir`), `brunt compare` (and its `--fail-if` gate), `brunt analyze` output, JUnit XML, the live view (`brunt run`, `brunt watch`) | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
 //! | [`export`] | live export to Prometheus while a run runs: `/metrics` pull endpoint, remote-write push | metrics, vocab |
 //! | [`judge`] | the verdicts: budgets per scope, knee and cause, overload, spike, soak; `summary.json`'s content and the one finishing sequence (`judge::judge`) a run, `brunt report` and `brunt merge` share | rundir, evidence, profile, metrics, budgets, vocab |
 //! | [`rundir`] | the run directory's files: names, `run.json`, atomic writes, events, streaming readers, `evidence.json`, reading a directory as it grows | evidence, metrics, vocab |
