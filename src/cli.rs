@@ -407,9 +407,15 @@ impl Signals {
     }
 }
 
-/// First Ctrl-C or SIGTERM: stop the load, drain what is in flight, finish
-/// the report (marked interrupted). Second: exit now (130 after SIGINT, 143
-/// after SIGTERM).
+/// Signals this close after the first are the same request to stop: GNU
+/// `timeout` sends SIGTERM to the child and then to its process group, a
+/// terminal's Ctrl-C reaches every process of the foreground group, and a
+/// supervisor may repeat itself.
+const SIGNAL_BURST: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// First Ctrl-C or SIGTERM (and any within [`SIGNAL_BURST`] of it): stop the
+/// load, drain what is in flight, finish the report (marked interrupted).
+/// A later one: exit now (130 after SIGINT, 143 after SIGTERM).
 fn install_stop_signals(stop: Arc<AtomicBool>, stopped_by: Arc<OnceLock<String>>) {
     let _ = std::thread::Builder::new()
         .name("brunt-signal".into())
@@ -429,8 +435,14 @@ fn install_stop_signals(stop: Arc<AtomicBool>, stopped_by: Arc<OnceLock<String>>
                         sig.name()
                     );
                     stop.store(true, Ordering::Relaxed);
+                } else {
+                    return;
                 }
-                if let Some(sig) = signals.next().await {
+                let first = std::time::Instant::now();
+                while let Some(sig) = signals.next().await {
+                    if first.elapsed() < SIGNAL_BURST {
+                        continue;
+                    }
                     eprintln!("\nquit: the run directory holds every second measured so far");
                     std::process::exit(sig.exit_code());
                 }

@@ -427,3 +427,69 @@ fn an_existing_out_is_refused_unless_forced() {
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
     assert!(other.join("notes.txt").exists());
 }
+
+/// Signals close together are one request to stop (GNU `timeout` signals the
+/// child and then its process group): the run still drains and writes its
+/// report; a signal well after the first quits at once.
+#[test]
+fn a_burst_of_signals_stops_once_and_a_later_one_quits() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(d.path(), "long.yaml", LONG);
+    let sigterm = |pid: u32| {
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success());
+    };
+    // Two SIGTERMs 20 ms apart: one stop, exit 105 with the whole report.
+    let run = d.path().join("burst");
+    let child = spawn_run(&p, &run, "--plain");
+    wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(20));
+    sigterm(child.id());
+    std::thread::sleep(Duration::from_millis(20));
+    sigterm(child.id());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(105), "{}", out(&o));
+    assert!(run.join("summary.json").exists() && run.join("report.html").exists());
+    // A second SIGTERM 1.5 s later quits at once (the drain is still going:
+    // every answer takes 4 s).
+    let run = d.path().join("later");
+    let stalled = write(
+        d.path(),
+        "stalled.yaml",
+        r#"
+name: stalled
+target: { url: builtin, timeout: 5s }
+requests: [ { path: "/slow?ms=4000" } ]
+shape: { constant: { rate: 50/s, duration: 60s } }
+"#,
+    );
+    let child = spawn_run(&stalled, &run, "--plain");
+    wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(20));
+    sigterm(child.id());
+    std::thread::sleep(Duration::from_millis(1500));
+    sigterm(child.id());
+    let t = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(143), "{}", out(&o));
+    assert!(t.elapsed() < Duration::from_secs(2), "quit at once");
+    // GNU timeout, as CI jobs use it: never a hard quit (12 runs, ~2 s each).
+    for i in 0..12 {
+        let run = d.path().join(format!("timeout-{i}"));
+        // --preserve-status: brunt's own code, not timeout's 124.
+        let o = Command::new("timeout")
+            .args(["--preserve-status", "1.5"])
+            .arg(env!("CARGO_BIN_EXE_brunt"))
+            .args(["run", "--plain", "--out"])
+            .arg(&run)
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(105), "run {i}: {}", out(&o));
+        assert!(
+            run.join("summary.json").exists(),
+            "run {i}: summary written"
+        );
+    }
+}

@@ -53,6 +53,7 @@ fn answer(line: &str) -> (Vec<u8>, bool) {
             (b, false)
         }
         "/close" => (ok("Connection: close\r\n", "needle"), true),
+        "/swallow-second" => (ok("", "needle"), false),
         // Keep-alive by the headers, then closed: the idle-timeout race.
         "/idle" => (ok("", "needle"), true),
         "/eof" => (
@@ -87,6 +88,7 @@ fn serve(mut c: TcpStream, seen: Arc<Seen>) {
     let mut buf = Vec::new();
     let mut tmp = [0u8; 4096];
     let mut piece = 1;
+    let mut served = 0;
     loop {
         let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
             match c.read(&mut tmp) {
@@ -116,7 +118,14 @@ fn serve(mut c: TcpStream, seen: Arc<Seen>) {
             .unwrap()
             .push(format!("{head}\r\n\r\n{body}"));
         buf.drain(..end + 4 + len);
-        let (bytes, close) = answer(head.lines().next().unwrap_or(""));
+        let line = head.lines().next().unwrap_or("");
+        served += 1;
+        // Read, then closed without a byte of answer: the request's fate is
+        // unknown to the client (the server may have processed it).
+        if served == 2 && line.contains(" /swallow-second") {
+            return;
+        }
+        let (bytes, close) = answer(line);
         for part in bytes.chunks(piece) {
             if c.write_all(part).is_err() {
                 return;
@@ -294,4 +303,65 @@ fn the_codec_carries_http1_unless_a_request_upgrades_and_hyper_still_works() {
     );
     assert_all(&r, "ok", "chunked over hyper");
     assert!(r.accepted <= 3, "{} connections", r.accepted);
+}
+
+/// A kept-alive connection that reads a request and closes without
+/// answering: only idempotent methods go again (the server counts what it
+/// received); `retry` overrides.
+#[test]
+fn unanswered_requests_are_sent_again_only_when_idempotent() {
+    let _g = load::serial();
+    // (request, sent again)
+    for (request, again) in [
+        (
+            "{ method: POST, path: /swallow-second, body: order }",
+            false,
+        ),
+        (
+            "{ method: PATCH, path: /swallow-second, body: order }",
+            false,
+        ),
+        (
+            "{ method: GET, path: /swallow-second, retry: never }",
+            false,
+        ),
+        ("{ method: GET, path: /swallow-second }", true),
+        ("{ method: PUT, path: /swallow-second, body: x }", true),
+        (
+            "{ method: POST, path: /swallow-second, body: order, retry: always }",
+            true,
+        ),
+    ] {
+        let r = run(request, true);
+        let received = r.seen.len() as u64;
+        let reset = r.by.get("reset").copied().unwrap_or(0);
+        let ok = r.by.get("ok").copied().unwrap_or(0);
+        assert!(r.requests >= 40, "{request}: {} requests", r.requests);
+        // Each connection answers its first request and swallows its second.
+        assert!(r.accepted >= 10, "{request}: {} connections", r.accepted);
+        if again {
+            assert_eq!(
+                ok, r.requests,
+                "{request}: every request answered: {:?}",
+                r.by
+            );
+            assert!(
+                received > r.requests,
+                "{request}: swallowed requests went again: server got {received} for {}",
+                r.requests
+            );
+        } else {
+            assert_eq!(
+                received, r.requests,
+                "{request}: the server received each request once: {received} for {} ({:?})",
+                r.requests, r.by
+            );
+            assert!(
+                reset >= 10,
+                "{request}: swallowed requests are reset: {:?}",
+                r.by
+            );
+            assert_eq!(ok + reset, r.requests, "{request}: {:?}", r.by);
+        }
+    }
 }

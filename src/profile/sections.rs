@@ -201,6 +201,37 @@ pub struct RequestSpec {
     /// iteration (it is counted on the step; the iteration goes on).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
+    /// When a request that got no answer may be sent again (see [`Retry`]).
+    #[serde(default, skip_serializing_if = "Retry::is_default")]
+    pub retry: Retry,
+}
+
+/// When brunt may send a request again by itself, once, on a new
+/// connection. A kept-alive HTTP/1.1 connection the server closes as the
+/// request crosses it leaves the request's fate unknown: the server may
+/// have processed it. RFC 9110 §9.2.2 lets a client resend automatically
+/// only idempotent methods; a load test that double-submits orders
+/// corrupts the system under test.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Retry {
+    /// The default: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are sent
+    /// again when their fate is unknown; any method is sent again when the
+    /// protocol guarantees the server did not process it (the request never
+    /// left, HTTP/2 `REFUSED_STREAM` or above a GOAWAY's last stream id).
+    #[default]
+    Idempotent,
+    /// Never sent again: every unanswered request is counted as `reset`.
+    Never,
+    /// Any method, whenever its fate is unknown (for a server that makes
+    /// its POSTs idempotent, e.g. by an idempotency key).
+    Always,
+}
+
+impl Retry {
+    pub fn is_default(&self) -> bool {
+        *self == Retry::Idempotent
+    }
 }
 
 /// A weighted sequence of requests run in order (a user's visit).

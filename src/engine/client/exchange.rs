@@ -136,9 +136,8 @@ impl Conn {
         check: bool,
         connected: &mut Option<Duration>,
     ) -> Answer {
-        // One retry when a kept-alive connection turns out closed before the
-        // request went out (the server's idle timeout), or when an HTTP/2
-        // server says it did not process the request.
+        // One resend, as `p.resend` allows: a kept-alive connection found
+        // closed (the server's idle timeout), an HTTP/2 stream refused.
         for attempt in 0..2 {
             let reused = self.sender.is_some();
             if let Err(c) = self.open(t, connected).await {
@@ -150,7 +149,8 @@ impl Conn {
                     Ok(a) => return a,
                     Err((class, retry)) => {
                         self.sender = None;
-                        if retry && reused && attempt == 0 {
+                        // The request went out: its fate is unknown.
+                        if retry && reused && attempt == 0 && p.resend.unknown {
                             continue;
                         }
                         return class.into();
@@ -162,7 +162,8 @@ impl Conn {
             };
             if sender.ready().await.is_err() {
                 self.sender = None;
-                if attempt == 0 {
+                // Nothing was sent on it.
+                if attempt == 0 && p.resend.unprocessed {
                     continue;
                 }
                 return Class::Reset.into();
@@ -198,7 +199,8 @@ impl Conn {
                 Ok(r) => r,
                 Err((class, retry)) => {
                     self.sender = None;
-                    if retry && attempt == 0 {
+                    // hyper gave the request back unsent, or HTTP/2 refused it.
+                    if retry && attempt == 0 && p.resend.unprocessed {
                         continue;
                     }
                     return class.into();

@@ -27,10 +27,13 @@
 //!   or above a graceful GOAWAY's last stream id — are sent again once on a
 //!   new connection (RFC 9113 §8.7: safe to retry); refused twice, `reset`.
 //! - An HTTP/1.1 request on a kept-alive connection the server had closed
-//!   (its idle timeout) is sent again once on a new connection: through the
-//!   codec when not one byte of an answer came back before the close or
-//!   reset (as curl does: the close crossed the request), through hyper
-//!   when the request never left.
+//!   (its idle timeout) is sent again once on a new connection: through
+//!   hyper when the request never left (any method); through the codec when
+//!   not one byte of an answer came back before the close or reset (as curl
+//!   does: the close crossed the request) — but then the server may have
+//!   processed it, so only idempotent methods go again (RFC 9110 §9.2.2),
+//!   unless the request says `retry: always`; `retry: never` sends nothing
+//!   twice. A request not sent again is `reset`.
 //!
 //! Its jobs, a file each: the target and TLS ([`target`]), the requests
 //! compiled once ([`request`]), connections and the HTTP/2 pool

@@ -12,7 +12,7 @@ use super::{ClientError, Target};
 use crate::engine::feeder::Feeder;
 use crate::engine::h1;
 use crate::engine::template::{self, Dynamic, Inputs};
-use crate::profile::{Profile, RequestSpec};
+use crate::profile::{Profile, RequestSpec, Retry};
 
 /// A request of the mix, built once.
 pub struct Prepared {
@@ -33,6 +33,47 @@ pub struct Prepared {
     pub dynamic: Option<Box<Dynamic>>,
     /// Scenario steps: values to take from the answer, by variable index.
     pub extract: Vec<(usize, Extractor)>,
+    /// What may be sent again, from the method and `retry` (see [`Resend`]).
+    pub(super) resend: Resend,
+}
+
+/// Which unanswered sends of a request go out once more on a new connection.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Resend {
+    /// The server may have processed it (an HTTP/1.1 request written to a
+    /// kept-alive connection that closed without a byte of answer).
+    pub unknown: bool,
+    /// The protocol says it was not processed (never left; HTTP/2 refused).
+    pub unprocessed: bool,
+}
+
+impl Resend {
+    fn of(method: &Method, retry: Retry) -> Resend {
+        // RFC 9110 §9.2.2: the idempotent methods.
+        let idempotent = matches!(
+            *method,
+            Method::GET
+                | Method::HEAD
+                | Method::OPTIONS
+                | Method::TRACE
+                | Method::PUT
+                | Method::DELETE
+        );
+        match retry {
+            Retry::Idempotent => Resend {
+                unknown: idempotent,
+                unprocessed: true,
+            },
+            Retry::Never => Resend {
+                unknown: false,
+                unprocessed: false,
+            },
+            Retry::Always => Resend {
+                unknown: true,
+                unprocessed: true,
+            },
+        }
+    }
 }
 
 /// Where a scenario step's value comes from.
@@ -191,6 +232,7 @@ fn prepare_one(
         f.path.as_ref()
     };
     let body = f.body.clone();
+    let resend = Resend::of(&method, r.retry);
     let mut req = Request::builder()
         .method(method)
         .uri(uri)
@@ -276,5 +318,6 @@ fn prepare_one(
         regex,
         check_every,
         dynamic,
+        resend,
     })
 }
