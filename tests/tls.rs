@@ -178,4 +178,38 @@ shape: { constant: { rate: 50/s, duration: 1s } }
         msg.contains("TLS handshake") && msg.contains("ca_file"),
         "{msg}"
     );
+    // A `ca_file` with no certificate in it (empty, or a key by mistake) is
+    // refused before the load, naming the file.
+    for (name, text) in [
+        ("empty.pem", String::new()),
+        (
+            "key.pem",
+            std::fs::read_to_string(d.path().join("key.pem")).unwrap(),
+        ),
+    ] {
+        let wrong = d.path().join(name);
+        std::fs::write(&wrong, text).unwrap();
+        let p = load::profile(
+            &base.replace(
+                "TLS",
+                &format!("tls: {{ ca_file: \"{}\" }}", wrong.display()),
+            ),
+            &url,
+        );
+        let err = brunt::run::execute(
+            &p,
+            brunt::run::RunOptions {
+                out: Some(out.path().join(name)),
+                ..Default::default()
+            },
+        )
+        .err()
+        .expect("a ca_file without a certificate is refused");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("no certificate") && msg.contains(name),
+            "{msg}"
+        );
+        assert!(!out.path().join(name).join("summary.json").exists());
+    }
 }

@@ -127,6 +127,22 @@ impl Feeder {
                     buf.clear();
                     i += 1;
                 }
+                // A ragged row would send an empty value, or the wrong one, unseen.
+                for &(s, e) in &lines {
+                    let n = csv_width(&data[s as usize..e as usize]);
+                    if n != cols.len() {
+                        let line = 1 + data[..s as usize].iter().filter(|&&b| b == b'\n').count();
+                        return Err(parse(
+                            line,
+                            format!(
+                                "{n} field{} where the header has {} ({})",
+                                if n == 1 { "" } else { "s" },
+                                cols.len(),
+                                cols.join(", ")
+                            ),
+                        ));
+                    }
+                }
                 cols
             }
             FeederFormat::Jsonl => {
@@ -278,6 +294,21 @@ fn row_ranges(data: &[u8], csv: bool) -> Result<Vec<(u32, u32)>, (usize, String)
     Ok(rows)
 }
 
+/// How many fields a CSV row has: commas outside quotes, plus one (`""`
+/// inside quotes toggles twice, so it counts right).
+fn csv_width(row: &[u8]) -> usize {
+    let mut quoted = false;
+    let mut n = 1;
+    for &b in row {
+        match b {
+            b'"' => quoted = !quoted,
+            b',' if !quoted => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
 /// Append field `col` of a CSV row to `out` (RFC 4180 quoting, `""` for a
 /// quote); `None` when the row has fewer fields.
 fn csv_field(row: &[u8], col: usize, out: &mut Vec<u8>) -> Option<()> {
@@ -357,6 +388,32 @@ mod tests {
             vec![&b"h"[..], &b"1"[..], &b"\"two\nlines\""[..], &b"3"[..]]
         );
         assert!(row_ranges(b"a\n\"open\n", true).is_err());
+    }
+
+    #[test]
+    fn ragged_csv_rows_are_refused_with_their_line() {
+        assert_eq!(csv_width(b"a,b,c"), 3);
+        assert_eq!(csv_width(b"\"x, y\",\"say \"\"hi, there\"\"\""), 2);
+        assert_eq!(csv_width(b"a,,"), 3);
+        let dir = tempfile::tempdir().expect("tmp");
+        let f = dir.path().join("r.csv");
+        // Line 5 is short (a quoted newline makes line 2 two lines, 4 is blank).
+        std::fs::write(&f, "id,name\n1,\"two\nlines\"\n\n3\n4,d\n").expect("write");
+        let spec = FeederSpec {
+            file: f.clone(),
+            mode: FeederMode::Circular,
+            format: None,
+        };
+        let e = Feeder::open("r", &spec, None, Shard { index: 0, count: 1 })
+            .err()
+            .expect("a ragged row is an error");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "feeder `r`: {}:5: 1 field where the header has 2 (id, name)",
+                f.display()
+            )
+        );
     }
 
     #[test]

@@ -136,11 +136,20 @@ fn tls_roots(spec: &crate::profile::TlsSpec) -> Result<rustls::ClientConfig, Cli
         use rustls::pki_types::pem::PemObject;
         let certs = rustls::pki_types::CertificateDer::pem_file_iter(path)
             .map_err(|e| ClientError::Tls(format!("{}: {e}", path.display())))?;
+        let mut added = 0;
         for c in certs {
             let c = c.map_err(|e| ClientError::Tls(format!("{}: {e}", path.display())))?;
             roots
                 .add(c)
                 .map_err(|e| ClientError::Tls(format!("{}: {e}", path.display())))?;
+            added += 1;
+        }
+        // An empty or wrong file would otherwise pass and fail every handshake.
+        if added == 0 {
+            return Err(ClientError::Tls(format!(
+                "{}: no certificate in it (expected PEM blocks `-----BEGIN CERTIFICATE-----`)",
+                path.display()
+            )));
         }
     }
     Ok(builder.with_root_certificates(roots).with_no_client_auth())
