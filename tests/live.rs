@@ -302,3 +302,59 @@ collectors:
         s.contains("EXIT ")
     });
 }
+
+/// A run killed early in a long plan: `brunt watch` notices within seconds
+/// (the writer's process is gone), not at the plan's end.
+#[test]
+fn brunt_watch_notices_a_killed_run_within_seconds() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().join("hour.yaml");
+    std::fs::write(
+        &p,
+        "name: hour\ntarget: { url: builtin }\nrequests: [ { path: /fast } ]\nshape: { constant: { rate: 20/s, duration: 1h } }\n",
+    )
+    .expect("write profile");
+    let run = d.path().join("run");
+    let mut child = spawn_run_unheard(&p, &run);
+    let t0 = Instant::now();
+    while !run.join("timeseries.csv").exists() {
+        assert!(t0.elapsed() < Duration::from_secs(20), "the run started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mut watch = Command::new(BIN)
+        .arg("watch")
+        .arg(&run)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("brunt watch");
+    std::thread::sleep(Duration::from_secs(2));
+    child.kill().expect("kill -9 the run");
+    child.wait().expect("reaped");
+    let t = Instant::now();
+    // Bounded: a watch still waiting after 20 s is killed and fails the test.
+    let o = loop {
+        if watch.try_wait().expect("watch status").is_some() {
+            break watch.wait_with_output().expect("watch output");
+        }
+        if t.elapsed() > Duration::from_secs(20) {
+            let _ = watch.kill();
+            panic!("brunt watch still waiting 20 s after the kill");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "noticed in {:?}",
+        t.elapsed()
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert!(
+        out(&o).contains("is gone and left no summary"),
+        "{}",
+        out(&o)
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
+    assert!(meta["writer"]["pid"].as_u64().is_some(), "{meta}");
+}

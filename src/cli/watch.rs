@@ -20,8 +20,9 @@ pub enum WatchEnd {
     Stalled(String),
 }
 
-/// How long a run may write nothing past its planned end before `brunt
-/// watch` gives up on it (the drain and the diagnosis take time).
+/// How long a run whose writer this machine cannot see (`run.json`'s
+/// `writer` on another host) may write nothing past its planned end before
+/// `brunt watch` gives up on it (the drain and the diagnosis take time).
 const STALL_GRACE: Duration = Duration::from_secs(120);
 
 /// `brunt watch DIR`: the live view of the run writing DIR (plain lines when
@@ -87,6 +88,23 @@ pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, RundirError> 
             print!("{}", render_summary(&s));
             return Ok(WatchEnd::Finished(Box::new(s)));
         }
+        // The writer gone without a summary: killed. Looked at again after
+        // a beat, since a run writes its summary and then exits.
+        if view.meta().writer.as_ref().and_then(|w| w.alive()) == Some(false) {
+            std::thread::sleep(Duration::from_millis(500));
+            if !dir.join(rundir::SUMMARY).exists() {
+                if let Some(b) = &bar {
+                    b.finish();
+                }
+                let pid = view.meta().writer.as_ref().map_or(0, |w| w.pid);
+                return Ok(WatchEnd::Stalled(format!(
+                    "the run's process (pid {pid}) is gone and left no summary: it was killed? `brunt report {}` rebuilds what it measured",
+                    dir.display()
+                )));
+            }
+            continue;
+        }
+        // Another machine's run: only the files can tell.
         let past_end = SystemTime::now()
             .duration_since(planned_end)
             .is_ok_and(|d| d > STALL_GRACE);

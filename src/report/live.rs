@@ -312,6 +312,7 @@ pub(crate) mod tests {
             scenarios: vec![],
             start_at: None,
             merged: None,
+            writer: None,
         }
     }
 

@@ -443,6 +443,7 @@ fn run_meta(
             .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
             .map(|d| d.as_secs_f64()),
         merged: None,
+        writer: crate::rundir::writer::Writer::this(),
     }
 }
 

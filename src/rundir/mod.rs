@@ -17,13 +17,15 @@
 //! Readers stream: the latency log is decoded one interval at a time
 //! ([`read::measured`]), the per-second rows are merged in one place
 //! ([`read::seconds`]), and `evidence.json` has one loader ([`evidence::load`]);
-//! a directory still being written is read as it grows through [`tail`].
+//! a directory still being written is read as it grows through [`tail`],
+//! and whether its writer still runs is told by [`writer`].
 //! A last line cut short (a full disk, a kill mid-write) is skipped, and
 //! [`read::measured_noting`] says so.
 
 pub mod evidence;
 pub mod read;
 pub mod tail;
+pub mod writer;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -77,6 +79,10 @@ pub struct RunMeta {
     /// Set on a run directory written by `brunt merge`: which shards it adds up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<MergedFrom>,
+    /// The process writing the directory (`brunt watch` tells a killed run
+    /// from a busy one by it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writer: Option<writer::Writer>,
 }
 
 impl RunMeta {

@@ -284,6 +284,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     meta.workers = shards.iter().map(|s| s.meta.workers).sum();
     meta.start_at = shards.iter().find_map(|s| s.meta.start_at);
     meta.merged = Some(merged_from.clone());
+    // A shard's process, not the merge's.
+    meta.writer = None;
     let run_json = out.join(rundir::RUN_JSON);
     std::fs::write(
         &run_json,
