@@ -279,6 +279,9 @@ fn a_bad_listen_address_or_remote_write_url_is_refused_before_the_load() {
     .err()
     .expect("a port in use is an error");
     assert!(e.to_string().contains("--metrics-listen"), "{e}");
+    // Bad input (exit 2), refused before the run directory is made.
+    assert!(e.is_bad_input(), "{e}");
+    assert!(!dir.path().join("a").exists(), "no stub run directory");
     let e = execute(
         &p,
         RunOptions {
@@ -317,6 +320,66 @@ fn an_unreachable_remote_write_is_counted_never_fatal() {
     assert_eq!(r.summary.totals.offered, 150);
     assert_eq!(r.summary.totals.ok, 150, "{:?}", r.summary.totals.by_class);
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
+    // Each failed push is in the run directory, one row a push, the final one marked.
+    let rows = push_rows(&r.dir);
+    assert!(rows.len() >= 3, "a push a second: {rows:?}");
+    assert!(rows.iter().all(|r| !r.ok && r.error.is_some()), "{rows:?}");
+    assert_eq!(rows.iter().filter(|r| r.last).count(), 1, "{rows:?}");
+}
+
+fn push_rows(dir: &Path) -> Vec<brunt::vocab::export::PushRow> {
+    std::fs::read_to_string(dir.join(brunt::vocab::files::EXPORT_LOG))
+        .expect("export.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a push row"))
+        .collect()
+}
+
+/// A receiver that accepts and never answers holds the end of the run up
+/// no longer than FINAL_PUSH_WAIT (before: each push's 2-s timeout, twice).
+#[test]
+fn a_hanging_remote_write_receiver_delays_the_end_by_a_bounded_time() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = held.clone();
+    // Accepts, reads nothing, answers nothing; the sockets stay open.
+    let (port, h) = tcp::serve(stop.clone(), move |c| {
+        if let Ok(mut k) = keep.lock() {
+            k.push(c);
+        }
+    });
+    let p = load::profile(
+        "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { path: \"/\" } ]\nshape: { constant: { rate: 50/s, duration: 2s } }\n",
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let t0 = Instant::now();
+    let r = execute(
+        &p,
+        RunOptions {
+            out: Some(dir.path().join("run")),
+            progress: Progress::Quiet,
+            remote_write: Some(format!("http://127.0.0.1:{port}/api/v1/write")),
+            ..Default::default()
+        },
+    )
+    .expect("the run completes");
+    let took = t0.elapsed();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    h.join().expect("server thread");
+    assert_eq!(r.summary.totals.ok, 100, "{:?}", r.summary.totals.by_class);
+    // 2 s of load, the drain, the summary and report, and at most 1 s more.
+    assert!(took < Duration::from_millis(4500), "the run took {took:?}");
+    let rows = push_rows(&r.dir);
+    assert!(
+        rows.iter().any(|r| r
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("timeout") || e.contains("timed out"))),
+        "pushes timed out: {rows:?}"
+    );
 }
 
 /// Wait until Prometheus has two scrapes of the node (rate needs two).

@@ -12,8 +12,10 @@
 //! the exporter's own thread, and pushes happen on a push thread that the
 //! recorder only nudges through a one-slot channel (a push still running
 //! means the next one sends the newer cumulative figures instead). A failed
-//! push is counted (`brunt_remote_write_failures_total`) and reported on
-//! stderr, never fatal. Remote-write POSTs use `ureq` (blocking, rustls with
+//! push is counted (`brunt_remote_write_failures_total`), written to the run
+//! directory's `export.jsonl` (one row per push) and reported on stderr,
+//! never fatal; the end of a run waits at most [`FINAL_PUSH_WAIT`] for a
+//! receiver that hangs. Remote-write POSTs use `ureq` (blocking, rustls with
 //! ring, three crates on top of the tree): one small request a second on a
 //! thread of its own needs no async client.
 
@@ -31,6 +33,7 @@ use prometheus_client::registry::Registry;
 use thiserror::Error;
 
 use crate::metrics::Window;
+use crate::vocab::export::PushRow;
 pub use figures::{Figures, Labels};
 
 #[derive(Debug, Error)]
@@ -63,6 +66,8 @@ pub struct ExportConfig {
     pub say: bool,
     /// Where that line and the endpoint's and pushes' warnings go.
     pub notices: crate::vocab::Say,
+    /// Append one [`PushRow`] per push here (the run directory's `export.jsonl`).
+    pub push_log: Option<std::path::PathBuf>,
 }
 
 /// What the exporter did, for the run's stderr line and the tests.
@@ -73,6 +78,21 @@ pub struct ExportReport {
     pub push_failures: u64,
     /// The final figures were scraped before the exporter stopped.
     pub final_scraped: bool,
+    /// The final push was still waiting on the receiver after
+    /// [`FINAL_PUSH_WAIT`]: the run ended without it.
+    pub final_push_abandoned: bool,
+}
+
+/// The longest the end of a run waits for the pushes still under way (a
+/// hanging receiver): the final push is given up after it.
+pub const FINAL_PUSH_WAIT: Duration = Duration::from_secs(1);
+
+/// An address `--metrics-listen` could not bind is refused before anything
+/// is written (bound and let go: the exporter binds it again at the start).
+pub fn check_listen(addr: SocketAddr) -> Result<(), ExportError> {
+    std::net::TcpListener::bind(addr)
+        .map(drop)
+        .map_err(|source| ExportError::Listen { addr, source })
 }
 
 /// The running exporter: hand [`Exporter::window`] every finished window,
@@ -133,9 +153,16 @@ impl Exporter {
                 let f = figures.clone();
                 let token = cfg.remote_write_token.clone();
                 let notices = cfg.notices.clone();
+                let log = cfg.push_log.clone();
                 let h = std::thread::Builder::new()
                     .name("brunt-remote-write".into())
-                    .spawn(move || push_loop(&url, token.as_deref(), &f, rx, &notices))?;
+                    .spawn(move || {
+                        let out = Pushes {
+                            notices,
+                            log: log.as_deref().and_then(open_log),
+                        };
+                        push_loop(&url, token.as_deref(), &f, rx, out)
+                    })?;
                 (Some(tx), Some(h))
             }
             None => (None, None),
@@ -179,12 +206,22 @@ impl Exporter {
             f.final_ = true;
         }
         // Closing the channel makes the push thread send once more and end;
-        // each push is bounded by its request timeout.
+        // a receiver that hangs holds the run's end up no longer than
+        // FINAL_PUSH_WAIT (the thread is left to its request timeout).
         if let Ok(mut n) = self.nudge.lock() {
             n.take();
         }
+        let mut final_push_abandoned = false;
         if let Some(h) = self.pusher.lock().ok().and_then(|mut p| p.take()) {
-            let _ = h.join();
+            let until = Instant::now() + FINAL_PUSH_WAIT;
+            while !h.is_finished() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if h.is_finished() {
+                let _ = h.join();
+            } else {
+                final_push_abandoned = true;
+            }
         }
         let mut final_scraped = false;
         if let Some((stop, h)) = self.server.lock().ok().and_then(|mut s| s.take()) {
@@ -213,6 +250,7 @@ impl Exporter {
             pushes,
             push_failures,
             final_scraped,
+            final_push_abandoned,
         }
     }
 }
@@ -304,13 +342,39 @@ fn serve(
 /// How long one remote-write POST may take.
 const PUSH_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Where the push thread says what its pushes did.
+struct Pushes {
+    notices: crate::vocab::Say,
+    log: Option<std::fs::File>,
+}
+
+fn open_log(path: &std::path::Path) -> Option<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .ok()
+}
+
+impl Pushes {
+    /// One row of `export.jsonl`; a row that cannot be written (a full
+    /// disk) loses only itself: the load's own writes say the disk is full.
+    fn row(&mut self, row: &PushRow) {
+        use std::io::Write as _;
+        if let (Some(f), Ok(mut line)) = (self.log.as_mut(), serde_json::to_vec(row)) {
+            line.push(b'\n');
+            let _ = f.write_all(&line);
+        }
+    }
+}
+
 /// Push the figures at each nudge, and once more when the channel closes.
 fn push_loop(
     url: &str,
     token: Option<&str>,
     figures: &Arc<Mutex<Figures>>,
     rx: Receiver<()>,
-    notices: &crate::vocab::Say,
+    mut out: Pushes,
 ) {
     let agent: ureq::Agent = ureq::Agent::config_builder()
         .timeout_global(Some(PUSH_TIMEOUT))
@@ -361,7 +425,7 @@ fn push_loop(
                 f.push_failures += 1;
                 // The first failure, then one line per 30, so stderr stays readable.
                 if failures_said == 0 || f.push_failures % 30 == 0 {
-                    notices.warn(format!(
+                    out.notices.warn(format!(
                         "remote-write to {url} failed ({} so far): {e}",
                         f.push_failures
                     ));
@@ -369,6 +433,15 @@ fn push_loop(
                 }
             }
         }
+        out.row(&PushRow {
+            t: SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+            ok: result.is_ok(),
+            error: result.err(),
+            last: closed,
+        });
         if closed {
             return;
         }

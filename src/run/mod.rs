@@ -82,7 +82,10 @@ impl RunError {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            RunError::Engine(EngineError::Client(_)) | RunError::Invalid(_) | RunError::Profile(_)
+            RunError::Engine(EngineError::Client(_))
+                | RunError::Invalid(_)
+                | RunError::Profile(_)
+                | RunError::Export(crate::export::ExportError::Listen { .. })
         )
     }
 
@@ -245,6 +248,10 @@ fn execute_spec(
         .out
         .clone()
         .unwrap_or_else(|| default_dir(&spec.profile, opts.shard));
+    // A busy port is bad input, refused before the directory is touched.
+    if let Some(a) = opts.metrics_listen {
+        crate::export::check_listen(a)?;
+    }
     claim_dir(&dir, opts.force)?;
     engine::preflight(cfg)?;
 
@@ -327,6 +334,7 @@ fn start_export(
             .unwrap_or(std::time::Duration::from_secs(15)),
         say: opts.progress != Progress::Quiet,
         notices: opts.say.clone(),
+        push_log: Some(dir.join(rundir::EXPORT_LOG)),
     };
     let e = crate::export::Exporter::start(export).map_err(|e| match e {
         crate::export::ExportError::BadUrl(_) => RunError::Invalid(e.to_string()),
@@ -359,8 +367,16 @@ fn finish_export(e: &crate::export::Exporter, opts: &RunOptions) {
     let r = e.finish();
     if r.push_failures > 0 {
         opts.say.warn(format!(
-            "remote-write: {} of {} pushes failed",
-            r.push_failures, r.pushes
+            "remote-write: {} of {} pushes failed (each in {})",
+            r.push_failures,
+            r.pushes,
+            rundir::EXPORT_LOG
+        ));
+    }
+    if r.final_push_abandoned {
+        opts.say.warn(format!(
+            "remote-write: the receiver did not take the final figures within {:?}; the run ended without them",
+            crate::export::FINAL_PUSH_WAIT
         ));
     }
     if e.local_addr().is_some() && !r.final_scraped && opts.progress != Progress::Quiet {

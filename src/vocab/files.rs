@@ -11,6 +11,8 @@ pub const TIME_SERIES: &str = "timeseries.csv";
 pub const SUMMARY: &str = "summary.json";
 pub const FINDINGS: &str = "findings.json";
 pub const REPORT_HTML: &str = "report.html";
+/// One row per remote-write push ([`super::export::PushRow`]).
+pub const EXPORT_LOG: &str = "export.jsonl";
 pub const DIAGNOSTICS: &str = "diagnostics";
 /// Inside [`DIAGNOSTICS`].
 pub const EVIDENCE: &str = "evidence.json";

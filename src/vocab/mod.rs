@@ -10,6 +10,7 @@
 //! | [`series`] | names and units of every evidence series |
 //! | [`threads`] | what the target's threads were doing, per dump and per phase |
 //! | [`exit`] | exit codes |
+//! | [`export`] | the remote-write push log's row (`export.jsonl`) |
 //! | [`findings`] | a finding's severity and kind |
 //! | [`jfr`] | a JFR recording's totals and the `jfr-windows.jsonl` row |
 //! | [`files`] | the names of a run directory's files |
@@ -19,6 +20,7 @@
 pub mod clock;
 pub mod collectors;
 pub mod exit;
+pub mod export;
 pub mod files;
 pub mod findings;
 pub mod jfr;
