@@ -3,7 +3,10 @@
 //! the library; `brunt analyze` and `brunt watch` have files of their own.
 
 pub mod analyze;
+pub mod out;
 pub mod watch;
+
+use out::{errln, out, outln};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -259,15 +262,15 @@ pub fn main() -> i32 {
     match dispatch(cli) {
         Ok(code) => code,
         Err(Failure::Bad(e)) => {
-            eprintln!("error: {}", error_text(&e));
+            errln!("error: {}", error_text(&e));
             exit::BAD_INPUT
         }
         Err(Failure::Other(e)) => {
-            eprintln!("error: {}", error_text(&e));
+            errln!("error: {}", error_text(&e));
             exit::FAILURE
         }
         Err(Failure::Exit(code, e)) => {
-            eprintln!("error: {}", error_text(&e));
+            errln!("error: {}", error_text(&e));
             code
         }
     }
@@ -430,7 +433,7 @@ fn install_stop_signals(stop: Arc<AtomicBool>, stopped_by: Arc<OnceLock<String>>
                 let mut signals = Signals::watch();
                 if let Some(sig) = signals.next().await {
                     let _ = stopped_by.set(sig.by().to_string());
-                    eprintln!(
+                    errln!(
                         "\nstopping on {}: draining requests in flight, then writing the report (again to quit at once)",
                         sig.name()
                     );
@@ -443,7 +446,7 @@ fn install_stop_signals(stop: Arc<AtomicBool>, stopped_by: Arc<OnceLock<String>>
                     if first.elapsed() < SIGNAL_BURST {
                         continue;
                     }
-                    eprintln!("\nquit: the run directory holds every second measured so far");
+                    errln!("\nquit: the run directory holds every second measured so far");
                     std::process::exit(sig.exit_code());
                 }
             });
@@ -464,10 +467,10 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
             // Like a single run's directory: the page stands beside the summary.
             if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary) {
-                eprintln!("warning: {e}");
+                errln!("warning: {e}");
             }
-            print!("{}", crate::report::terminal::render(&merged.summary));
-            println!("run directory: {}", merged.dir.display());
+            out!("{}", crate::report::terminal::render(&merged.summary));
+            outln!("run directory: {}", merged.dir.display());
             write_junit(junit.as_deref(), &merged.summary)?;
             Ok(merged.exit_code())
         }
@@ -501,7 +504,7 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
     let plan = &spec.plan;
     let p = &spec.profile;
     let steps: usize = p.scenarios.iter().map(|s| s.steps.len()).sum();
-    println!(
+    outln!(
         "{}: OK — {} phase(s), {} total, {} request(s) and {} scenario(s) ({} step(s)) in the mix, {} budget(s)",
         profile.display(),
         plan.phases.len(),
@@ -520,7 +523,7 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
                 None => st.label(),
             })
             .collect();
-        println!(
+        outln!(
             "  scenario {} (weight {}): {}",
             sc.name,
             sc.weight,
@@ -528,7 +531,7 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
         );
     }
     for ph in &plan.phases {
-        println!(
+        outln!(
             "  {:<12} {:>12}  at {:>8}  for {}",
             ph.info.name,
             ph.info.label,
@@ -610,11 +613,11 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
             Failure::Other(anyhow!(e))
         }
     })?;
-    print!("{}", crate::report::terminal::render(&result.summary));
-    println!("run directory: {}", result.dir.display());
+    out!("{}", crate::report::terminal::render(&result.summary));
+    outln!("run directory: {}", result.dir.display());
     let html = result.dir.join(crate::report::html::REPORT_FILE);
     if html.exists() {
-        println!("report: {}", html.display());
+        outln!("report: {}", html.display());
     }
     write_junit(a.junit.as_deref(), &result.summary)?;
     Ok(result.exit_code())
@@ -631,7 +634,7 @@ fn demo_target(listen: &str, stall_every: Option<&str>, stall_for: &str) -> Resu
         cfg.stall_every = Some(flag_duration("--stall-every", s)?);
         cfg.stall_for = flag_duration("--stall-for", stall_for)?;
     }
-    crate::demo::run_standalone(cfg, &|l| println!("{l}")).context("demo target")?;
+    crate::demo::run_standalone(cfg, &|l| outln!("{l}")).context("demo target")?;
     Ok(exit::PASS)
 }
 
@@ -650,15 +653,15 @@ fn k8s(a: K8sArgs) -> Result<i32, Failure> {
         ..crate::shard::k8s::K8sOptions::new(a.shards, &a.image)
     };
     let text = crate::shard::k8s::manifest(&a.profile, &opts).map_err(shard_failure)?;
-    print!("{text}");
+    out!("{text}");
     Ok(exit::PASS)
 }
 
 /// The library's notices on stderr, as the CLI shows them.
 fn stderr() -> crate::vocab::Say {
     crate::vocab::Say::to(|n| match n {
-        crate::vocab::Notice::Warning(m) => eprintln!("warning: {m}"),
-        crate::vocab::Notice::Line(l) => eprintln!("{l}"),
+        crate::vocab::Notice::Warning(m) => errln!("warning: {m}"),
+        crate::vocab::Notice::Line(l) => errln!("{l}"),
     })
 }
 
@@ -672,8 +675,8 @@ fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32,
         }
     })?;
     crate::report::html::write(dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
-    print!("{}", crate::report::terminal::render(&s));
-    println!(
+    out!("{}", crate::report::terminal::render(&s));
+    outln!(
         "report: {}",
         dir.join(crate::report::html::REPORT_FILE).display()
     );
@@ -701,7 +704,7 @@ fn check_junit(path: Option<&std::path::Path>) -> Result<(), Failure> {
 fn write_junit(path: Option<&std::path::Path>, s: &crate::judge::Summary) -> Result<(), Failure> {
     if let Some(p) = path {
         crate::report::junit::write(p, s).map_err(|e| Failure::Other(anyhow!(e)))?;
-        println!("junit: {}", p.display());
+        outln!("junit: {}", p.display());
     }
     Ok(())
 }
@@ -720,12 +723,12 @@ fn compare(
     let c = crate::report::compare::compare_gated(a, b, &conditions)
         .map_err(|e| Failure::Bad(anyhow!(e)))?;
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&c).map_err(|e| Failure::Other(anyhow!(e)))?
         );
     } else {
-        print!("{}", crate::report::compare::render(&c));
+        out!("{}", crate::report::compare::render(&c));
     }
     Ok(c.exit_code())
 }

@@ -493,3 +493,57 @@ shape: { constant: { rate: 50/s, duration: 60s } }
         );
     }
 }
+
+/// `brunt run … | head -1` and a terminal that went away: output that
+/// cannot be written never kills the run; every file is written and the
+/// exit code is the run's own.
+#[test]
+fn closed_stdout_and_stderr_never_kill_the_run() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        "short.yaml",
+        "name: short\ntarget: { url: builtin }\nrequests: [ { path: /fast } ]\nshape: { constant: { rate: 50/s, duration: 2s } }\nbudgets: [ \"p99 < 5s\" ]\n",
+    );
+    for plain in ["--plain", "--quiet"] {
+        let run = d.path().join(format!("run{plain}"));
+        let junit = d.path().join(format!("junit{plain}.xml"));
+        let mut child = brunt()
+            .arg("run")
+            .arg(&p)
+            .arg("--out")
+            .arg(&run)
+            .arg("--junit")
+            .arg(&junit)
+            .arg(plain)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Both readers gone before brunt writes a byte: every write fails.
+        drop(child.stdout.take());
+        drop(child.stderr.take());
+        let t = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "the run ends by itself"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(status.code(), Some(0), "{plain}: the run's own exit code");
+        for f in [
+            "summary.json",
+            "report.html",
+            "latency.hlog",
+            "timeseries.csv",
+        ] {
+            assert!(run.join(f).exists(), "{plain}: {f} written");
+        }
+        assert!(junit.exists(), "{plain}: the JUnit file written");
+    }
+}

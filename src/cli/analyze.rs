@@ -1,6 +1,7 @@
 //! `brunt analyze FILE…`: diagnose the files, print the text or JSON of the
 //! analysis (rendered by `report::analysis`) and write flame graphs.
 
+use super::out::{errln, out, outln};
 use std::path::{Path, PathBuf};
 
 use crate::diagnosis::flame::{self, FlameError};
@@ -20,9 +21,9 @@ pub fn analyze_cli(
     match Analysis::from_paths(paths, &Options::default()) {
         Ok(a) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&a)?);
+                outln!("{}", serde_json::to_string_pretty(&a)?);
             } else {
-                print!("{}", render_text(&a));
+                out!("{}", render_text(&a));
             }
             match flamegraph {
                 Some(out) => write_flamegraphs(&a, out),
@@ -30,7 +31,7 @@ pub fn analyze_cli(
             }
         }
         Err(e @ (DiagError::NoInput(_) | DiagError::Io { .. })) => {
-            eprintln!("brunt analyze: {e}");
+            errln!("brunt analyze: {e}");
             Ok(2)
         }
         Err(e) => Err(e.into()),
@@ -64,10 +65,10 @@ fn write_flamegraphs(a: &Analysis, out: &Path) -> anyhow::Result<i32> {
                 std::fs::write(&path, svg)?;
                 let folded = path.with_extension("folded");
                 std::fs::write(&folded, flame::to_folded(&stacks))?;
-                eprintln!("wrote {} and {}", path.display(), folded.display());
+                errln!("wrote {} and {}", path.display(), folded.display());
                 wrote += 1;
             }
-            Err(FlameError::Empty(k)) => eprintln!(
+            Err(FlameError::Empty(k)) => errln!(
                 "no {k} stacks in the inputs: {} not written",
                 path.display()
             ),
@@ -75,7 +76,7 @@ fn write_flamegraphs(a: &Analysis, out: &Path) -> anyhow::Result<i32> {
         }
     }
     if wrote == 0 {
-        eprintln!("brunt analyze: --flamegraph needs a JFR recording with execution samples or waiting events");
+        errln!("brunt analyze: --flamegraph needs a JFR recording with execution samples or waiting events");
         return Ok(2);
     }
     Ok(0)

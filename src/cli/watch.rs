@@ -2,6 +2,7 @@
 //! live view (`report::live`, which only renders) and print it, then the
 //! summary once `summary.json` appears.
 
+use super::out::{out, outln};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -72,7 +73,7 @@ pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, RundirError> 
                     .is_some_and(|r| r.second % 5 == 4 || r.second == 0)
             {
                 if let Some(l) = view.plain_line() {
-                    println!("{l}");
+                    outln!("{l}");
                 }
             }
         }
@@ -85,7 +86,7 @@ pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, RundirError> 
                 b.finish();
             }
             let s: Summary = rundir::read_json(dir, rundir::SUMMARY)?;
-            print!("{}", render_summary(&s));
+            out!("{}", render_summary(&s));
             return Ok(WatchEnd::Finished(Box::new(s)));
         }
         // The writer gone without a summary: killed. Looked at again after
