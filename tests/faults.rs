@@ -342,7 +342,8 @@ collectors:
     };
     // The first stops the load; the drain waits for the 2.5-s answers…
     sigint();
-    std::thread::sleep(Duration::from_millis(400));
+    // (past the 0.5-s window in which a second signal is the same request)
+    std::thread::sleep(Duration::from_millis(800));
     // … and the second quits at once, before any summary.
     sigint();
     let o = wait_with_limit(child, Duration::from_secs(15));
@@ -354,6 +355,23 @@ collectors:
     let o = brunt().arg("report").arg(&run).output().expect("report");
     assert_eq!(o.status.code(), Some(exit::INTERRUPTED), "{}", out(&o));
     let s = json(&run.join("summary.json"));
+    // The books close: the answers in flight at the quit are `unknown`.
+    let t = &s["totals"];
+    let n = |k: &str| t[k].as_u64().unwrap_or(0);
+    assert_eq!(
+        n("offered"),
+        n("requests") + n("dropped") + n("unknown"),
+        "{t}"
+    );
+    assert!(
+        n("unknown") > 0,
+        "2.5-s answers were in flight at the quit: {t}"
+    );
+    assert!(
+        s["notes"].to_string().contains("no recorded outcome"),
+        "{}",
+        s["notes"]
+    );
     let c = &s["collectors"];
     assert!(c.is_object(), "collectors: {c}");
     assert_eq!(c["transport"], "local", "{c}");

@@ -107,6 +107,10 @@ pub struct ScopeSummary {
     /// Completed requests, any outcome.
     pub requests: u64,
     pub dropped: u64,
+    /// Offered with no recorded outcome (a hard stop): `offered = requests
+    /// + dropped + unknown`. Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown: u64,
     pub ok: u64,
     pub errors: u64,
     pub shed: u64,
@@ -149,6 +153,7 @@ impl ScopeSummary {
             offered: s.offered,
             requests: s.completed(),
             dropped: s.dropped,
+            unknown: s.unknown(),
             ok: s.count(Class::Ok),
             errors: s.errors(),
             shed: s.count(Class::Shed),
@@ -298,6 +303,16 @@ pub fn build(
         notes.push(format!(
             "{} requests were due but dropped because max_in_flight was reached: the target could not keep up (or raise load.max_in_flight)",
             m.run.dropped
+        ));
+    }
+    if m.run.unknown() > 0 {
+        notes.push(format!(
+            "{} offered requests have no recorded outcome: they were in flight when the run was stopped hard, or answered in a second never written (offered {} = requests {} + dropped {} + unknown {})",
+            m.run.unknown(),
+            m.run.offered,
+            m.run.completed(),
+            m.run.dropped,
+            m.run.unknown()
         ));
     }
     if let Some(merged) = &meta.merged {
@@ -506,4 +521,8 @@ pub fn merge_notes(m: &MergedFrom) -> Vec<String> {
         ));
     }
     notes
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

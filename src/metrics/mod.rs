@@ -193,6 +193,12 @@ impl Stats {
     pub fn completed(&self) -> u64 {
         self.classes.values().map(|h| h.latency.len()).sum()
     }
+    /// Offered requests with no recorded outcome: in flight when the run
+    /// was stopped hard (a second signal, a kill), or answered in a second
+    /// that never reached the disk. Zero for any run that ended itself.
+    pub fn unknown(&self) -> u64 {
+        self.offered.saturating_sub(self.completed() + self.dropped)
+    }
     pub fn errors(&self) -> u64 {
         self.classes
             .iter()
