@@ -5,7 +5,9 @@
 //! One test suite per run, one test case per gate of `summary.json`
 //! (budgets, the knee against `expect_capacity`, the shape's checks), each
 //! with what was measured and expected (as properties and in its message),
-//! and one case `run completed` for how the load ended. Nothing passes on
+//! and one case `run completed` for how the load ended, timed with the
+//! load (the gates' cases take no time: they are judged, not run). A case's
+//! classname is `brunt.<run>.<kind>`, its name the gate's, plain. Nothing passes on
 //! missing evidence:
 //! - FAIL is a `<failure>`; NO DATA an `<error>` (nothing was measured);
 //! - an advisory gate that does not hold is `<skipped>` (shown, not deciding);
@@ -72,8 +74,17 @@ fn case(g: &Gate, interrupted: bool, suite: &str) -> TestCase {
         (Status::Fail, false, _) => non_success(NonSuccessKind::Failure, "FAIL", message, g),
         (Status::NoData, false, _) => non_success(NonSuccessKind::Error, "NO DATA", message, g),
     };
-    let mut c = TestCase::new(format!("{}: {}", g.kind, g.name), status);
+    // The classname carries the kind; the name says it no second time
+    // (an overload gate is named `overload: …` in summary.json).
+    let plain = g
+        .name
+        .strip_prefix(g.kind.as_str())
+        .and_then(|r| r.strip_prefix(": "))
+        .unwrap_or(&g.name);
+    let mut c = TestCase::new(plain, status);
     c.set_classname(format!("{suite}.{}", g.kind));
+    // Judged at the end, not run: the load's time is the `run` case's.
+    c.set_time(Duration::ZERO);
     c.add_property(Property::new("kind", g.kind.as_str()));
     c.add_property(Property::new("measured", g.measured.as_str()));
     c.add_property(Property::new("expected", g.expected.as_str()));
@@ -113,8 +124,12 @@ fn completed(s: &Summary, suite: &str) -> TestCase {
     } else {
         TestCaseStatus::success()
     };
-    let mut c = TestCase::new("run: completed", status);
+    let mut c = TestCase::new("run completed", status);
     c.set_classname(format!("{suite}.run"));
+    let secs = s.totals.duration_s;
+    if secs.is_finite() && secs >= 0.0 {
+        c.set_time(Duration::from_secs_f64(secs));
+    }
     c.add_property(Property::new("kind", "run"));
     if let Some(why) = &s.stopped_reason {
         c.set_system_out(why.as_str());
