@@ -218,7 +218,7 @@ shape:
             // The quantile gauge is the summary's HdrHistogram figure.
             let q99 = prom.one(&last(
                 "brunt_latency_quantile_seconds",
-                &format!("{phx},quantile=\"0.99\""),
+                &format!("{phx},q=\"0.99\""),
             )) * 1000.0;
             assert!(
                 (q99 - ph.latency.p99).abs() <= 0.002 * ph.latency.p99 + 0.001,
@@ -692,4 +692,86 @@ collectors:
         "{c}"
     );
     assert!(prom.query(r#"brunt_offered_total{run="bad"}"#).is_empty());
+}
+
+/// `/metrics` as curl and promtool see it (text format 0.0.4, clean under
+/// `promtool check metrics`), and as Prometheus asks for it (OpenMetrics).
+#[test]
+fn the_metrics_endpoint_is_promtool_clean_and_negotiates_its_format() {
+    let _g = load::serial();
+    let srv = load::demo(DemoConfig::default());
+    let port = tcp::free_port();
+    let p = load::profile(
+        "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { name: a, path: \"/\" }, { name: b, path: \"/slow?ms=2\" } ]\nshape: { constant: { rate: 50/s, duration: 4s } }\n",
+        &srv.base_url(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("run");
+    let run = std::thread::spawn(move || {
+        execute(
+            &p,
+            RunOptions {
+                out: Some(out),
+                progress: Progress::Quiet,
+                metrics_listen: Some(format!("127.0.0.1:{port}").parse().expect("addr")),
+                metrics_linger: Some(Duration::ZERO),
+                ..Default::default()
+            },
+        )
+        .expect("run")
+    });
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    let fetch = |accept: &str| {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(Duration::from_secs(5)))
+            .build()
+            .into();
+        let mut r = agent.get(&url).header("Accept", accept).call().ok()?;
+        let ctype = r.headers().get("content-type")?.to_str().ok()?.to_string();
+        Some((ctype, r.body_mut().read_to_string().ok()?))
+    };
+    // Bounded: the run lasts 4 s; its requests counted once a window is in.
+    let until = Instant::now() + Duration::from_secs(10);
+    let (ctype, text) = loop {
+        match fetch("*/*") {
+            Some((c, t)) if t.contains("brunt_requests_total{") => break (c, t),
+            _ if Instant::now() > until => panic!("no figures at {url}"),
+            _ => std::thread::sleep(Duration::from_millis(200)),
+        }
+    };
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    assert!(text.contains("# HELP brunt_requests_total "), "{text}");
+    assert!(text.contains(",q=\"0.99\"} "), "{text}");
+    assert!(!text.contains("# EOF"), "{text}");
+    let mut check = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool (Debian's prometheus package: run tests/setup.sh)");
+    {
+        use std::io::Write as _;
+        let mut stdin = check.stdin.take().expect("stdin");
+        stdin.write_all(text.as_bytes()).expect("to promtool");
+    }
+    let o = check.wait_with_output().expect("promtool");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        o.status.success() && said.trim().is_empty(),
+        "promtool: {said}\n{text}"
+    );
+    let (ctype, om) =
+        fetch("application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5")
+            .expect("an OpenMetrics scrape");
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    assert!(
+        om.trim_end().ends_with("# EOF") && om.contains("# TYPE brunt_requests counter"),
+        "{om}"
+    );
+    run.join().expect("the run ends");
 }

@@ -169,6 +169,93 @@ pub fn write_request(fams: &[Family], ts_ms: i64) -> prompb::WriteRequest {
     prompb::WriteRequest { timeseries: out }
 }
 
+/// The Prometheus text format 0.0.4, for scrapers that do not ask for
+/// OpenMetrics (curl, `promtool check metrics`, older agents). Written here:
+/// `prometheus-client` encodes OpenMetrics only, and 0.0.4 is a few lines of
+/// fixed layout. It differs where promtool checks: a counter's HELP and
+/// TYPE name its `_total` samples, and there is no `# EOF`.
+pub fn text_004(fams: &[Family]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    for fam in fams {
+        let Some((_, first)) = fam.samples.first() else {
+            continue;
+        };
+        let (name, ty) = match first {
+            Value::Counter(_) => (format!("{}_total", fam.name), "counter"),
+            Value::Gauge(_) => (fam.name.to_string(), "gauge"),
+            Value::Histogram { .. } => (fam.name.to_string(), "histogram"),
+        };
+        let help = fam.help.replace('\\', "\\\\").replace('\n', "\\n");
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {ty}");
+        for (labels, v) in &fam.samples {
+            match v {
+                Value::Counter(c) => sample(&mut o, &name, labels, None, &c.to_string()),
+                Value::Gauge(g) => sample(&mut o, &name, labels, None, &number(*g)),
+                Value::Histogram {
+                    sum,
+                    count,
+                    buckets,
+                } => {
+                    let bucket = format!("{name}_bucket");
+                    for (le, n) in buckets {
+                        let le = if le.is_infinite() {
+                            "+Inf".to_string()
+                        } else {
+                            dtoa_like(*le)
+                        };
+                        sample(&mut o, &bucket, labels, Some(&le), &n.to_string());
+                    }
+                    sample(&mut o, &format!("{name}_sum"), labels, None, &number(*sum));
+                    sample(
+                        &mut o,
+                        &format!("{name}_count"),
+                        labels,
+                        None,
+                        &count.to_string(),
+                    );
+                }
+            }
+        }
+    }
+    o
+}
+
+/// One sample line: `name{k="v",…,le="…"} value`.
+fn sample(o: &mut String, name: &str, labels: &[(&str, String)], le: Option<&str>, value: &str) {
+    o.push_str(name);
+    let le = le.map(|v| ("le", v.to_string()));
+    let all: Vec<&(&str, String)> = labels.iter().chain(le.as_ref()).collect();
+    if !all.is_empty() {
+        o.push('{');
+        for (i, (k, v)) in all.iter().enumerate() {
+            if i > 0 {
+                o.push(',');
+            }
+            let v = v
+                .replace('\\', "\\\\")
+                .replace('"', "\\\"")
+                .replace('\n', "\\n");
+            o.push_str(&format!("{k}=\"{v}\""));
+        }
+        o.push('}');
+    }
+    o.push(' ');
+    o.push_str(value);
+    o.push('\n');
+}
+
+/// A float as both formats write it (`NaN`, `+Inf`, shortest round trip).
+fn number(v: f64) -> String {
+    if v.is_nan() {
+        "NaN".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{v}")
+    }
+}
+
 /// `le` as the text encoder writes it (shortest round-trip form), so a
 /// pulled and a pushed series of one bucket carry the same label value.
 fn dtoa_like(v: f64) -> String {
@@ -189,6 +276,40 @@ pub fn remote_write_body(req: &prompb::WriteRequest) -> Result<Vec<u8>, snap::Er
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_004_names_counters_by_their_samples_and_escapes_labels() {
+        let fams = vec![
+            Family {
+                name: "brunt_x",
+                help: "a \\ help\nline",
+                samples: vec![(
+                    vec![("request", "say \"hi\"\\\n".to_string())],
+                    Value::Counter(3),
+                )],
+            },
+            Family {
+                name: "brunt_h",
+                help: "h",
+                samples: vec![(
+                    vec![],
+                    Value::Histogram {
+                        sum: 0.5,
+                        count: 2,
+                        buckets: vec![(0.1, 1), (f64::INFINITY, 2)],
+                    },
+                )],
+            },
+        ];
+        assert_eq!(
+            text_004(&fams),
+            "# HELP brunt_x_total a \\\\ help\\nline\n# TYPE brunt_x_total counter\n\
+             brunt_x_total{request=\"say \\\"hi\\\"\\\\\\n\"} 3\n\
+             # HELP brunt_h h\n# TYPE brunt_h histogram\n\
+             brunt_h_bucket{le=\"0.1\"} 1\nbrunt_h_bucket{le=\"+Inf\"} 2\n\
+             brunt_h_sum 0.5\nbrunt_h_count 2\n"
+        );
+    }
     use crate::export::figures::Labels;
 
     #[test]

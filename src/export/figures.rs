@@ -6,7 +6,8 @@
 //! Every figure is folded from the recorder's 1-s windows, the same windows
 //! that make `summary.json`'s per-phase totals: counts agree exactly. The
 //! quantile gauges come from an HdrHistogram per phase (the summary's own
-//! precision, 3 significant digits); the bucketed histograms are what
+//! precision, 3 significant digits), labelled `q` (a `quantile` label is
+//! reserved to summaries, and promtool says so); the bucketed histograms are what
 //! Prometheus can add across shards and runs (`histogram_quantile`).
 
 use std::collections::BTreeMap;
@@ -292,10 +293,9 @@ impl Figures {
             if !f.hdr.is_empty() {
                 for q in QUANTILES {
                     let v = f.hdr.value_at_quantile(q) as f64 / 1e9;
-                    quantile.samples.push((
-                        with(&[ph.clone(), ("quantile", q.to_string())]),
-                        Value::Gauge(v),
-                    ));
+                    quantile
+                        .samples
+                        .push((with(&[ph.clone(), ("q", q.to_string())]), Value::Gauge(v)));
                 }
             }
         }

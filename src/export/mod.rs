@@ -1,6 +1,6 @@
 //! Live export of a run's figures to Prometheus while it runs: a pull
-//! endpoint (`--metrics-listen 127.0.0.1:PORT`, OpenMetrics text at
-//! `/metrics`) and remote-write push (`output.prometheus_remote_write`).
+//! endpoint (`--metrics-listen 127.0.0.1:PORT`, `/metrics` in OpenMetrics
+//! for a scraper that asks for it, else the text format 0.0.4) and remote-write push (`output.prometheus_remote_write`).
 //!
 //! | file | owns |
 //! |---|---|
@@ -271,21 +271,34 @@ struct Served {
 }
 
 impl Served {
-    fn body(&self, path: &str) -> (u16, &'static str, String) {
+    /// `/metrics` in OpenMetrics when the `Accept` header asks for it (as
+    /// Prometheus does), else in the text format 0.0.4 (curl, promtool).
+    fn body(&self, path: &str, accept: &str) -> (u16, &'static str, String) {
         if path != "/metrics" {
             return (404, "text/plain", "brunt serves /metrics\n".into());
         }
         let is_final = self.figures.lock().map(|f| f.final_).unwrap_or(false);
-        let text = encode::openmetrics(&self.registry);
+        let (ctype, text) = if accept.contains("application/openmetrics-text") {
+            (
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                encode::openmetrics(&self.registry),
+            )
+        } else {
+            // A poisoned lock still holds the last figures: serve them.
+            let fams = match self.figures.lock() {
+                Ok(f) => f.families(),
+                Err(p) => p.into_inner().families(),
+            };
+            (
+                "text/plain; version=0.0.4; charset=utf-8",
+                encode::text_004(&fams),
+            )
+        };
         self.scrapes.fetch_add(1, Ordering::Relaxed);
         if is_final {
             self.final_scrapes.fetch_add(1, Ordering::Relaxed);
         }
-        (
-            200,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            text,
-        )
+        (200, ctype, text)
     }
 }
 
@@ -321,7 +334,12 @@ fn serve(
             tokio::spawn(async move {
                 let svc = hyper::service::service_fn(
                     move |req: hyper::Request<hyper::body::Incoming>| {
-                        let (code, ctype, text) = st.body(req.uri().path());
+                        let accept = req
+                            .headers()
+                            .get(hyper::header::ACCEPT)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or("");
+                        let (code, ctype, text) = st.body(req.uri().path(), accept);
                         async move {
                             hyper::Response::builder()
                                 .status(code)
