@@ -3,6 +3,7 @@
 //! the library; `brunt analyze` and `brunt watch` have files of their own.
 
 pub mod analyze;
+mod generate;
 pub mod out;
 pub mod watch;
 
@@ -121,6 +122,10 @@ enum Cmd {
         #[arg(long = "fail-if", value_name = "COND")]
         fail_if: Vec<String>,
     },
+    /// Print shell completions to stdout: `brunt completions bash > /etc/bash_completion.d/brunt` (bash, zsh, fish, elvish, powershell).
+    Completions { shell: clap_complete::Shell },
+    /// Print the man page (roff) to stdout: `brunt man > brunt.1; man ./brunt.1`.
+    Man,
 }
 
 #[derive(clap::Args)]
@@ -488,6 +493,8 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             json,
             fail_if,
         } => compare(&run_a, &run_b, json, &fail_if),
+        Cmd::Completions { shell } => generate::completions(shell),
+        Cmd::Man => generate::man(),
     }
 }
 

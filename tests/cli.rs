@@ -534,3 +534,50 @@ fn closed_stdout_and_stderr_never_kill_the_run() {
         assert!(junit.exists(), "{plain}: the JUnit file written");
     }
 }
+
+/// Shell completions and the man page come from the same definitions the
+/// CLI parses: every subcommand is in them, and bash reads the script.
+#[test]
+fn completions_and_man_page_cover_every_subcommand() {
+    let subcommands = [
+        "run",
+        "validate",
+        "demo-target",
+        "analyze",
+        "watch",
+        "report",
+        "merge",
+        "k8s",
+        "compare",
+    ];
+    for shell in ["bash", "zsh", "fish"] {
+        let o = brunt().args(["completions", shell]).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+        let text = String::from_utf8_lossy(&o.stdout);
+        for sub in subcommands {
+            assert!(text.contains(sub), "{shell}: `{sub}` completes");
+        }
+        if shell == "bash" {
+            let d = tempfile::tempdir().unwrap();
+            let f = write(d.path(), "brunt.bash", &text);
+            let ok = Command::new("bash").arg("-n").arg(&f).status().unwrap();
+            assert!(ok.success(), "bash reads the completion script");
+        }
+    }
+    let o = brunt().arg("man").output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let man = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        man.starts_with(".ie \\n(.g .ds Aq") || man.contains(".TH brunt 1"),
+        "{man}"
+    );
+    for sub in subcommands {
+        assert!(
+            man.contains(&format!(".TH brunt-{sub} ")),
+            "a page for `{sub}`"
+        );
+    }
+    // A shell that does not exist is bad input.
+    let o = brunt().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", out(&o));
+}

@@ -1,0 +1,35 @@
+//! `brunt completions SHELL` and `brunt man`: shell completions
+//! (`clap_complete`) and a man page (`clap_mangen`) generated from the
+//! same argument definitions the CLI parses, so they never drift from it.
+
+use clap::CommandFactory;
+
+use super::out::out;
+use super::{Cli, Failure};
+
+/// Completions for `shell` on stdout.
+pub fn completions(shell: clap_complete::Shell) -> Result<i32, Failure> {
+    let mut cmd = Cli::command();
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "brunt", &mut buf);
+    out!("{}", String::from_utf8_lossy(&buf));
+    Ok(0)
+}
+
+/// The man page (roff) on stdout, subcommands included.
+pub fn man() -> Result<i32, Failure> {
+    let cmd = Cli::command();
+    let mut buf = Vec::new();
+    clap_mangen::Man::new(cmd.clone())
+        .render(&mut buf)
+        .map_err(|e| Failure::Other(anyhow::anyhow!("man page: {e}")))?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        // One section per subcommand, after the top page.
+        clap_mangen::Man::new(sub.clone())
+            .title(format!("brunt-{}", sub.get_name()))
+            .render(&mut buf)
+            .map_err(|e| Failure::Other(anyhow::anyhow!("man page: {e}")))?;
+    }
+    out!("{}", String::from_utf8_lossy(&buf));
+    Ok(0)
+}
