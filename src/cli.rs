@@ -508,6 +508,9 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
         SpecError::Profile(e) => bad_profile(e),
         e => Failure::Bad(anyhow!("{}: {e}", profile.display())),
     })?;
+    for w in spec.profile.lint() {
+        errln!("warning: {}: {w}", profile.display());
+    }
     let plan = &spec.plan;
     let p = &spec.profile;
     let steps: usize = p.scenarios.iter().map(|s| s.steps.len()).sum();
@@ -552,6 +555,9 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
 fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     let profile = crate::profile::Profile::load_with(&a.profile, &a.overrides.sets()?)
         .map_err(bad_profile)?;
+    for w in profile.lint() {
+        errln!("warning: {}: {w}", a.profile.display());
+    }
     let env = a.overrides.env()?;
     if !(a.time_scale.is_finite() && a.time_scale > 0.0) {
         return Err(BadInput(anyhow!("--time-scale must be above 0")).into());

@@ -100,6 +100,58 @@ fn bad_profiles_say_file_line_column_and_exit_2() {
             "",
             "no phase named `spike`",
         ),
+        // Checks serde cannot express point at their value too.
+        (
+            "path.yaml",
+            SHORT
+                .replace("path: /fast", "path: fast")
+                .replace("BUDGET", "p99 < 1s"),
+            ":4:21",
+            "path `fast` must start with `/`",
+        ),
+        (
+            "method.yaml",
+            SHORT
+                .replace("path: /fast", "path: /fast, method: \"GE T\"")
+                .replace("BUDGET", "p99 < 1s"),
+            ":4:37",
+            "`GE T` is not an HTTP method",
+        ),
+        (
+            "connections.yaml",
+            SHORT
+                .replace("name: short", "name: short\nload: { connections: 0 }")
+                .replace("BUDGET", "p99 < 1s"),
+            ":3:22",
+            "load.connections must be at least 1",
+        ),
+        (
+            "stress.yaml",
+            SHORT
+                .replace(
+                    "constant: { rate: 100/s, duration: 2s }",
+                    "stress: { start: 10/s, step: 10/s, step_duration: 1s, max: 5/s }",
+                )
+                .replace("BUDGET", "p99 < 1s"),
+            ":5:",
+            "max must be at least start",
+        ),
+        (
+            "unquoted.yaml",
+            SHORT
+                .replace("path: /fast", "path: /fast, headers: { X-A: {{ uuid }} }")
+                .replace("BUDGET", "p99 < 1s"),
+            ":4:",
+            "a `{{ … }}` template must be quoted in YAML, e.g. \"{{ uuid }}\"",
+        ),
+        (
+            "typo.yaml",
+            SHORT
+                .replace("path: /fast", "path: \"/i/{{ random.integer(1, 5) }}\"")
+                .replace("BUDGET", "p99 < 1s"),
+            ":4:",
+            "did you mean `random.int(lo, hi)`?",
+        ),
     ];
     for (name, text, loc, what) in cases {
         let p = write(d.path(), name, &text);
@@ -121,6 +173,22 @@ fn bad_profiles_say_file_line_column_and_exit_2() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(out(&o).contains("/nonexistent/profile.yaml"));
+    // k6's `${__ENV.X}` is valid text, sent as written: said, with the fix.
+    let p = write(
+        d.path(),
+        "k6.yaml",
+        &SHORT
+            .replace("path: /fast", "path: \"/fast?k=${__ENV.KEY}\"")
+            .replace("BUDGET", "p99 < 1s"),
+    );
+    let o = brunt().arg("validate").arg(&p).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("`${__ENV.KEY}` is sent as written; brunt's templates read `{{ env.KEY }}`"),
+        "{}",
+        out(&o)
+    );
 }
 
 #[test]

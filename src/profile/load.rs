@@ -46,25 +46,16 @@ impl Profile {
                     .skip(1)
                     .collect::<Vec<_>>()
                     .join("\n");
+                let found = found_at(text, line as usize, column as usize);
                 // "invalid u64" names neither what was wanted nor what was found.
                 let message = if ["invalid u", "invalid i", "invalid f"]
                     .iter()
                     .any(|p| message.starts_with(p))
                 {
-                    let found = text
-                        .lines()
-                        .nth((line as usize).saturating_sub(1))
-                        .and_then(|l| l.get((column as usize).saturating_sub(1)..))
-                        .map(|v| {
-                            v.split(" #")
-                                .next()
-                                .unwrap_or(v)
-                                .trim()
-                                .trim_end_matches([',', '}', ']'])
-                                .trim()
-                        })
-                        .unwrap_or("");
                     format!("expected a number, found `{found}`")
+                } else if found.starts_with("{{") {
+                    // YAML read `{` as the start of a mapping.
+                    format!("{message}: a `{{{{ … }}}}` template must be quoted in YAML, e.g. \"{found}\"")
                 } else {
                     message
                 };
@@ -98,4 +89,23 @@ impl Profile {
         profile.check_templates(text, path)?;
         Ok(profile)
     }
+}
+
+/// The value written at `line`:`column` (1-based), up to a comment or the
+/// end of its flow collection, for messages that say what was found.
+fn found_at(text: &str, line: usize, column: usize) -> &str {
+    text.lines()
+        .nth(line.saturating_sub(1))
+        .and_then(|l| l.get(column.saturating_sub(1)..))
+        .map(|v| {
+            let v = v.split(" #").next().unwrap_or(v).trim();
+            // A template keeps its braces, up to its own `}}`; a number
+            // loses the flow's closers.
+            if v.starts_with("{{") {
+                v.find("}}").map_or(v, |end| &v[..end + 2])
+            } else {
+                v.trim_end_matches([',', '}', ']']).trim()
+            }
+        })
+        .unwrap_or("")
 }

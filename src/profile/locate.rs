@@ -1,5 +1,25 @@
 //! Placing an error in the profile's text: the key path of a line, the line
-//! and column of a value or fragment, and the snippet shown under it.
+//! and column of a value or fragment, and the snippet shown under it; a
+//! check that fails says where its cause stands as a [`Place`].
+
+/// Where in the text a failed check points.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Place {
+    /// The value of the `nth` occurrence of one of `keys` in a top-level section.
+    Key(&'static str, &'static [&'static str], usize),
+    /// The first occurrence of this text in a top-level section.
+    Text(&'static str, String),
+}
+
+impl Place {
+    /// 1-based line and column, when the text holds it.
+    pub fn find(&self, text: &str) -> Option<(usize, usize)> {
+        match self {
+            Place::Key(sect, keys, nth) => locate_key(text, sect, keys, *nth),
+            Place::Text(sect, needle) => locate_in_section(text, sect, needle),
+        }
+    }
+}
 
 /// The dotted key path of a block-style YAML line (`shape.constant.duration`),
 /// found from indentation: serde's messages name neither the field nor its parents.

@@ -350,42 +350,47 @@ impl Shape {
     }
 
     /// `warmup:` must last, and send something.
-    fn validate_warmup(&self) -> Result<(), String> {
+    fn validate_warmup(&self) -> Result<(), (String, &'static [&'static str])> {
         let Some(w) = self.warmup() else {
             return Ok(());
         };
         if w.duration().is_zero() {
-            return Err("shape: warmup must be longer than 0s".into());
+            return Err(("shape: warmup must be longer than 0s".into(), &["warmup"]));
         }
         if let Warmup::At { rate: Some(r), .. } = w {
             if r.0 <= 0.0 {
-                return Err("shape: warmup.rate must be above 0 (or leave it out: the warm-up then runs at the shape's first level)".into());
+                return Err(("shape: warmup.rate must be above 0 (or leave it out: the warm-up then runs at the shape's first level)".into(), &["warmup"]));
             }
         }
         if let Shape::Soak { duration, .. } = self {
             if w.duration() >= *duration {
-                return Err(format!(
-                    "shape.soak: warmup ({}) is the first part of duration ({}) and must be shorter than it",
-                    humantime::format_duration(w.duration()),
-                    humantime::format_duration(*duration)
+                return Err((
+                    format!(
+                        "shape.soak: warmup ({}) is the first part of duration ({}) and must be shorter than it",
+                        humantime::format_duration(w.duration()),
+                        humantime::format_duration(*duration)
+                    ),
+                    &["warmup"],
                 ));
             }
         }
         Ok(())
     }
 
-    pub(super) fn validate(&self, model: Model) -> Result<(), String> {
+    /// Ranges serde cannot express; an error names the key that holds the
+    /// cause, for its line and column in the text.
+    pub(super) fn validate(&self, model: Model) -> Result<(), (String, &'static [&'static str])> {
         self.validate_warmup()?;
-        let nonzero = |d: &Duration, what: &str| {
+        let nonzero = |d: &Duration, key: &'static [&'static str]| {
             if d.is_zero() {
-                Err(format!("shape: {what} must be longer than 0s"))
+                Err((format!("shape: {} must be longer than 0s", key[0]), key))
             } else {
                 Ok(())
             }
         };
         match self {
             Shape::Constant { duration, .. } | Shape::Soak { duration, .. } => {
-                nonzero(duration, "duration")
+                nonzero(duration, &["duration"])
             }
             Shape::Stress {
                 start,
@@ -394,15 +399,15 @@ impl Shape {
                 max,
                 ..
             } => {
-                nonzero(step_duration, "step_duration")?;
+                nonzero(step_duration, &["step_duration"])?;
                 if step.0 <= 0.0 {
-                    return Err("shape.stress.step must be above 0".into());
+                    return Err(("shape.stress.step must be above 0".into(), &["step"]));
                 }
                 if max.0 < start.0 {
-                    return Err("shape.stress.max must be at least start".into());
+                    return Err(("shape.stress.max must be at least start".into(), &["max"]));
                 }
                 if ((max.0 - start.0) / step.0) > 1000.0 {
-                    return Err("shape.stress: more than 1000 steps; raise `step`".into());
+                    return Err(("shape.stress: more than 1000 steps; raise `step`".into(), &["step"]));
                 }
                 Ok(())
             }
@@ -411,21 +416,21 @@ impl Shape {
                 spike_duration,
                 ..
             } => {
-                nonzero(spike_duration, "spike_duration")?;
+                nonzero(spike_duration, &["spike_duration"])?;
                 if !(factor.is_finite() && *factor > 0.0) {
-                    return Err("shape.spike.factor must be above 0".into());
+                    return Err(("shape.spike.factor must be above 0".into(), &["factor"]));
                 }
                 Ok(())
             }
-            Shape::Overload { duration, .. } => nonzero(duration, "duration"),
+            Shape::Overload { duration, .. } => nonzero(duration, &["duration"]),
             Shape::Stages { stages, .. } => {
                 if stages.is_empty() {
-                    return Err("shape.stages needs at least one stage".into());
+                    return Err(("shape.stages needs at least one stage".into(), &["stages"]));
                 }
                 for s in stages {
                     if let Some(n) = &s.name {
                         if !tag_safe(n) {
-                            return Err(format!("stage name `{n}`: use letters, digits, `-`, `_` and `.` only"));
+                            return Err((format!("stage name `{n}`: use letters, digits, `-`, `_` and `.` only"), &["stages"]));
                         }
                     }
                 }
@@ -436,7 +441,7 @@ impl Shape {
             if model == Model::Closed {
                 if let Shape::Spike { factor, baseline, .. } = self {
                     if (baseline.0 * factor).fract() != 0.0 {
-                        return Err("shape.spike: baseline × factor must be a whole number of VUs in the closed model".into());
+                        return Err(("shape.spike: baseline × factor must be a whole number of VUs in the closed model".into(), &["factor"]));
                     }
                 }
             }

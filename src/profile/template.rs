@@ -197,7 +197,7 @@ fn parse_expr(e: &str) -> Result<Part, String> {
             "uuid" => Expr::Uuid,
             "seq" => Expr::Seq,
             "now.unix_ms" => Expr::NowUnixMs,
-            _ => return Err(format!("unknown expression; {EXPECTED}")),
+            _ => return Err(unknown(e)),
         }
     };
     Ok(Part::Expr(expr))
@@ -218,9 +218,37 @@ fn unquote(s: &str) -> Option<Result<String, String>> {
     })
 }
 
-/// The arguments of `name(a, b, …)` if `e` is a call of `name`.
+/// An unknown expression, with the nearest known one when a typo is likely
+/// (`random.integer` → `random.int(lo, hi)`).
+fn unknown(e: &str) -> String {
+    const KNOWN: [(&str, &str); 6] = [
+        ("random.int", "random.int(lo, hi)"),
+        ("random.choice", "random.choice(a, b, …)"),
+        ("uuid", "uuid"),
+        ("seq", "seq"),
+        ("now.unix_ms", "now.unix_ms"),
+        ("now", "now.unix_ms"),
+    ];
+    let head = e.split(['(', ' ']).next().unwrap_or(e);
+    let near = KNOWN
+        .iter()
+        .map(|(k, shown)| (strsim::jaro_winkler(head, k), *shown))
+        .filter(|(score, _)| *score > 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match near {
+        Some((_, shown)) => format!("unknown expression `{head}`: did you mean `{shown}`?"),
+        None => format!("unknown expression `{head}`; {EXPECTED}"),
+    }
+}
+
+/// The arguments of `name(a, b, …)` if `e` is a call of `name` (and not of
+/// a longer name that starts like it: `random.integer` is no `random.int`).
 fn call(e: &str, name: &str) -> Option<Result<Vec<String>, String>> {
-    let rest = e.strip_prefix(name)?.trim_start();
+    let rest = e.strip_prefix(name)?;
+    if rest.starts_with(|c: char| c.is_alphanumeric() || c == '_' || c == '.') {
+        return None;
+    }
+    let rest = rest.trim_start();
     if !rest.starts_with('(') {
         return Some(Err(format!("{name} needs its arguments: {name}(…)")));
     }
@@ -315,6 +343,22 @@ mod tests {
         for (s, off, needle) in [
             ("/a/{{ random.int(1) }}", 3, "two integers"),
             ("/a/{{ random.int(9, 1) }}", 3, "lo is above hi"),
+            (
+                "/a/{{ random.integer(1, 5) }}",
+                3,
+                "unknown expression `random.integer`: did you mean `random.int(lo, hi)`?",
+            ),
+            (
+                "/a/{{ random.choise(a, b) }}",
+                3,
+                "did you mean `random.choice(a, b, …)`?",
+            ),
+            ("/a/{{ uuid4 }}", 3, "did you mean `uuid`?"),
+            (
+                "/a/{{ lunch }}",
+                3,
+                "unknown expression `lunch`; expected env.NAME",
+            ),
             ("x{{ nope }}", 1, "unknown expression"),
             ("{{ uuid ", 0, "closing"),
             ("{{ feeder.users }}", 0, "feeder.NAME.COLUMN"),

@@ -3,14 +3,15 @@
 
 use std::path::Path;
 
-use super::locate::{locate, locate_in_section, locate_key, t_fragment};
+use super::locate::{locate, locate_in_section, locate_key, t_fragment, Place};
 use super::{template, Model, Profile, ProfileError, RequestSpec};
 
 impl Profile {
     /// [`Profile::validate`], then the checks whose error points at a place
     /// in the text: budgets and levels that send nothing, with line and column.
     pub(super) fn validate_at(&self, text: &str) -> Result<(), (String, Option<(usize, usize)>)> {
-        self.validate().map_err(|m| (m, None))?;
+        self.validate()
+            .map_err(|(m, place)| (m, place.and_then(|p| p.find(text))))?;
         if let Some(z) = self.shape.silent_level(self.load.model) {
             let at = locate_key(text, "shape", z.keys, z.nth);
             return Err((z.message, at));
@@ -61,6 +62,23 @@ impl Profile {
         out
     }
 
+    /// What is allowed but almost surely not meant, for the caller to warn
+    /// about: `${…}` (k6's and the shell's syntax) is sent as written.
+    pub fn lint(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (key, value) in self.template_fields() {
+            let Some(at) = value.find("${") else {
+                continue;
+            };
+            let inner = value[at + 2..].split('}').next().unwrap_or("");
+            let name = inner.strip_prefix("__ENV.").unwrap_or(inner);
+            out.push(format!(
+                "`{key}`: `${{{inner}}}` is sent as written; brunt's templates read `{{{{ env.{name} }}}}`"
+            ));
+        }
+        out
+    }
+
     /// Whether `var` is extracted by a step before the one `field` belongs to
     /// (`scenarios[S].steps[J]…`).
     fn var_known(&self, field: &str, var: &str) -> bool {
@@ -94,11 +112,20 @@ impl Profile {
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
                 || name.is_empty()
             {
-                return Err(ProfileError::Invalid {
-                    path: path.to_path_buf(),
-                    message: format!(
-                        "feeders.{name}: a feeder name is letters, digits, `_` and `-`"
-                    ),
+                let message =
+                    format!("feeders.{name}: a feeder name is letters, digits, `_` and `-`");
+                return Err(match locate_in_section(text, "feeders", name) {
+                    Some((line, column)) => ProfileError::Syntax {
+                        path: path.to_path_buf(),
+                        line: line as u64,
+                        column: column as u64,
+                        snippet: super::locate::snippet(text, line, column),
+                        message,
+                    },
+                    None => ProfileError::Invalid {
+                        path: path.to_path_buf(),
+                        message,
+                    },
                 });
             }
         }
@@ -153,131 +180,219 @@ impl Profile {
         Ok(())
     }
 
-    /// Checks serde cannot express: cross-field rules and value ranges.
-    pub(super) fn validate(&self) -> Result<(), String> {
+    /// Checks serde cannot express: cross-field rules and value ranges. An
+    /// error says where its cause stands ([`Place`]) when the text can tell.
+    pub(super) fn validate(&self) -> Result<(), (String, Option<Place>)> {
+        let key = |sect: &'static str, keys: &'static [&'static str], nth: usize| {
+            Some(Place::Key(sect, keys, nth))
+        };
         if self.name.trim().is_empty() {
-            return Err("`name` must not be empty".into());
+            return Err(("`name` must not be empty".into(), key("name", &["name"], 0)));
         }
         if self.requests.is_empty() && self.scenarios.is_empty() {
-            return Err("`requests` needs at least one request (or give `scenarios`)".into());
+            return Err((
+                "`requests` needs at least one request (or give `scenarios`)".into(),
+                key("requests", &["requests"], 0),
+            ));
         }
         let url = self.target.url.trim();
         if url != "builtin" {
-            target_url(url).map_err(|e| format!("target.url `{url}`: {e}"))?;
+            target_url(url).map_err(|e| {
+                (
+                    format!("target.url `{url}`: {e}"),
+                    key("target", &["url"], 0),
+                )
+            })?;
         }
         if self.target.builtin.is_some() && url != "builtin" {
-            return Err("target.builtin is only read with `url: builtin`".into());
+            return Err((
+                "target.builtin is only read with `url: builtin`".into(),
+                key("target", &["builtin"], 0),
+            ));
         }
+        // The nth request (of those before it) that sets an optional key:
+        // its occurrence in the section.
+        let nth = |reqs: &[RequestSpec], i: usize, set: fn(&RequestSpec) -> bool| {
+            reqs[..i].iter().filter(|r| set(r)).count()
+        };
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
-            check_request(&format!("request {which}"), r)?;
-            if !r.extract.is_empty() {
-                return Err(format!(
-                    "request {which}: `extract` works in scenario steps only"
-                ));
-            }
-            if r.think_time.is_some() {
-                return Err(format!(
-                    "request {which}: `think_time` works in scenario steps only (the pause before the next step)"
-                ));
-            }
-            if r.optional {
-                return Err(format!(
-                    "request {which}: `optional` works in scenario steps only"
-                ));
+            check_request(&format!("request {which}"), r, "requests")?;
+            let only_steps: [(
+                &'static [&'static str],
+                bool,
+                &str,
+                fn(&RequestSpec) -> bool,
+            ); 3] = [
+                (
+                    &["extract"],
+                    !r.extract.is_empty(),
+                    "`extract` works in scenario steps only",
+                    |r| !r.extract.is_empty(),
+                ),
+                (
+                    &["think_time"],
+                    r.think_time.is_some(),
+                    "`think_time` works in scenario steps only (the pause before the next step)",
+                    |r| r.think_time.is_some(),
+                ),
+                (
+                    &["optional"],
+                    r.optional,
+                    "`optional` works in scenario steps only",
+                    |r| r.optional,
+                ),
+            ];
+            for (keys, set, why, is_set) in only_steps {
+                if set {
+                    return Err((
+                        format!("request {which}: {why}"),
+                        key("requests", keys, nth(&self.requests, i, is_set)),
+                    ));
+                }
             }
         }
-        for sc in &self.scenarios {
+        let mut think_times = 0;
+        for (s, sc) in self.scenarios.iter().enumerate() {
             if sc.steps.is_empty() {
-                return Err(format!(
-                    "scenario `{}`: `steps` needs at least one step",
-                    sc.name
+                return Err((
+                    format!("scenario `{}`: `steps` needs at least one step", sc.name),
+                    key("scenarios", &["steps"], s),
                 ));
             }
             if !(sc.weight.is_finite() && sc.weight > 0.0) {
-                return Err(format!("scenario `{}`: weight must be above 0", sc.name));
+                return Err((
+                    format!("scenario `{}`: weight must be above 0", sc.name),
+                    Some(Place::Text("scenarios", sc.name.clone())),
+                ));
             }
             for (j, r) in sc.steps.iter().enumerate() {
                 let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
                 let what = format!("scenario `{}` step {which}", sc.name);
-                check_request(&what, r)?;
+                check_request(&what, r, "scenarios")?;
                 if j + 1 == sc.steps.len() && r.think_time.is_some() {
-                    return Err(format!(
-                        "{what}: `think_time` is the pause before the next step, and the last step has none{}",
-                        if self.load.model == Model::Closed {
-                            " (load.think_time pauses between a virtual user's iterations)"
-                        } else {
-                            ""
-                        }
+                    return Err((
+                        format!(
+                            "{what}: `think_time` is the pause before the next step, and the last step has none{}",
+                            if self.load.model == Model::Closed {
+                                " (load.think_time pauses between a virtual user's iterations)"
+                            } else {
+                                ""
+                            }
+                        ),
+                        key("scenarios", &["think_time"], think_times),
                     ));
                 }
+                think_times += usize::from(r.think_time.is_some());
                 for (var, x) in &r.extract {
-                    let n = [x.json.is_some(), x.regex.is_some(), x.header.is_some()]
-                        .iter()
-                        .filter(|b| **b)
-                        .count();
-                    if n != 1 {
-                        return Err(format!(
-                            "{what}: extract.{var}: give exactly one of json, regex, header"
-                        ));
-                    }
-                    if let Some(re) = &x.regex {
-                        regex::Regex::new(re)
-                            .map_err(|e| format!("{what}: extract.{var}.regex: {e}"))?;
-                    }
-                    if let Some(p) = &x.json {
-                        if !(p.is_empty() || p.starts_with('/')) {
-                            return Err(format!(
-                                "{what}: extract.{var}.json `{p}`: a JSON pointer starts with `/`"
-                            ));
-                        }
-                    }
-                    if let Some(h) = &x.header {
-                        hyper::header::HeaderName::from_bytes(h.as_bytes()).map_err(|_| {
-                            format!("{what}: extract.{var}.header `{h}` is not a header name")
-                        })?;
-                    }
+                    check_extract(&what, var, x)
+                        .map_err(|m| (m, Some(Place::Text("scenarios", format!("{var}:")))))?;
                 }
             }
         }
         for pool in &self.diagnosis.pools {
-            regex::Regex::new(&pool.frame)
-                .map_err(|e| format!("diagnosis.pools `{}`: frame: {e}", pool.name))?;
+            regex::Regex::new(&pool.frame).map_err(|e| {
+                (
+                    format!("diagnosis.pools `{}`: frame: {e}", pool.name),
+                    Some(Place::Text("diagnosis", pool.frame.clone())),
+                )
+            })?;
         }
+        let load = |keys: &'static [&'static str], message: &str| {
+            Err((message.to_string(), key("load", keys, 0)))
+        };
         if self.load.streams_per_connection == 0 {
-            return Err("load.streams_per_connection must be at least 1".into());
+            return load(
+                &["streams_per_connection"],
+                "load.streams_per_connection must be at least 1",
+            );
         }
-        if self.load.max_in_flight == 0 || self.load.connections == 0 {
-            return Err("load.max_in_flight and load.connections must be at least 1".into());
+        if self.load.max_in_flight == 0 {
+            return load(&["max_in_flight"], "load.max_in_flight must be at least 1");
+        }
+        if self.load.connections == 0 {
+            return load(&["connections"], "load.connections must be at least 1");
         }
         if self.load.workers == Some(0) {
-            return Err("load.workers must be at least 1".into());
+            return load(&["workers"], "load.workers must be at least 1");
         }
         if self.load.model == Model::Open && self.load.think_time.is_some() {
-            return Err("load.think_time applies to the closed model only".into());
+            return load(
+                &["think_time"],
+                "load.think_time applies to the closed model only",
+            );
         }
-        self.shape.validate(self.load.model)?;
+        self.shape
+            .validate(self.load.model)
+            .map_err(|(m, keys)| (m, Some(Place::Key("shape", keys, 0))))?;
         Ok(())
     }
 }
 
-/// The checks every request (of the mix or a scenario step) must pass.
-fn check_request(which: &str, r: &RequestSpec) -> Result<(), String> {
+/// A scenario step's `extract.VAR`: exactly one source, each well formed.
+fn check_extract(what: &str, var: &str, x: &super::ExtractSpec) -> Result<(), String> {
+    let n = [x.json.is_some(), x.regex.is_some(), x.header.is_some()]
+        .iter()
+        .filter(|b| **b)
+        .count();
+    if n != 1 {
+        return Err(format!(
+            "{what}: extract.{var}: give exactly one of json, regex, header"
+        ));
+    }
+    if let Some(re) = &x.regex {
+        regex::Regex::new(re).map_err(|e| format!("{what}: extract.{var}.regex: {e}"))?;
+    }
+    if let Some(p) = &x.json {
+        if !(p.is_empty() || p.starts_with('/')) {
+            return Err(format!(
+                "{what}: extract.{var}.json `{p}`: a JSON pointer starts with `/`"
+            ));
+        }
+    }
+    if let Some(h) = &x.header {
+        hyper::header::HeaderName::from_bytes(h.as_bytes())
+            .map_err(|_| format!("{what}: extract.{var}.header `{h}` is not a header name"))?;
+    }
+    Ok(())
+}
+
+/// The checks every request (of the mix or a scenario step, in section
+/// `sect`) must pass; an error points at the value that caused it.
+fn check_request(
+    which: &str,
+    r: &RequestSpec,
+    sect: &'static str,
+) -> Result<(), (String, Option<Place>)> {
+    let at = |needle: String| Some(Place::Text(sect, needle));
     if !r.path.starts_with('/') {
-        return Err(format!("{which}: path `{}` must start with `/`", r.path));
+        return Err((
+            format!("{which}: path `{}` must start with `/`", r.path),
+            at(r.path.clone()),
+        ));
     }
     if !(r.weight.is_finite() && r.weight > 0.0) {
-        return Err(format!("{which}: weight must be above 0"));
+        return Err((
+            format!("{which}: weight must be above 0"),
+            at(format!("weight: {}", r.weight)),
+        ));
     }
     if hyper::Method::from_bytes(r.method.as_bytes()).is_err() {
-        return Err(format!("{which}: `{}` is not an HTTP method", r.method));
+        return Err((
+            format!("{which}: `{}` is not an HTTP method", r.method),
+            at(r.method.clone()),
+        ));
     }
     if let Some(re) = &r.expect.body_regex {
-        regex::Regex::new(re).map_err(|e| format!("{which}: expect.body_regex: {e}"))?;
+        regex::Regex::new(re)
+            .map_err(|e| (format!("{which}: expect.body_regex: {e}"), at(re.clone())))?;
     }
     for s in &r.expect.status {
         if !(100..=599).contains(s) {
-            return Err(format!("{which}: expect.status {s} is not an HTTP status"));
+            return Err((
+                format!("{which}: expect.status {s} is not an HTTP status"),
+                at(s.to_string()),
+            ));
         }
     }
     Ok(())
