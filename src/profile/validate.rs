@@ -210,47 +210,37 @@ impl Profile {
                 key("target", &["builtin"], 0),
             ));
         }
-        // The nth request (of those before it) that sets an optional key:
-        // its occurrence in the section.
-        let nth = |reqs: &[RequestSpec], i: usize, set: fn(&RequestSpec) -> bool| {
-            reqs[..i].iter().filter(|r| set(r)).count()
-        };
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
             check_request(&format!("request {which}"), r, "requests")?;
-            let only_steps: [(
-                &'static [&'static str],
-                bool,
-                &str,
-                fn(&RequestSpec) -> bool,
-            ); 3] = [
-                (
-                    &["extract"],
-                    !r.extract.is_empty(),
-                    "`extract` works in scenario steps only",
-                    |r| !r.extract.is_empty(),
-                ),
-                (
-                    &["think_time"],
-                    r.think_time.is_some(),
-                    "`think_time` works in scenario steps only (the pause before the next step)",
-                    |r| r.think_time.is_some(),
-                ),
-                (
-                    &["optional"],
-                    r.optional,
-                    "`optional` works in scenario steps only",
-                    |r| r.optional,
-                ),
-            ];
-            for (keys, set, why, is_set) in only_steps {
-                if set {
-                    return Err((
-                        format!("request {which}: {why}"),
-                        key("requests", keys, nth(&self.requests, i, is_set)),
-                    ));
-                }
-            }
+            // Keys of scenario steps only: the error points at this
+            // request's own occurrence of the key.
+            let steps_only =
+                |keys: &'static [&'static str], why: &str, set: fn(&RequestSpec) -> bool| {
+                    if set(r) {
+                        let before = self.requests[..i].iter().filter(|r| set(r)).count();
+                        return Err((
+                            format!("request {which}: {why}"),
+                            key("requests", keys, before),
+                        ));
+                    }
+                    Ok(())
+                };
+            steps_only(
+                &["extract"],
+                "`extract` works in scenario steps only",
+                |r| !r.extract.is_empty(),
+            )?;
+            steps_only(
+                &["think_time"],
+                "`think_time` works in scenario steps only (the pause before the next step)",
+                |r| r.think_time.is_some(),
+            )?;
+            steps_only(
+                &["optional"],
+                "`optional` works in scenario steps only",
+                |r| r.optional,
+            )?;
         }
         let mut think_times = 0;
         for (s, sc) in self.scenarios.iter().enumerate() {
