@@ -13,6 +13,7 @@ pub mod compare;
 pub mod html;
 pub mod junit;
 pub mod live;
+mod table;
 pub mod terminal;
 
 use std::path::PathBuf;

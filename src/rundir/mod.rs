@@ -14,13 +14,17 @@
 //!   diagnostics/      collectors' samples (*.jsonl), dumps, JFR, and evidence.json
 //! ```
 //!
-//! Readers stream: the latency log is decoded one interval at a time
-//! ([`read::measured`]), the per-second rows are merged in one place
-//! ([`read::seconds`]), and `evidence.json` has one loader ([`evidence::load`]);
-//! a directory still being written is read as it grows through [`tail`].
-//! A last line cut short (a full disk, a kill mid-write) is skipped, and
+//! Every read of a run directory happens here. [`RunData::read`] reads one
+//! once into what the judge and the renderers take ([`data`]); the latency
+//! log and the series are mapped onto the phases in one loop
+//! ([`read::for_each_part`], streamed one interval at a time), the
+//! per-second rows are merged in one place ([`read::seconds`]), and
+//! `evidence.json` has one loader ([`evidence::load`]); a directory still
+//! being written is read as it grows through [`tail`]. A last line cut
+//! short (a full disk, a kill mid-write) is skipped, and
 //! [`read::measured_noting`] says so.
 
+pub mod data;
 pub mod evidence;
 pub mod read;
 pub mod tail;
@@ -35,6 +39,7 @@ use crate::metrics::hlog::HlogError;
 use crate::vocab::{Model, PhaseInfo, ShapeKind};
 
 pub use crate::vocab::files::*;
+pub use data::RunData;
 
 #[derive(Debug, Error)]
 pub enum RundirError {
