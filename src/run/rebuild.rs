@@ -7,7 +7,9 @@
 //! from the files: the collectors' index from `diagnostics/collectors.jsonl`
 //! and the sample streams, the server-side evidence and findings from
 //! `diagnostics/`. A file whose last line was cut short is read up to it,
-//! and the summary says so.
+//! and the summary says so. The directory is read through
+//! [`RunData::read`] and judged by `judge::judge`, as a single run judges
+//! its own, so both give the same summary.
 
 use std::path::Path;
 use std::time::Duration;

@@ -163,6 +163,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RundirError> {
         })
 }
 
+/// Hand each event of `events.jsonl` to `f`, in order, streamed; a line
+/// that is not a JSON object (the torn last line of a killed run) is
+/// skipped, and a run without the file has no events.
+pub fn for_each_event<E>(
+    dir: &Path,
+    mut f: impl FnMut(serde_json::Map<String, serde_json::Value>) -> Result<(), E>,
+) -> Result<(), E> {
+    use std::io::BufRead as _;
+    let Ok(file) = std::fs::File::open(dir.join(EVENTS)) else {
+        return Ok(());
+    };
+    for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
+        if let Ok(serde_json::Value::Object(ev)) = serde_json::from_str(&line) {
+            f(ev)?;
+        }
+    }
+    Ok(())
+}
+
 /// `events.jsonl`: one JSON object per line, appended as things happen.
 pub struct EventLog {
     file: std::io::BufWriter<std::fs::File>,

@@ -4,12 +4,15 @@
 //! Interval histograms are added tag by tag and second by second; seconds
 //! are aligned by absolute time (each shard's start + the window's offset),
 //! so shards whose clocks started a few hundred ms apart still line up.
-//! The merged directory has the files of a single run and its summary is
-//! built by the same code (`judge::judge`), so budgets are judged on the
-//! union — a budget no single shard breaks can fail the merged run.
+//! Each shard is read through `rundir` (its latency log and series streamed
+//! by `rundir::read::for_each_part`, the loop `brunt report` uses too). The
+//! merged directory has the files of a single run, is read back through
+//! `RunData::read` and judged by the same code (`judge::judge`), so budgets
+//! are judged on the union — a budget no single shard breaks can fail the
+//! merged run.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -408,17 +411,10 @@ fn write_events(out: &Path, shards: &[ShardDir], m: &MergedFrom) -> Result<(), S
     let path = out.join(rundir::EVENTS);
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(write_err(&path))?);
     for s in shards {
-        let Ok(file) = std::fs::File::open(s.dir.join(rundir::EVENTS)) else {
-            continue;
-        };
-        for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
-            // A torn last line of a killed shard is skipped.
-            let Ok(serde_json::Value::Object(mut ev)) = serde_json::from_str(&line) else {
-                continue;
-            };
+        rundir::for_each_event(&s.dir, |mut ev| {
             ev.insert("shard".into(), (s.meta.shard_index + 1).into());
-            writeln!(f, "{}", serde_json::Value::Object(ev)).map_err(write_err(&path))?;
-        }
+            writeln!(f, "{}", serde_json::Value::Object(ev)).map_err(write_err(&path))
+        })?;
     }
     let ev = serde_json::json!({"event": "merge", "shards": m.shard_count, "skew_ms": m.skew_ms});
     writeln!(f, "{ev}").map_err(write_err(&path))?;

@@ -251,7 +251,57 @@ fn header(o: &mut String, s: &Summary) {
     );
 }
 
+/// One line of a chart over time: its name and its value in a second.
+type Pick = (&'static str, fn(&Second) -> f64);
+
+/// A chart over time: id, title, y axis, log scale, its lines.
+type TimeChart = (
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    &'static [Pick],
+);
+
 /// "Over time": latency percentiles, offered vs achieved rate, outcomes per second.
+const TIME_CHARTS: [TimeChart; 3] = [
+    (
+        "chart-latency",
+        "Latency per second (from each request's intended start)",
+        "latency (log)",
+        true,
+        &[
+            ("p50", |r| r.p50_us as f64 / 1000.0),
+            ("p90", |r| r.p90_us as f64 / 1000.0),
+            ("p99", |r| r.p99_us as f64 / 1000.0),
+            ("max", |r| r.max_us as f64 / 1000.0),
+        ],
+    ),
+    (
+        "chart-rate",
+        "Offered vs achieved rate",
+        "requests/s",
+        false,
+        &[
+            ("offered/s", |r| r.offered as f64),
+            ("answered/s", |r| r.completed as f64),
+            ("ok/s", |r| r.ok as f64),
+        ],
+    ),
+    (
+        "chart-outcomes",
+        "Outcomes per second",
+        "answers/s",
+        false,
+        &[
+            ("ok", |r| r.ok as f64),
+            ("shed (503/429)", |r| r.shed as f64),
+            ("errors", |r| r.errors as f64),
+            ("dropped", |r| r.dropped as f64),
+        ],
+    ),
+];
+
 fn time_charts(
     o: &mut String,
     secs: &BTreeMap<u64, Second>,
@@ -259,52 +309,18 @@ fn time_charts(
     bands: &[Band],
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Over time</h2>");
-    let ms = |us: u64| us as f64 / 1000.0;
-    let line = |name: &str, f: &dyn Fn(&Second) -> f64| Line {
-        name: name.into(),
-        pts: secs.iter().map(|(t, r)| (*t as f64 + 0.5, f(r))).collect(),
-    };
-    o.push_str(&log(&time_chart(
-        "chart-latency",
-        "Latency per second (from each request's intended start)",
-        "latency (log)",
-        vec![
-            line("p50", &|r| ms(r.p50_us)),
-            line("p90", &|r| ms(r.p90_us)),
-            line("p99", &|r| ms(r.p99_us)),
-            line("max", &|r| ms(r.max_us)),
-        ],
-        &fmt_ms,
-        total,
-        bands,
-    ))?);
-    o.push_str(&linear(&time_chart(
-        "chart-rate",
-        "Offered vs achieved rate",
-        "requests/s",
-        vec![
-            line("offered/s", &|r| r.offered as f64),
-            line("answered/s", &|r| r.completed as f64),
-            line("ok/s", &|r| r.ok as f64),
-        ],
-        &fmt_num,
-        total,
-        bands,
-    ))?);
-    o.push_str(&linear(&time_chart(
-        "chart-outcomes",
-        "Outcomes per second",
-        "answers/s",
-        vec![
-            line("ok", &|r| r.ok as f64),
-            line("shed (503/429)", &|r| r.shed as f64),
-            line("errors", &|r| r.errors as f64),
-            line("dropped", &|r| r.dropped as f64),
-        ],
-        &fmt_num,
-        total,
-        bands,
-    ))?);
+    for (id, title, y_desc, is_log, picks) in TIME_CHARTS {
+        let lines = picks
+            .iter()
+            .map(|(name, f)| Line {
+                name: (*name).into(),
+                pts: secs.iter().map(|(t, r)| (*t as f64 + 0.5, f(r))).collect(),
+            })
+            .collect();
+        let y_fmt: &dyn Fn(&f64) -> String = if is_log { &fmt_ms } else { &fmt_num };
+        let chart = time_chart(id, title, y_desc, lines, y_fmt, total, bands);
+        o.push_str(&if is_log { log(&chart) } else { linear(&chart) }?);
+    }
     Ok(())
 }
 
