@@ -171,6 +171,10 @@ fn distributions(dir: &Path) -> Result<Distributions, RundirError> {
             _ => return,
         };
         let _ = apart.get_or_insert_with(new_hist).add(&iv.hist);
+    })
+    .map_err(|e| RundirError::Read {
+        path: dir.join(LATENCY_LOG),
+        message: e.to_string(),
     })?;
     Ok(d)
 }
@@ -197,4 +201,77 @@ fn flames(dir: &Path) -> Vec<FlameFile> {
             Some(FlameFile { name, text, svg })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::hlog::HlogWriter;
+    use crate::metrics::Stats;
+
+    const RUN_JSON: &str = r#"{"name":"t","target":"http://127.0.0.1:1","model":"open",
+        "shape":{"kind":"constant"},"phases":[{"index":0,"name":"main","label":"10/s",
+        "start":"0s","duration":"2s","level":10.0}],"started_at":0.0,"time_scale":1.0,
+        "shard_index":0,"shard_count":1,"workers":1,"brunt_version":"0"}"#;
+
+    #[test]
+    fn what_cannot_be_read_is_listed_and_only_run_json_is_required() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        assert!(RunData::read(dir.path()).is_err(), "no run.json");
+        std::fs::write(dir.path().join(super::super::RUN_JSON), RUN_JSON).expect("run.json");
+        let d = RunData::read(dir.path()).expect("read");
+        let files: Vec<&str> = d.unread.iter().map(|u| u.file).collect();
+        assert_eq!(files, [TIME_SERIES, LATENCY_LOG]);
+        assert!(d.seconds.is_empty() && d.server.is_none() && d.windows.is_none());
+        assert!(d.require(&[EVIDENCE]).is_ok());
+        let e = d.require(&[LATENCY_LOG]).expect_err("no log");
+        assert!(e.to_string().contains(LATENCY_LOG), "{e}");
+    }
+
+    #[test]
+    fn ok_and_shed_apart_counts_by_class_and_flame_files_with_their_pages() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join(super::super::RUN_JSON), RUN_JSON).expect("run.json");
+        let mut st = Stats::default();
+        let h = |ms: u64, n: u64| {
+            let mut h = new_hist();
+            h.record_n(ms * 1_000_000, n).expect("record");
+            h
+        };
+        st.add_hist(Class::Ok, &h(10, 3), hlog::TagKind::Latency);
+        st.add_hist(Class::Shed, &h(1, 2), hlog::TagKind::Latency);
+        st.add_hist(Class::Timeout, &h(900, 1), hlog::TagKind::Latency);
+        let mut w = HlogWriter::create(&dir.path().join(LATENCY_LOG), 0.0, "test").expect("log");
+        w.window(0, &[("main", &st)]).expect("window");
+        drop(w);
+        let diag = dir.path().join(DIAGNOSTICS);
+        std::fs::create_dir_all(&diag).expect("mkdir");
+        for f in [
+            "r.jfr.main.cpu.folded",
+            "r.jfr.main.cpu.svg",
+            "r.jfr.all.wait.folded",
+        ] {
+            std::fs::write(diag.join(f), "a;b 3\n").expect("write");
+        }
+        let d = RunData::read(dir.path()).expect("read");
+        let p = &d.latency.phases["main"];
+        assert_eq!(p.all.len(), 6);
+        assert_eq!(p.ok.as_ref().map(|h| h.len()), Some(3));
+        assert_eq!(p.shed.as_ref().map(|h| h.len()), Some(2));
+        assert_eq!(p.counts[&Class::Timeout], 1);
+        assert_eq!(d.latency.run.len(), 6);
+        let flames: Vec<(&str, Option<&str>)> = d
+            .flames
+            .iter()
+            .map(|f| (f.name.as_str(), f.svg.as_deref()))
+            .collect();
+        assert_eq!(
+            flames,
+            [
+                ("r.jfr.all.wait.folded", None),
+                ("r.jfr.main.cpu.folded", Some("r.jfr.main.cpu.svg"))
+            ]
+        );
+        assert_eq!(d.flames[0].text, "a;b 3\n");
+    }
 }
