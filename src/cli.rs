@@ -471,7 +471,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             check_junit(junit.as_deref())?;
             let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
             // Like a single run's directory: the page stands beside the summary.
-            if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary) {
+            if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary, &merged.data) {
                 errln!("warning: {e}");
             }
             out!("{}", crate::report::terminal::render(&merged.summary));
@@ -680,14 +680,15 @@ fn stderr() -> crate::vocab::Say {
 
 fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32, Failure> {
     check_junit(junit)?;
-    let s = crate::run::rebuild::rebuild_saying(dir, &stderr()).map_err(|e| {
+    let r = crate::run::rebuild::rebuild_saying(dir, &stderr()).map_err(|e| {
         if e.is_write_failure() {
             Failure::Exit(exit::WRITE_FAILED, anyhow!(e))
         } else {
             Failure::Bad(anyhow!(e))
         }
     })?;
-    crate::report::html::write(dir, &s).map_err(|e| Failure::Other(anyhow!(e)))?;
+    let s = r.summary;
+    crate::report::html::write(dir, &s, &r.data).map_err(|e| Failure::Other(anyhow!(e)))?;
     out!("{}", crate::report::terminal::render(&s));
     outln!(
         "report: {}",
@@ -733,8 +734,15 @@ fn compare(
         .map(|t| t.parse::<crate::report::compare::Condition>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Failure::Bad(anyhow!(e)))?;
-    let c = crate::report::compare::compare_gated(a, b, &conditions)
-        .map_err(|e| Failure::Bad(anyhow!(e)))?;
+    // No figures without a run's series and latency log: bad input, as a missing run.json.
+    let read = |dir: &std::path::Path| {
+        let data = crate::rundir::RunData::read(dir).map_err(|e| Failure::Bad(anyhow!(e)))?;
+        data.require(&[crate::rundir::TIME_SERIES, crate::rundir::LATENCY_LOG])
+            .map_err(|e| Failure::Bad(anyhow!(e.to_string())))?;
+        Ok::<_, Failure>(data)
+    };
+    let (da, db) = (read(a)?, read(b)?);
+    let c = crate::report::compare::compare_gated((a, &da), (b, &db), &conditions);
     if json {
         outln!(
             "{}",

@@ -6,17 +6,19 @@
 //! profile → engine → metrics (the recorder) → judge → report (and
 //! metrics → export, the live Prometheus view), and
 //! collectors → diagnosis → evidence → judge → report. `run` wires one run
-//! together; `rundir` owns the files a run leaves.
+//! together; `rundir` owns the files a run leaves and every read of them:
+//! a run directory is read once into a `rundir::RunData`, which the judge
+//! judges and the renderers draw (neither opens a file).
 //!
 //! | module | owns | may import |
 //! |---|---|---|
 //! | [`cli`] | argument parsing, one function per subcommand, exit codes, all printing (the library's notices through [`vocab::Say`]), `brunt watch`'s polling loop | everything |
-//! | [`run`] | one run end to end; the compiled run spec (`RunSpec`: the one compile `brunt validate` also runs); `brunt report`; the live view's server figures | all below |
-//! | [`shard`] | `brunt merge` of shard run directories, `brunt k8s` manifests | judge, rundir, profile, metrics, budgets, vocab |
-//! | [`report`] | rendering: terminal, `report.html` (which still reads its charts' files itself, through `rundir`), `brunt compare` (and its `--fail-if` gate), `brunt analyze` output, JUnit XML, the live view (`brunt run`, `brunt watch`) | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
+//! | [`run`] | one run end to end (its files written, then read back through `rundir` and judged, as `brunt report` does); the compiled run spec (`RunSpec`: the one compile `brunt validate` also runs); `brunt report`; the live view's server figures | all below |
+//! | [`shard`] | `brunt merge` of shard run directories (read through `rundir`, judged by `judge::judge`), `brunt k8s` manifests | judge, rundir, profile, metrics, budgets, vocab |
+//! | [`report`] | rendering only, from the summary and the data its caller read (`rundir::RunData`), opening no file: terminal, `report.html`, `brunt compare` (and its `--fail-if` gate), `brunt analyze` output, JUnit XML, the live view (`brunt run`, `brunt watch`) | judge, rundir, evidence, diagnosis, metrics, budgets, vocab |
 //! | [`export`] | live export to Prometheus while a run runs: `/metrics` pull endpoint, remote-write push | metrics, vocab |
-//! | [`judge`] | the verdicts: budgets per scope, knee and cause, overload, spike, soak; `summary.json`'s content and the one finishing sequence (`judge::judge`) a run, `brunt report` and `brunt merge` share | rundir, evidence, profile, metrics, budgets, vocab |
-//! | [`rundir`] | the run directory's files: names, `run.json`, atomic writes, events, streaming readers, `evidence.json`, reading a directory as it grows | evidence, metrics, vocab |
+//! | [`judge`] | the verdicts: budgets per scope, knee and cause, overload, spike, soak; `summary.json`'s content and the one finishing sequence (`judge::judge`) a run, `brunt report` and `brunt merge` share; it reads no file, only the `rundir::RunData` it is given | rundir, evidence, profile, metrics, budgets, vocab |
+//! | [`rundir`] | the run directory's files and every read of them: names, `run.json`, atomic writes, events, `RunData` (a directory read once for the judge and the renderers), streaming readers (the latency log and series mapped onto phases in one loop), `evidence.json`, reading a directory as it grows | evidence, metrics, vocab |
 //! | [`evidence`] | server-side evidence as the judge reads it (series and findings on the run clock) | diagnosis, vocab |
 //! | [`engine`] | sending the load: its compile (`engine::compile`: target and TLS, requests, mix, templates, feeders), open-model scheduler, closed-model virtual users, the HTTP client hot path | profile, metrics, vocab |
 //! | [`collectors`] | server-side sampling over a transport (local, SSH): host `/proc`, JVM dumps, JFR (its windows read by the reader `run` hands in), heap | profile, vocab |

@@ -294,7 +294,9 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
         assert!(text.contains(phase), "{phase} missing:\n{text}");
     }
     assert!(text.contains("p99") && text.contains("Δ"), "{text}");
-    let c = brunt::report::compare::compare(shed_dir.path(), noshed_dir.path()).expect("compare");
+    let read = |d: &Path| brunt::rundir::RunData::read(d).expect("read the run");
+    let (da, db) = (read(shed_dir.path()), read(noshed_dir.path()));
+    let c = brunt::report::compare::compare((shed_dir.path(), &da), (noshed_dir.path(), &db));
     let ovr = c
         .phases
         .iter()

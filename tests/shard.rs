@@ -667,7 +667,7 @@ fn merged_shards_keep_shard_one_server_side_evidence() {
             .unwrap_or_else(|e| panic!("{}/report.html: {e}", dir.display()))
     };
     assert!(html(&dirs[0]).contains("<figure id=\"chart-server-cpu\">"));
-    brunt::report::html::write(&out, &merged.summary).expect("merged report.html");
+    brunt::report::html::write(&out, &merged.summary, &merged.data).expect("merged report.html");
     let page = html(&out);
     assert!(
         page.contains("<figure id=\"chart-server-cpu\">"),

@@ -168,7 +168,7 @@ pub fn stem_for(recording: &Path, phase: Option<&str>, kind: FlameKind) -> PathB
 
 /// The phase and kind a `.folded` file written by [`write_beside`] holds.
 pub fn parse_name(file: &str) -> Option<(String, Option<String>, FlameKind)> {
-    let rest = file.strip_suffix(".folded")?;
+    let rest = file.strip_suffix(crate::vocab::files::FLAME_STACKS)?;
     let (rest, kind) = match rest.rsplit_once('.')? {
         (r, "cpu") => (r, FlameKind::Cpu),
         (r, "wait") => (r, FlameKind::Wait),

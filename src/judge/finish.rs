@@ -1,15 +1,14 @@
-//! The one finishing sequence of a judged run: a single run (from what it
-//! holds in memory), `brunt report DIR` (from the run directory's files) and
-//! `brunt merge` (from the shards') all gather a [`Judging`] and hand it to
-//! [`judge`], so `summary.json` is built, stopped, and given its generator
+//! The one finishing sequence of a judged run: a single run, `brunt report
+//! DIR` and `brunt merge` all read their directory into a [`RunData`], gather
+//! a [`Judging`] (what only they know: the measured histograms, why the load
+//! ended, the collectors' index) and hand both to [`judge`], so `summary.json` is built, stopped, and given its generator
 //! health, collectors, findings and notes in one order, written once.
 
 use super::summary::{build, StopKind, Summary};
-use super::Inputs;
 use crate::budgets::Budget;
 use crate::metrics::{GeneratorHealth, Measured};
 use crate::profile::verdicts::VerdictsConfig;
-use crate::rundir::RunMeta;
+use crate::rundir::RunData;
 
 /// How the load ended.
 #[derive(Debug, Clone, Default)]
@@ -22,9 +21,9 @@ pub struct Ending {
     pub early: bool,
 }
 
-/// Everything the judged run is built from, whoever gathered it.
+/// Everything the judged run is built from beside its [`RunData`], whoever
+/// gathered it.
 pub struct Judging<'a> {
-    pub meta: RunMeta,
     pub budgets: &'a [Budget],
     pub settings: &'a VerdictsConfig,
     pub measured: &'a Measured,
@@ -37,16 +36,15 @@ pub struct Judging<'a> {
     pub notes: Vec<String>,
 }
 
-/// Judge the run: the summary, complete.
-pub fn judge(j: Judging<'_>, inputs: &Inputs) -> Summary {
+/// Judge the run read into `data`: the summary, complete.
+pub fn judge(j: Judging<'_>, data: &RunData) -> Summary {
     let mut s = build(
-        j.meta,
+        data,
         j.budgets,
         j.settings,
         j.measured,
         j.ending.early || j.ending.kind.is_some(),
         j.ending.reason,
-        inputs,
     );
     s.set_stop_kind(j.ending.kind);
     s.set_generator(j.generator);

@@ -36,8 +36,8 @@
 //! | [`trend`] | slopes and fits of server-side series |
 //! | [`threads`] | the per-phase thread table (dumps and JFR, phase by phase) |
 //!
-//! Every verdict is computed from in-memory [`Inputs`]; [`Inputs::load`]
-//! fills them from a run directory through [`crate::rundir`].
+//! Every verdict is computed from data in memory: the measured histograms
+//! and a [`RunData`] that [`crate::rundir`] read (the judge opens no file).
 
 pub mod cause;
 pub mod finish;
@@ -54,8 +54,6 @@ pub mod threads;
 pub mod trend;
 pub mod verdict;
 
-use std::path::Path;
-
 pub use finish::{judge, Ending, Judging};
 pub use gates::Gate;
 pub use knee::StressResult;
@@ -65,55 +63,21 @@ pub use trend::trend;
 pub use verdict::*;
 
 use crate::budgets::Budget;
-use crate::evidence::ServerSide;
-use crate::metrics::{LatencyWindows, Measured};
+use crate::metrics::Measured;
 use crate::profile::verdicts::LeakThresholds;
-use crate::rundir::read::Second;
-use crate::rundir::RunMeta;
+use crate::rundir::RunData;
 use crate::vocab::ShapeKind;
-
-/// What the verdicts read beyond the per-phase histograms.
-#[derive(Default)]
-pub struct Inputs {
-    /// The run second by second, all phases merged.
-    pub seconds: Vec<Second>,
-    /// Merged latency over time windows (the soak's drift check).
-    pub latency: Option<Box<dyn LatencyWindows>>,
-    pub server: Option<ServerSide>,
-    /// What could not be read (shown as notes, never fatal).
-    pub warnings: Vec<String>,
-}
-
-impl Inputs {
-    /// Read a run directory's series, latency log and evidence. Missing or
-    /// broken pieces become warnings: verdicts then say what they lack.
-    pub fn load(dir: &Path) -> Inputs {
-        let mut inp = Inputs::default();
-        match crate::rundir::read::rows(dir) {
-            Ok(r) => inp.seconds = crate::rundir::read::seconds(&r),
-            Err(e) => inp.warnings.push(e.to_string()),
-        }
-        inp.latency = crate::rundir::read::LogWindows::of(dir)
-            .map(|w| Box::new(w) as Box<dyn LatencyWindows>);
-        match crate::rundir::evidence::load(dir) {
-            Ok(s) => inp.server = s.filter(|s| !s.is_empty()),
-            Err(e) => inp.warnings.push(e.to_string()),
-        }
-        inp
-    }
-}
 
 /// Compute the verdict matching the run's shape.
 pub fn compute(
-    meta: &RunMeta,
+    data: &RunData,
     budgets: &[Budget],
     leaks: &LeakThresholds,
     m: &Measured,
     stress: Option<&StressResult>,
-    inputs: &Inputs,
 ) -> Verdicts {
-    let secs = &inputs.seconds;
-    let server = inputs.server.as_ref();
+    let (meta, secs) = (&data.meta, &data.seconds);
+    let server = data.server.as_ref();
     let mut v = Verdicts {
         server_side: server.is_some_and(|s| s.has_target_data()),
         ..Default::default()
@@ -144,7 +108,7 @@ pub fn compute(
             } else {
                 warmup.map(|w| w.as_secs_f64()).unwrap_or(0.0)
             };
-            v.soak = soak::soak(meta, m, warm, leaks, server, inputs.latency.as_deref());
+            v.soak = soak::soak(meta, m, warm, leaks, server, data.windows.as_deref());
         }
         _ => {}
     }
@@ -158,7 +122,7 @@ mod tests {
     use super::trend::{least_squares, theil_sen};
     use super::*;
     use crate::evidence::FindingRef;
-    use crate::rundir::read::Second;
+    use crate::metrics::series::Second;
     use std::collections::BTreeMap;
 
     #[test]

@@ -4,8 +4,8 @@
 use super::rules::*;
 use super::verdict::{Check, CheckStatus, LatencySplit, OverloadVerdict};
 use crate::budgets::Budget;
+use crate::metrics::series::Second;
 use crate::metrics::{Class, Measured, Stats};
-use crate::rundir::read::Second;
 use crate::rundir::RunMeta;
 
 /// Tolerance (absolute fraction of offered) of the shed-fraction check.

@@ -3,8 +3,8 @@
 //! phases and histograms.
 
 use crate::budgets::{Budget, Metric, Op};
+use crate::metrics::series::Second;
 use crate::metrics::{pct_us, Class, Measured, Stats};
-use crate::rundir::read::Second;
 use crate::rundir::RunMeta;
 
 use super::verdict::{Check, CheckStatus};

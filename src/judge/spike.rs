@@ -4,8 +4,8 @@
 use super::rules::*;
 use super::verdict::SpikeVerdict;
 use crate::budgets::Budget;
+use crate::metrics::series::Second;
 use crate::metrics::Measured;
-use crate::rundir::read::Second;
 use crate::rundir::RunMeta;
 
 pub(super) fn spike(

@@ -9,11 +9,11 @@ use serde::{Deserialize, Serialize};
 use super::gates::{gates, Gate};
 use super::knee::{stress_result, StressResult};
 pub use super::server_side::{ServerSide, ServerSideStatus};
-use super::{Inputs, Verdicts};
+use super::Verdicts;
 use crate::budgets::{Budget, Verdict};
 use crate::metrics::{pct_us, Class, GeneratorHealth, Measured, Stats, CLASSES};
 use crate::profile::verdicts::VerdictsConfig;
-use crate::rundir::{MergedFrom, RunMeta};
+use crate::rundir::{MergedFrom, RunData, RunMeta};
 use crate::vocab::collectors::CollectorsSummary;
 use crate::vocab::{exit, Model, ShapeKind};
 
@@ -249,14 +249,14 @@ fn judged_run(meta: &RunMeta, m: &Measured) -> Option<Stats> {
 
 /// Evaluate budgets and assemble the summary.
 pub fn build(
-    meta: RunMeta,
+    data: &RunData,
     budgets: &[Budget],
     settings: &VerdictsConfig,
     m: &Measured,
     interrupted: bool,
     stopped_reason: Option<String>,
-    inputs: &Inputs,
 ) -> Summary {
+    let meta = data.meta.clone();
     let is_stress = matches!(meta.shape, ShapeKind::Stress { .. });
     let judged = judged_run(&meta, m);
     // Per-request histograms exist only for a mix of several requests.
@@ -318,14 +318,13 @@ pub fn build(
     if let Some(merged) = &meta.merged {
         notes.extend(merge_notes(merged));
     }
-    notes.extend(inputs.warnings.iter().cloned());
+    notes.extend(data.unread.iter().map(|u| u.error.to_string()));
     let shape_verdicts = Some(super::compute(
-        &meta,
+        data,
         budgets,
         &settings.leaks,
         m,
         stress.as_ref(),
-        inputs,
     ));
     let gates = gates(
         meta.model,
@@ -396,7 +395,7 @@ pub fn build(
         .filter(|(_, s)| !s.duration.is_zero())
         .map(|(p, _)| p.clone())
         .collect();
-    let threads_by_phase = super::threads::by_phase(&ran, inputs.server.as_ref());
+    let threads_by_phase = super::threads::by_phase(&ran, data.server.as_ref());
     Summary {
         schema: SUMMARY_SCHEMA.into(),
         threads_by_phase,

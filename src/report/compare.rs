@@ -1,6 +1,8 @@
 //! `brunt compare RUN_A RUN_B [--fail-if COND]…`: two run directories side
 //! by side, phase by phase (matched by name), so a before/after change can
-//! be judged — and, with `--fail-if`, gated (see [`Condition`]).
+//! be judged — and, with `--fail-if`, gated (see [`Condition`]). The caller
+//! reads both directories ([`crate::rundir::RunData`]); nothing here opens
+//! a file.
 //!
 //! Percentiles come from each run's `latency.hlog`, merging every class's
 //! latency histograms of a phase (never averaging percentiles); request,
@@ -18,12 +20,11 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use thiserror::Error;
 
-use super::ReportError;
 use crate::budgets::Status;
 use crate::judge::summary::Percentiles;
 use crate::judge::Gate;
 use crate::metrics::{new_hist, Class};
-use crate::rundir;
+use crate::rundir::RunData;
 
 /// One phase of one run.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -107,63 +108,49 @@ impl Comparison {
     }
 }
 
-fn load(dir: &Path) -> Result<(Vec<String>, BTreeMap<String, Side>), ReportError> {
-    let meta = rundir::read_meta(dir)?;
+/// One run's phases in plan order, and each measured phase's figures.
+fn sides(data: &RunData) -> (Vec<String>, BTreeMap<String, Side>) {
+    let meta = &data.meta;
     // How far the load got: a phase cut short by a stop counts its measured part only.
-    let elapsed = rundir::read::rows(dir)?
-        .iter()
-        .map(|r| r.second + 1)
-        .max()
-        .unwrap_or(0) as f64;
-    let measured_s = |name: &str| {
-        meta.phases
-            .iter()
-            .find(|p| p.name == name)
-            .map(|p| (elapsed - p.start.as_secs_f64()).clamp(0.0, p.duration.as_secs_f64()))
-            .unwrap_or(0.0)
-    };
+    let elapsed = data.seconds.iter().map(|s| s.t + 1).max().unwrap_or(0) as f64;
     let mut run = (new_hist(), BTreeMap::<Class, u64>::new(), 0.0);
     let mut out = BTreeMap::new();
-    for (phase, (hist, counts)) in rundir::read::latency_by_phase(dir)? {
-        // `run` is rebuilt below without the warm-up.
-        if phase == "run" {
-            continue;
-        }
-        let secs = measured_s(&phase);
-        if meta
-            .phase_index(&phase)
-            .is_some_and(|i| !meta.phases[i].is_warmup())
-        {
-            let _ = run.0.add(&hist);
-            for (c, n) in &counts {
+    for (phase, l) in &data.latency.phases {
+        let p = meta.phase_index(phase).map(|i| &meta.phases[i]);
+        let secs = p
+            .map(|p| (elapsed - p.start.as_secs_f64()).clamp(0.0, p.duration.as_secs_f64()))
+            .unwrap_or(0.0);
+        // `run` merges every phase but the warm-up.
+        if p.is_some_and(|p| !p.is_warmup()) {
+            let _ = run.0.add(&l.all);
+            for (c, n) in &l.counts {
                 *run.1.entry(*c).or_default() += n;
             }
             run.2 += secs;
         }
-        out.insert(phase, Side::of(&hist, &counts, secs));
+        out.insert(phase.clone(), Side::of(&l.all, &l.counts, secs));
     }
     if !run.1.is_empty() {
         out.insert("run".into(), Side::of(&run.0, &run.1, run.2));
     }
     let order = meta.phases.iter().map(|p| p.name.clone()).collect();
-    Ok((order, out))
+    (order, out)
 }
 
-/// Compare two run directories and judge `conditions` on them.
-pub fn compare_gated(
-    a: &Path,
-    b: &Path,
-    conditions: &[Condition],
-) -> Result<Comparison, ReportError> {
-    let mut c = compare(a, b)?;
+/// One run to compare: where it was read from (shown) and what it holds.
+pub type Run<'a> = (&'a Path, &'a RunData);
+
+/// Compare two runs and judge `conditions` on them.
+pub fn compare_gated(a: Run<'_>, b: Run<'_>, conditions: &[Condition]) -> Comparison {
+    let mut c = compare(a, b);
     c.gates = conditions.iter().map(|k| k.judge(&c)).collect();
-    Ok(c)
+    c
 }
 
-/// Compare two run directories.
-pub fn compare(a: &Path, b: &Path) -> Result<Comparison, ReportError> {
-    let (order_a, mut sa) = load(a)?;
-    let (order_b, mut sb) = load(b)?;
+/// Compare two runs, phase by phase.
+pub fn compare(a: Run<'_>, b: Run<'_>) -> Comparison {
+    let (order_a, mut sa) = sides(a.1);
+    let (order_b, mut sb) = sides(b.1);
     let mut phases = Vec::new();
     let mut names: Vec<String> = order_a.clone();
     names.extend(order_b.into_iter().filter(|n| !order_a.contains(n)));
@@ -179,12 +166,12 @@ pub fn compare(a: &Path, b: &Path) -> Result<Comparison, ReportError> {
             b: y,
         });
     }
-    Ok(Comparison {
-        a: a.to_path_buf(),
-        b: b.to_path_buf(),
+    Comparison {
+        a: a.0.to_path_buf(),
+        b: b.0.to_path_buf(),
         phases,
         gates: Vec::new(),
-    })
+    }
 }
 
 fn delta(a: f64, b: f64, show: fn(f64) -> String) -> (String, String) {

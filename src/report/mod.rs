@@ -3,16 +3,20 @@
 //! ([`html`]), its gates as JUnit XML for CI ([`junit`]), and `brunt
 //! analyze`'s findings ([`analysis`]); a running load as it goes ([`live`]:
 //! the live view and `brunt watch`); two runs side by side ([`compare`]).
-//! Nothing here judges a run, and nothing re-reads the run directory behind
-//! the judge's back: the HTML charts read the files the summary describes
-//! through [`crate::rundir`]. The one verdict made here is `compare
-//! --fail-if`'s, on two runs' figures that only the comparison has.
+//! Nothing here judges a run, and nothing opens a file: every renderer
+//! takes the [`crate::judge::Summary`] and the data its caller read through
+//! [`crate::rundir`] (the charts' [`crate::rundir::RunData`]); `report.html`
+//! and the JUnit file are written through `rundir`. The tables' rows are
+//! laid out once for the terminal and the page (`table`). The one verdict
+//! made here is `compare --fail-if`'s, on two runs' figures that only the
+//! comparison has.
 
 pub mod analysis;
 pub mod compare;
 pub mod html;
 pub mod junit;
 pub mod live;
+mod table;
 pub mod terminal;
 
 use std::path::PathBuf;

@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
+use super::table::{self, text_row, Pct, BRIEF, FULL};
 use crate::budgets::Status;
-use crate::judge::summary::{ScopeSummary, ServerSideStatus};
+use crate::judge::summary::{Percentiles, ScopeSummary, ServerSideStatus};
 use crate::judge::trend::per_hour;
 use crate::judge::{LatencySplit, StressResult, Summary, Verdicts};
 use crate::vocab::{ShapeKind, WindowStats, WARMUP};
@@ -204,11 +205,10 @@ fn header(o: &mut String, s: &Summary) {
 
 /// One row per phase that saw traffic, then the whole run.
 fn phase_table(o: &mut String, s: &Summary) {
-    let _ = writeln!(
-        o,
-        "\n{:<12} {:>12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}  errors",
-        "phase", "target", "requests", "rate/s", "p50", "p95", "p99", "p99.9", "max"
-    );
+    o.push('\n');
+    let mut heads = vec![("target", 12), ("requests", 9), ("rate/s", 9)];
+    heads.extend(table::heads(&FULL).map(|h| (h, 9)));
+    text_row(o, ("phase", 12), &heads, "errors");
     for p in &s.phases {
         if p.requests + p.dropped > 0 {
             phase_row(o, p);
@@ -258,25 +258,43 @@ fn phase_name(name: &str) -> &str {
 }
 
 fn phase_row(o: &mut String, p: &ScopeSummary) {
-    let _ = writeln!(
-        o,
-        "{:<12} {:>12} {:>9} {:>9.1} {:>9} {:>9} {:>9} {:>9} {:>9}  {}{}",
-        phase_name(&p.name),
-        p.label,
-        p.requests,
-        p.rps,
-        fmt_ms(p.latency.p50),
-        fmt_ms(p.latency.p95),
-        fmt_ms(p.latency.p99),
-        fmt_ms(p.latency.p999),
-        fmt_ms(p.latency.max),
-        errors_by_kind(p),
-        if p.name == WARMUP {
-            "  (not judged)"
-        } else {
-            ""
-        }
-    );
+    let mut cells = vec![
+        (p.label.clone(), 12),
+        (p.requests.to_string(), 9),
+        (format!("{:.1}", p.rps), 9),
+    ];
+    cells.extend(ms_cells(&p.latency, &FULL));
+    let warmup = if p.name == WARMUP {
+        "  (not judged)"
+    } else {
+        ""
+    };
+    let tail = errors_by_kind(p) + warmup;
+    text_row(o, (phase_name(&p.name), 12), &cells, &tail);
+}
+
+/// A row's latency cells, 9 wide, in the terminal's unit style.
+fn ms_cells(p: &Percentiles, cols: &[Pct]) -> Vec<(String, usize)> {
+    let cells = table::latency(p, cols, fmt_ms);
+    cells.into_iter().map(|c| (c, 9)).collect()
+}
+
+/// A table of one row per request or scenario: its name (24 wide), a
+/// count, the brief latency columns, and what went wrong.
+fn brief_table<'a>(
+    o: &mut String,
+    (name, count, tail): (&str, &str, &str),
+    rows: impl Iterator<Item = (&'a str, u64, &'a Percentiles, String)>,
+) {
+    o.push('\n');
+    let mut heads = vec![(count, 9)];
+    heads.extend(table::heads(&BRIEF).map(|h| (h, 9)));
+    text_row(o, (name, 24), &heads, tail);
+    for (name, n, l, tail) in rows {
+        let mut cells = vec![(n.to_string(), 9)];
+        cells.extend(ms_cells(l, &BRIEF));
+        text_row(o, (name, 24), &cells, &tail);
+    }
 }
 
 /// One row per named request, when the profile names them.
@@ -284,29 +302,20 @@ fn request_table(o: &mut String, s: &Summary) {
     if s.requests.is_empty() {
         return;
     }
-    let _ = writeln!(
-        o,
-        "\n{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  errors",
-        "request", "requests", "p50", "p95", "p99", "max"
-    );
-    for r in &s.requests {
-        let _ = writeln!(
-            o,
-            "{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  {}{}",
-            r.name,
+    let rows = s.requests.iter().map(|r| {
+        let shed = if r.shed > 0 {
+            format!(" (+{} shed)", r.shed)
+        } else {
+            String::new()
+        };
+        (
+            r.name.as_str(),
             r.requests,
-            fmt_ms(r.latency.p50),
-            fmt_ms(r.latency.p95),
-            fmt_ms(r.latency.p99),
-            fmt_ms(r.latency.max),
-            r.errors,
-            if r.shed > 0 {
-                format!(" (+{} shed)", r.shed)
-            } else {
-                String::new()
-            }
-        );
-    }
+            &r.latency,
+            format!("{}{shed}", r.errors),
+        )
+    });
+    brief_table(o, ("request", "requests", "errors"), rows);
 }
 
 /// One row per scenario: its whole iterations, from the intended start.
@@ -314,24 +323,11 @@ fn iteration_table(o: &mut String, s: &Summary) {
     if s.iterations.is_empty() {
         return;
     }
-    let _ = writeln!(
-        o,
-        "\n{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  failed",
-        "iterations", "count", "p50", "p95", "p99", "max"
-    );
-    for it in &s.iterations {
-        let _ = writeln!(
-            o,
-            "{:<24} {:>9} {:>9} {:>9} {:>9} {:>9}  {}",
-            it.scenario,
-            it.iterations,
-            fmt_ms(it.latency.p50),
-            fmt_ms(it.latency.p95),
-            fmt_ms(it.latency.p99),
-            fmt_ms(it.latency.max),
-            it.failed
-        );
-    }
+    let rows = s.iterations.iter().map(|it| {
+        let failed = it.failed.to_string();
+        (it.scenario.as_str(), it.iterations, &it.latency, failed)
+    });
+    brief_table(o, ("iterations", "count", "failed"), rows);
 }
 
 /// Where latency counts from, and the service time beside it.

@@ -2,6 +2,12 @@
 //! the recorder, the collectors and the engine, then judge and write the
 //! run directory. Also `brunt report DIR` ([`rebuild`]), which judges a run
 //! directory again from its files.
+//!
+//! Once the load ends the run writes its files, then reads the directory
+//! back through [`rundir::RunData::read`] and judges what it read, exactly
+//! as `brunt report` does: `timeseries.csv` rounds its per-second figures,
+//! and a summary judged from the seconds still in memory could differ from
+//! the one `brunt report` rebuilds on the same directory.
 
 pub mod live;
 pub mod rebuild;
@@ -17,7 +23,7 @@ use std::time::SystemTime;
 use thiserror::Error;
 
 use crate::engine::{self, Engine, EngineConfig, EngineError, Shard};
-use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
+use crate::judge::{Ending, Judging, StopKind, Summary};
 use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::SeriesWriter;
 use crate::metrics::Measured;
@@ -284,7 +290,7 @@ fn execute_spec(
     let exporter = start_export(spec, plan, cfg, &dir, &opts)?;
     let outcome = load(spec, plan, cfg, &dir, clock, &opts, exporter.clone())?;
     drop(demo);
-    let summary = finish(spec, &dir, meta, plan, clock, outcome, &opts)?;
+    let summary = finish(spec, &dir, &meta, plan, clock, outcome, &opts)?;
     if let Some(e) = exporter {
         finish_export(&e, &opts);
     }
@@ -556,13 +562,13 @@ fn load(
 fn finish(
     spec: &RunSpec,
     dir: &Path,
-    meta: RunMeta,
+    meta: &RunMeta,
     plan: &Plan,
     clock: RunClock,
     out: LoadOutcome,
     opts: &RunOptions,
 ) -> Result<Summary, RunError> {
-    let analysis = gather_evidence(dir, &spec.pool_patterns, &meta, &opts.say);
+    let analysis = gather_evidence(dir, &spec.pool_patterns, meta, &opts.say);
 
     let elapsed = clock.elapsed().min(plan.total());
     let measured = Measured::new(&meta.phases, out.recorded.phases, elapsed);
@@ -585,10 +591,11 @@ fn finish(
         Some(StopKind::DataExhausted) => out.engine_reason,
         _ => out.recorded.stopped_reason,
     };
-    let inputs = Inputs::load(dir);
+    // Judged from the files just written, as `brunt report` judges them
+    // (see `rundir::data`: the series' rounding must not tell them apart).
+    let data = rundir::RunData::read(dir)?;
     let summary = crate::judge::judge(
         Judging {
-            meta,
             budgets: &spec.budgets,
             settings: &spec.profile.verdicts,
             measured: &measured,
@@ -597,16 +604,16 @@ fn finish(
                 reason,
                 early: false,
             },
-            generator: out.recorded.generator,
+            generator: rundir::read::generator_health(&data.seconds),
             collectors: out.collectors,
             findings: analysis.and_then(|a| serde_json::to_value(&a.findings).ok()),
             notes: vec![],
         },
-        &inputs,
+        &data,
     );
     rundir::write_json(&dir.join(rundir::SUMMARY), &summary)?;
     // The result stands without its HTML view: warn, never fail the run for it.
-    if let Err(e) = crate::report::html::write(dir, &summary) {
+    if let Err(e) = crate::report::html::write(dir, &summary, &data) {
         opts.say.warn(e.to_string());
     }
     Ok(summary)

@@ -7,7 +7,9 @@
 //! from the files: the collectors' index from `diagnostics/collectors.jsonl`
 //! and the sample streams, the server-side evidence and findings from
 //! `diagnostics/`. A file whose last line was cut short is read up to it,
-//! and the summary says so.
+//! and the summary says so. The directory is read through
+//! [`RunData::read`] and judged by `judge::judge`, as a single run judges
+//! its own, so both give the same summary.
 
 use std::path::Path;
 use std::time::Duration;
@@ -19,22 +21,29 @@ use super::RunError;
 use crate::collectors::{
     ArtifactInfo, CollectorsSummary, ErrorInfo, GapInfo, GeneratorSummary, PidInfo, StreamInfo,
 };
-use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
+use crate::judge::{Ending, Judging, StopKind, Summary};
 use crate::profile::collectors::CollectorsConfig;
 use crate::profile::Profile;
-use crate::rundir;
+use crate::rundir::{self, RunData};
 use crate::vocab::Say;
 
 /// The collectors' own event log inside `diagnostics/`.
 const COLLECTOR_EVENTS: &str = "collectors.jsonl";
 
+/// A run directory judged again: the summary, and the data it was judged
+/// from (what the renderers draw).
+pub struct Rebuilt {
+    pub summary: Summary,
+    pub data: RunData,
+}
+
 /// Rebuild `summary.json` (and nothing else) from the run directory's files.
 pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
-    rebuild_saying(dir, &Say::default())
+    rebuild_saying(dir, &Say::default()).map(|r| r.summary)
 }
 
 /// [`rebuild`], telling `say` what was cut short or could not be read.
-pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Summary, RunError> {
+pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Rebuilt, RunError> {
     let meta = rundir::read_meta(dir)?;
     let profile_path = dir.join(rundir::PROFILE);
     let profile = Profile::from_yaml(&rundir::read_text(dir, rundir::PROFILE)?, &profile_path)?;
@@ -63,8 +72,8 @@ pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Summary, RunError> {
         }
         _ => None,
     };
-    let inputs = Inputs::load(dir);
-    let generator = rundir::read::generator_health(&inputs.seconds);
+    let data = RunData::read(dir)?;
+    let generator = rundir::read::generator_health(&data.seconds);
     let (mut collectors, mut findings) = match old {
         Some(o) => (o.collectors, o.findings),
         None => (None, None),
@@ -85,7 +94,6 @@ pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Summary, RunError> {
     notes.extend(cut);
     let s = crate::judge::judge(
         Judging {
-            meta,
             budgets: &spec.budgets,
             settings: &profile.verdicts,
             measured: &m,
@@ -99,10 +107,10 @@ pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Summary, RunError> {
             findings,
             notes,
         },
-        &inputs,
+        &data,
     );
     rundir::write_json(&dir.join(rundir::SUMMARY), &s)?;
-    Ok(s)
+    Ok(Rebuilt { summary: s, data })
 }
 
 /// The collectors' index of `summary.json` from what they left in

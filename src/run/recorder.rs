@@ -17,7 +17,7 @@ use crate::engine;
 use crate::judge::knee::step_verdicts;
 use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::{Row, SeriesWriter};
-use crate::metrics::{pct_us, Aggregator, Class, GeneratorHealth, RecorderMsg, Stats, Window};
+use crate::metrics::{pct_us, Aggregator, Class, RecorderMsg, Stats, Window};
 use crate::profile::Plan;
 use crate::report::terminal::progress_line;
 use crate::rundir::EventLog;
@@ -44,7 +44,6 @@ pub(super) struct Recorded {
     pub stopped_reason: Option<String>,
     /// The load was stopped by a budget breach (stop on breach), not by the user.
     pub breach_stop: bool,
-    pub generator: GeneratorHealth,
 }
 
 /// What the recorder thread accumulates while the load runs.
@@ -56,7 +55,6 @@ struct State {
     hlog: HlogWriter,
     series: SeriesWriter,
     events: EventLog,
-    generator: GeneratorHealth,
     announced: Option<usize>,
     /// Stress steps judged so far (stop on breach).
     judged: usize,
@@ -97,7 +95,6 @@ impl State {
             rows_in_flight = 0;
         }
         self.series.flush()?;
-        self.generator.observe(w.second, w.sched_lag_us, busy);
         let total = w.total();
         let lat = total.latency(None);
         let stats = WindowStats {
@@ -143,7 +140,6 @@ impl Recording {
             hlog,
             series,
             events,
-            generator: GeneratorHealth::default(),
             announced: None,
             judged: 0,
             stopped_reason: None,
@@ -222,7 +218,6 @@ impl Recording {
             phases: st.phases,
             stopped_reason: st.stopped_reason,
             breach_stop: st.breach_stop,
-            generator: st.generator,
         })
     }
 

@@ -14,14 +14,18 @@
 //!   diagnostics/      collectors' samples (*.jsonl), dumps, JFR, and evidence.json
 //! ```
 //!
-//! Readers stream: the latency log is decoded one interval at a time
-//! ([`read::measured`]), the per-second rows are merged in one place
-//! ([`read::seconds`]), and `evidence.json` has one loader ([`evidence::load`]);
-//! a directory still being written is read as it grows through [`tail`],
-//! and whether its writer still runs is told by [`writer`].
-//! A last line cut short (a full disk, a kill mid-write) is skipped, and
+//! Every read of a run directory happens here. [`RunData::read`] reads one
+//! once into what the judge and the renderers take ([`data`]); the latency
+//! log and the series are mapped onto the phases in one loop
+//! ([`read::for_each_part`], streamed one interval at a time), the
+//! per-second rows are merged in one place ([`read::seconds`]), and
+//! `evidence.json` has one loader ([`evidence::load`]); a directory still
+//! being written is read as it grows through [`tail`], and whether its
+//! writer still runs is told by [`writer`]. A last line cut short (a full
+//! disk, a kill mid-write) is skipped, and
 //! [`read::measured_noting`] says so.
 
+pub mod data;
 pub mod evidence;
 pub mod read;
 pub mod tail;
@@ -37,6 +41,7 @@ use crate::metrics::hlog::HlogError;
 use crate::vocab::{Model, PhaseInfo, ShapeKind};
 
 pub use crate::vocab::files::*;
+pub use data::RunData;
 
 #[derive(Debug, Error)]
 pub enum RundirError {
@@ -162,6 +167,25 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RundirError> {
             path: path.to_path_buf(),
             source,
         })
+}
+
+/// Hand each event of `events.jsonl` to `f`, in order, streamed; a line
+/// that is not a JSON object (the torn last line of a killed run) is
+/// skipped, and a run without the file has no events.
+pub fn for_each_event<E>(
+    dir: &Path,
+    mut f: impl FnMut(serde_json::Map<String, serde_json::Value>) -> Result<(), E>,
+) -> Result<(), E> {
+    use std::io::BufRead as _;
+    let Ok(file) = std::fs::File::open(dir.join(EVENTS)) else {
+        return Ok(());
+    };
+    for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
+        if let Ok(serde_json::Value::Object(ev)) = serde_json::from_str(&line) {
+            f(ev)?;
+        }
+    }
+    Ok(())
 }
 
 /// `events.jsonl`: one JSON object per line, appended as things happen.

@@ -1,10 +1,11 @@
-//! Reading what a run measured back from its directory: per-phase stats from
-//! the latency log (streamed, one interval at a time), the per-second rows
-//! merged across phases ([`seconds`], the one merge in `metrics`), and the
-//! generator's health. `brunt report`,
-//! `brunt compare`, `brunt merge` and the soak's drift check all read here.
+//! Reading what a run measured back from its directory: its files mapped
+//! onto its phases ([`for_each_part`], streamed one interval at a time, the
+//! one loop `brunt report` and `brunt merge` share), per-phase stats from
+//! them ([`measured_noting`]), the per-second rows merged across phases
+//! ([`seconds`], the one merge in `metrics`), the generator's health, and
+//! the latency log as time windows for the soak's drift check
+//! ([`LogWindows`], streamed per query).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -36,56 +37,128 @@ pub fn measured(dir: &Path, meta: &RunMeta) -> Result<(Measured, Duration), Rund
 
 /// [`measured`], with a warning per file whose end was cut short (a full
 /// disk, a kill mid-write). The run is rebuilt up to the last second that
-/// both files hold whole: a second cut in one file is left out of both, so
-/// requests and offered still add up.
+/// both files hold whole (see [`for_each_part`]).
 pub fn measured_noting(
     dir: &Path,
     meta: &RunMeta,
 ) -> Result<(Measured, Duration, Vec<String>), RundirError> {
-    let mut warnings = vec![];
+    let mut phases: Vec<Stats> = (0..meta.phases.len()).map(|_| Stats::default()).collect();
+    let read = for_each_part(dir, meta, |_, i, part| part.add_to(&mut phases[i]))?;
+    let elapsed = Duration::from_secs(read.last).min(meta.planned());
+    Ok((
+        Measured::new(&meta.phases, phases, elapsed),
+        elapsed,
+        read.warnings,
+    ))
+}
+
+/// What one phase's second holds in a run directory's files.
+pub enum Part<'a> {
+    /// A tagged line of `latency.hlog`: one class's latency, service time,
+    /// request or iteration histogram.
+    Hist {
+        class: Class,
+        kind: hlog::TagKind,
+        hist: &'a Histogram<u64>,
+    },
+    /// A row of `timeseries.csv`.
+    Row(&'a Row),
+}
+
+impl Part<'_> {
+    /// Add it to a phase's stats: histograms by class, and the counts only
+    /// the series holds (offered, dropped, shed with `Retry-After`).
+    pub fn add_to(&self, st: &mut Stats) {
+        match self {
+            Part::Hist { class, kind, hist } => st.add_hist(*class, hist, *kind),
+            Part::Row(r) => {
+                st.offered += r.offered;
+                st.dropped += r.dropped;
+                st.shed_retry_after += r.shed_retry_after;
+            }
+        }
+    }
+}
+
+/// What [`for_each_part`] read around the parts it handed on.
+#[derive(Debug, Default)]
+pub struct PartsRead {
+    /// One line per file whose end was cut short.
+    pub warnings: Vec<String>,
+    /// The first line naming no phase of `run.json` (or a tag that is not
+    /// brunt's): its file and what it said. Such lines are not handed on.
+    pub stray: Option<(PathBuf, String)>,
+    /// The second after the last one read (the load's measured length).
+    pub last: u64,
+}
+
+/// Stream a run directory's per-phase seconds into `add(second, phase index,
+/// part)`: each tagged interval of the latency log (one at a time: a long
+/// soak's log does not fit in memory once decoded), then each row of the
+/// time series. The one place that maps a run's files onto its phases: the
+/// rebuilt stats add the parts per phase ([`measured_noting`]), `brunt
+/// merge` per shifted second. Read up to the last second both files hold
+/// whole: a second cut in one file is left out of both, so requests and
+/// offered still add up.
+pub fn for_each_part(
+    dir: &Path,
+    meta: &RunMeta,
+    mut add: impl FnMut(u64, usize, Part<'_>),
+) -> Result<PartsRead, RundirError> {
+    let mut read = PartsRead::default();
     let (rows, skipped) = rows_noting(dir)?;
     if let Some(w) = skipped.describe(&dir.join(TIME_SERIES).display().to_string()) {
-        warnings.push(w);
+        read.warnings.push(w);
     }
     // The series' cut second (when its number is there) ends both files.
     let mut limit = skipped.cut_last.and_then(|(_, s)| s).unwrap_or(u64::MAX);
-    let mut phases: Vec<Stats> = (0..meta.phases.len()).map(|_| Stats::default()).collect();
-    let mut last = 0u64;
-    // Streamed: a long soak's log does not fit in memory once decoded.
+    let stray = |file: &str, what: String, read: &mut PartsRead| {
+        if read.stray.is_none() {
+            read.stray = Some((dir.join(file), what));
+        }
+    };
+    let mut hlog_read = PartsRead::default();
     let cut = hlog::for_each_noting(&dir.join(LATENCY_LOG), |iv| {
-        if iv.start.as_secs() >= limit {
+        let second = iv.start.as_secs();
+        if second >= limit {
             return;
         }
-        last = last.max(iv.start.as_secs() + 1);
+        hlog_read.last = hlog_read.last.max(second + 1);
         let Some(tag) = iv.tag.as_deref() else {
             return;
         };
         let Some((phase, class, kind)) = hlog::parse_tag(tag) else {
+            stray(LATENCY_LOG, format!("unknown tag `{tag}`"), &mut hlog_read);
             return;
         };
         let Some(i) = meta.phase_index(phase) else {
+            stray(
+                LATENCY_LOG,
+                format!("tag `{tag}` names no phase"),
+                &mut hlog_read,
+            );
             return;
         };
-        phases[i].add_hist(class, &iv.hist, kind);
+        let hist = &iv.hist;
+        add(second, i, Part::Hist { class, kind, hist });
     })?;
+    read.last = hlog_read.last;
+    read.stray = hlog_read.stray;
     if let Some(c) = cut {
         limit = limit.min(c.second.unwrap_or(u64::MAX));
-        warnings.push(c.to_string());
+        read.warnings.push(c.to_string());
     }
     for r in rows.iter().filter(|r| r.second < limit) {
-        last = last.max(r.second + 1);
-        if let Some(i) = meta.phase_index(&r.phase) {
-            phases[i].offered += r.offered;
-            phases[i].dropped += r.dropped;
-            phases[i].shed_retry_after += r.shed_retry_after;
+        read.last = read.last.max(r.second + 1);
+        match meta.phase_index(&r.phase) {
+            Some(i) => add(r.second, i, Part::Row(r)),
+            None => {
+                let what = format!("phase `{}` is not in run.json", r.phase);
+                stray(TIME_SERIES, what, &mut read);
+            }
         }
     }
-    let elapsed = Duration::from_secs(last).min(meta.planned());
-    Ok((
-        Measured::new(&meta.phases, phases, elapsed),
-        elapsed,
-        warnings,
-    ))
+    Ok(read)
 }
 
 pub use crate::metrics::series::{seconds, Second};
@@ -97,30 +170,6 @@ pub fn generator_health(secs: &[Second]) -> GeneratorHealth {
         g.observe(s.t, s.sched_lag_us, s.busy_pct);
     }
     g
-}
-
-/// Every class's latency merged, and the answers counted per class.
-pub type ClassLatency = (Histogram<u64>, BTreeMap<Class, u64>);
-
-/// Per phase (by name) and for the whole run (`run`): every class's latency
-/// histogram merged, and the answers counted per class.
-pub fn latency_by_phase(dir: &Path) -> Result<BTreeMap<String, ClassLatency>, RundirError> {
-    let mut acc: BTreeMap<String, ClassLatency> = BTreeMap::new();
-    hlog::for_each(&dir.join(LATENCY_LOG), |iv| {
-        let Some((phase, class, hlog::TagKind::Latency)) =
-            iv.tag.as_deref().and_then(hlog::parse_tag)
-        else {
-            return;
-        };
-        for key in [phase, "run"] {
-            let (h, counts) = acc
-                .entry(key.to_string())
-                .or_insert_with(|| (new_hist(), BTreeMap::new()));
-            let _ = h.add(&iv.hist);
-            *counts.entry(class).or_default() += iv.hist.len();
-        }
-    })?;
-    Ok(acc)
 }
 
 /// A run directory's latency log as [`LatencyWindows`]: each query streams

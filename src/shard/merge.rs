@@ -4,27 +4,33 @@
 //! Interval histograms are added tag by tag and second by second; seconds
 //! are aligned by absolute time (each shard's start + the window's offset),
 //! so shards whose clocks started a few hundred ms apart still line up.
-//! The merged directory has the files of a single run and its summary is
-//! built by the same code (`judge::judge`), so budgets are judged on the
-//! union — a budget no single shard breaks can fail the merged run.
+//! Each shard is read through `rundir` (its latency log and series streamed
+//! by `rundir::read::for_each_part`, the loop `brunt report` uses too). The
+//! merged directory has the files of a single run, is read back through
+//! `RunData::read` and judged by the same code (`judge::judge`), so budgets
+//! are judged on the union — a budget no single shard breaks can fail the
+//! merged run.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::{MergedFrom, ShardError, ShardStart};
-use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
-use crate::metrics::hlog::{self, HlogWriter, Interval};
-use crate::metrics::series::{self, Row, SeriesWriter};
+use crate::judge::{Ending, Judging, StopKind, Summary};
+use crate::metrics::hlog::{self, HlogWriter};
+use crate::metrics::series::{Row, SeriesWriter};
 use crate::metrics::{GeneratorHealth, Stats};
 use crate::profile::Profile;
-use crate::rundir::{self, RunMeta};
+use crate::rundir::read::Part;
+use crate::rundir::{self, RunData, RunMeta, RundirError};
 
 /// What a merge leaves.
 pub struct MergeResult {
     pub dir: PathBuf,
     pub summary: Summary,
+    /// The merged directory as read for the judge (what the renderers draw).
+    pub data: RunData,
 }
 
 impl MergeResult {
@@ -34,22 +40,22 @@ impl MergeResult {
     }
 }
 
-/// One shard's run directory, read.
+/// One shard's run directory: what it planned and how it ended (its
+/// windows are streamed from its files when they are added).
 struct ShardDir {
     dir: PathBuf,
     meta: RunMeta,
     profile_text: String,
     profile: Profile,
-    intervals: Vec<Interval>,
-    rows: Vec<series::Row>,
     summary: Option<Summary>,
 }
 
-fn read_text(path: &Path) -> Result<String, ShardError> {
-    std::fs::read_to_string(path).map_err(|e| ShardError::Read {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+/// A shard's file that cannot be read is bad input (exit 2).
+fn unreadable(e: RundirError) -> ShardError {
+    match e {
+        RundirError::Read { path, message } => ShardError::Read { path, message },
+        e => ShardError::Rundir(e),
+    }
 }
 
 fn load(dir: &Path) -> Result<ShardDir, ShardError> {
@@ -59,36 +65,16 @@ fn load(dir: &Path) -> Result<ShardDir, ShardError> {
             message: "not a run directory".into(),
         });
     }
-    let meta_path = dir.join(rundir::RUN_JSON);
-    let meta: RunMeta =
-        serde_json::from_str(&read_text(&meta_path)?).map_err(|e| ShardError::Read {
-            path: meta_path.clone(),
-            message: e.to_string(),
-        })?;
-    let profile_path = dir.join(rundir::PROFILE);
-    let profile_text = read_text(&profile_path)?;
-    let profile = Profile::from_yaml(&profile_text, &profile_path)?;
-    let hlog_path = dir.join(rundir::LATENCY_LOG);
-    let intervals = hlog::read(&hlog_path).map_err(|e| ShardError::Read {
-        path: hlog_path.clone(),
-        message: e.to_string(),
-    })?;
-    let series_path = dir.join(rundir::TIME_SERIES);
-    let rows = series::read(&series_path).map_err(|e| ShardError::Read {
-        path: series_path.clone(),
-        message: e.to_string(),
-    })?;
+    let meta = rundir::read_meta(dir).map_err(unreadable)?;
+    let profile_text = rundir::read_text(dir, rundir::PROFILE).map_err(unreadable)?;
+    let profile = Profile::from_yaml(&profile_text, &dir.join(rundir::PROFILE))?;
     // A killed shard has no summary; it only carries collectors and findings.
-    let summary = std::fs::read_to_string(dir.join(rundir::SUMMARY))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok());
+    let summary = rundir::read_json(dir, rundir::SUMMARY).ok();
     Ok(ShardDir {
         dir: dir.to_path_buf(),
         meta,
         profile_text,
         profile,
-        intervals,
-        rows,
         summary,
     })
 }
@@ -180,39 +166,31 @@ impl Windows {
             .or_default()
     }
 
-    fn add_shard(&mut self, s: &ShardDir, shift: u64) -> Result<(), ShardError> {
-        let idx = |name: &str| s.meta.phases.iter().position(|p| p.name == name);
-        let bad = |message: String| ShardError::Read {
-            path: s.dir.join(rundir::LATENCY_LOG),
-            message,
-        };
-        for iv in &s.intervals {
-            // The untagged line is the sum of the tagged ones: rebuilt, not added.
-            let Some(tag) = iv.tag.as_deref() else {
-                continue;
-            };
-            let (phase, class, svc) =
-                hlog::parse_tag(tag).ok_or_else(|| bad(format!("unknown tag `{tag}`")))?;
-            let p = idx(phase).ok_or_else(|| bad(format!("tag `{tag}` names no phase")))?;
-            let second = iv.start.as_secs_f64().round() as u64 + shift;
-            self.at(second, p).add_hist(class, &iv.hist, svc);
+    /// Add a shard's windows, `shift` seconds later; returns what its
+    /// files said was cut short.
+    fn add_shard(&mut self, s: &ShardDir, shift: u64) -> Result<Vec<String>, ShardError> {
+        // Tagged lines only: the untagged one is their sum, rebuilt, not added.
+        let read = rundir::read::for_each_part(&s.dir, &s.meta, |second, p, part| {
+            let second = second + shift;
+            part.add_to(self.at(second, p));
+            if let Part::Row(r) = part {
+                *self.in_flight.entry(second).or_default() += r.in_flight;
+                let g = self.generator.entry(second).or_default();
+                g.0 = g.0.max(r.sched_lag_us);
+                g.1 = g.1.max(r.busy_pct);
+            }
+        })
+        .map_err(|e| match e {
+            RundirError::Hlog(e) => ShardError::Read {
+                path: s.dir.join(rundir::LATENCY_LOG),
+                message: e.to_string(),
+            },
+            e => unreadable(e),
+        })?;
+        match read.stray {
+            Some((path, message)) => Err(ShardError::Read { path, message }),
+            None => Ok(read.warnings),
         }
-        for r in &s.rows {
-            let p = idx(&r.phase).ok_or_else(|| ShardError::Read {
-                path: s.dir.join(rundir::TIME_SERIES),
-                message: format!("phase `{}` is not in run.json", r.phase),
-            })?;
-            let second = r.second + shift;
-            let st = self.at(second, p);
-            st.offered += r.offered;
-            st.dropped += r.dropped;
-            st.shed_retry_after += r.shed_retry_after;
-            *self.in_flight.entry(second).or_default() += r.in_flight;
-            let g = self.generator.entry(second).or_default();
-            g.0 = g.0.max(r.sched_lag_us);
-            g.1 = g.1.max(r.busy_pct);
-        }
-        Ok(())
     }
 }
 
@@ -258,9 +236,14 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         .fold(f64::NEG_INFINITY, f64::max);
     let mut windows = Windows::default();
     let mut starts = Vec::new();
+    let mut cut = Vec::new();
     for s in &shards {
         let shift = (s.meta.started_at - base).round().max(0.0) as u64;
-        windows.add_shard(s, shift)?;
+        let said = windows.add_shard(s, shift)?;
+        cut.extend(
+            said.into_iter()
+                .map(|w| format!("shard {}: {w}", s.meta.shard_index + 1)),
+        );
         starts.push(ShardStart {
             shard: s.meta.shard_index + 1,
             dir: s.dir.display().to_string(),
@@ -348,7 +331,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         None
     };
     let reason = (!reasons.is_empty()).then(|| reasons.join("; "));
-    let inputs = Inputs::load(out);
+    let data = RunData::read(out)?;
     let budgets = first.profile.compile_budgets().map_err(|e| {
         ShardError::Mismatch(format!(
             "{}: {e}",
@@ -359,10 +342,10 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     for (second, (lag, busy)) in &windows.generator {
         g.observe(*second, *lag, *busy);
     }
-    let carried = carry_collectors(&shards);
+    let mut carried = carry_collectors(&shards);
+    carried.notes.extend(cut);
     let s = crate::judge::judge(
         Judging {
-            meta,
             budgets: &budgets,
             settings: &first.profile.verdicts,
             measured: &m,
@@ -376,12 +359,13 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
             findings: carried.findings,
             notes: carried.notes,
         },
-        &inputs,
+        &data,
     );
     rundir::write_json(&out.join(rundir::SUMMARY), &s)?;
     Ok(MergeResult {
         dir: out.to_path_buf(),
         summary: s,
+        data,
     })
 }
 
@@ -429,17 +413,10 @@ fn write_events(out: &Path, shards: &[ShardDir], m: &MergedFrom) -> Result<(), S
     let path = out.join(rundir::EVENTS);
     let mut f = std::io::BufWriter::new(std::fs::File::create(&path).map_err(write_err(&path))?);
     for s in shards {
-        let Ok(file) = std::fs::File::open(s.dir.join(rundir::EVENTS)) else {
-            continue;
-        };
-        for line in std::io::BufReader::new(file).lines().map_while(Result::ok) {
-            // A torn last line of a killed shard is skipped.
-            let Ok(serde_json::Value::Object(mut ev)) = serde_json::from_str(&line) else {
-                continue;
-            };
+        rundir::for_each_event(&s.dir, |mut ev| {
             ev.insert("shard".into(), (s.meta.shard_index + 1).into());
-            writeln!(f, "{}", serde_json::Value::Object(ev)).map_err(write_err(&path))?;
-        }
+            writeln!(f, "{}", serde_json::Value::Object(ev)).map_err(write_err(&path))
+        })?;
     }
     let ev = serde_json::json!({"event": "merge", "shards": m.shard_count, "skew_ms": m.skew_ms});
     writeln!(f, "{ev}").map_err(write_err(&path))?;

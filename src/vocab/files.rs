@@ -26,6 +26,9 @@ pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
 pub const JFR_WINDOWS: &str = "jfr-windows.jsonl";
 /// The Prometheus source's answers (`collectors.prometheus`).
 pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";
+/// How a flame graph's collapsed stacks file ends, inside [`DIAGNOSTICS`]
+/// beside its recording (`<recording>.<phase>.<cpu|wait>.folded`).
+pub const FLAME_STACKS: &str = ".folded";
 
 /// Keep file-name parts to `[A-Za-z0-9._-]`.
 pub fn safe(s: &str) -> String {

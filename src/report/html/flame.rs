@@ -1,6 +1,6 @@
 //! The flame-graph section of `report.html`: the run's CPU and waiting
 //! graphs (every recording's `.folded` stacks beside it in `diagnostics/`,
-//! added), and for a stress run the differential graphs from the last step
+//! as `rundir` read them, added), and for a stress run the differential graphs from the last step
 //! within budget to the first breaking step — what the service started
 //! burning or waiting on at the knee. Embedded as `<img>` of a script-free
 //! SVG (the page runs no script); the interactive per-phase files beside the
@@ -8,7 +8,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
 
 use base64::Engine as _;
 
@@ -16,38 +15,26 @@ use super::esc;
 use crate::diagnosis::flame::{self, file_part};
 use crate::diagnosis::jfr::FlameKind;
 use crate::judge::Summary;
-use crate::rundir;
+use crate::rundir::{self, data::FlameFile};
 
 type Stacks = BTreeMap<String, u64>;
 /// (phase, kind) → stacks; `None` = the whole recording.
 type Graphs = BTreeMap<(Option<String>, FlameKind), Stacks>;
 
-/// `.folded` files under `diagnostics/`: (phase, kind) → stacks added over
-/// recordings (`None` = whole recording), and the per-phase files' names.
-fn load(dir: &Path) -> (Graphs, Vec<String>) {
+/// The `.folded` files as (phase, kind) → stacks added over recordings
+/// (`None` = whole recording), and the files whose name the diagnosis wrote.
+fn graphs(files: &[FlameFile]) -> (Graphs, Vec<&FlameFile>) {
     let mut m: Graphs = BTreeMap::new();
-    let mut files = vec![];
-    let diag = dir.join(rundir::DIAGNOSTICS);
-    let Ok(rd) = std::fs::read_dir(&diag) else {
-        return (m, files);
-    };
-    let mut names: Vec<String> = rd
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .collect();
-    names.sort();
-    for n in names {
-        let Some((_, phase, kind)) = flame::parse_name(&n) else {
-            continue;
-        };
-        let Ok(text) = std::fs::read_to_string(diag.join(&n)) else {
+    let mut named = vec![];
+    for f in files {
+        let Some((_, phase, kind)) = flame::parse_name(&f.name) else {
             continue;
         };
         let e = m.entry((phase, kind)).or_default();
-        *e = flame::merge([&*e, &flame::parse_folded(&text)]);
-        files.push(n);
+        *e = flame::merge([&*e, &flame::parse_folded(&f.text)]);
+        named.push(f);
     }
-    (m, files)
+    (m, named)
 }
 
 fn figure(o: &mut String, id: &str, caption: &str, svg: &str) {
@@ -61,8 +48,8 @@ fn figure(o: &mut String, id: &str, caption: &str, svg: &str) {
 }
 
 /// Writes the section when the run left flame-graph stacks; nothing otherwise.
-pub(super) fn section(o: &mut String, dir: &Path, s: &Summary) {
-    let (graphs, files) = load(dir);
+pub(super) fn section(o: &mut String, s: &Summary, flames: &[FlameFile]) {
+    let (graphs, files) = graphs(flames);
     if graphs.is_empty() {
         return;
     }
@@ -104,11 +91,7 @@ pub(super) fn section(o: &mut String, dir: &Path, s: &Summary) {
             }
         }
     }
-    let svgs: Vec<String> = files
-        .iter()
-        .map(|f| f.trim_end_matches(".folded").to_string() + ".svg")
-        .filter(|f| dir.join(rundir::DIAGNOSTICS).join(f).exists())
-        .collect();
+    let svgs: Vec<&String> = files.iter().filter_map(|f| f.svg.as_ref()).collect();
     if !svgs.is_empty() {
         let _ = write!(o, "<p>Interactive graphs per phase (zoom, search): ");
         let links: Vec<String> = svgs

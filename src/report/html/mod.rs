@@ -10,6 +10,10 @@
 //! threads by phase (dumps and JFR, phase by phase) when there were any;
 //! flame graphs when the run left JFR stacks (`flame`).
 //!
+//! Rendering only: the page is drawn from the [`Summary`] and the run
+//! directory as [`crate::rundir::RunData`] read it; nothing here opens a
+//! file ([`write`] hands the page to `rundir` to write).
+//!
 //! Every chart is an `<svg>` inside `<figure id="chart-…">`, so a test can
 //! check each one is there. Charts keep a wide right margin: plotters
 //! centres tick labels on their tick, and the last one would be clipped.
@@ -23,90 +27,63 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::table::{self, html_head, html_row, Pct, BRIEF, FULL};
 use super::ReportError;
-use crate::judge::summary::{ScopeSummary, ServerSideStatus};
+use crate::judge::summary::{Percentiles, ScopeSummary, ServerSideStatus};
 use crate::judge::trend::per_hour;
 use crate::judge::{
     CheckStatus, LatencySplit, OverloadVerdict, SoakVerdict, SpikeVerdict, StressVerdict, Summary,
     Verdicts,
 };
-use crate::metrics::series::{seconds, Row, Second};
-use crate::metrics::{hlog, new_hist, Class, CLASSES};
-use crate::rundir;
+use crate::metrics::series::Second;
+use crate::metrics::CLASSES;
+use crate::rundir::{self, data::Distributions, RunData};
 use crate::vocab::Status;
 use crate::vocab::{ShapeKind, WARMUP};
 pub use charts::esc;
 use charts::*;
+use hdrhistogram::Histogram;
 use server::server_section;
 
 pub const REPORT_FILE: &str = rundir::REPORT_HTML;
 
-/// Write `report.html` into the run directory.
-pub fn write(dir: &Path, s: &Summary) -> Result<(), ReportError> {
-    let html = render(dir, s)?;
+/// Write `report.html` into the run directory (the one file this module
+/// touches, written through `rundir`).
+pub fn write(dir: &Path, s: &Summary, data: &RunData) -> Result<(), ReportError> {
+    let html = render(s, data)?;
     rundir::write_atomic(&dir.join(REPORT_FILE), html.as_bytes())?;
     Ok(())
 }
 
-/// Merged latency histograms per phase (every class) and for the whole run.
-fn distributions(
-    dir: &Path,
-    s: &Summary,
-) -> Result<Vec<(String, hdrhistogram::Histogram<u64>)>, ReportError> {
-    let mut per: BTreeMap<String, hdrhistogram::Histogram<u64>> = BTreeMap::new();
-    // Overload runs: a phase's ok and shed answers apart (fast 503s would
-    // pull a merged line down below the baseline's).
+/// The latency lines of the distribution chart: per phase in plan order
+/// (an overload run's ok and shed answers apart: fast 503s would pull a
+/// merged line below the baseline's), then the whole run.
+fn distributions<'a>(s: &Summary, d: &'a Distributions) -> Vec<(String, &'a Histogram<u64>)> {
     let split = matches!(s.meta.shape, ShapeKind::Overload { .. });
-    let mut by_class: BTreeMap<(String, bool), hdrhistogram::Histogram<u64>> = BTreeMap::new();
-    let mut all = new_hist();
-    hlog::for_each(&dir.join(rundir::LATENCY_LOG), |iv| {
-        match iv.tag.as_deref() {
-            None => {
-                let _ = all.add(&iv.hist);
-            }
-            Some(t) => {
-                if let Some((phase, class, hlog::TagKind::Latency)) = hlog::parse_tag(t) {
-                    if split && matches!(class, Class::Ok | Class::Shed) {
-                        let _ = by_class
-                            .entry((phase.to_string(), class == Class::Shed))
-                            .or_insert_with(new_hist)
-                            .add(&iv.hist);
-                    }
-                    let _ = per
-                        .entry(phase.to_string())
-                        .or_insert_with(new_hist)
-                        .add(&iv.hist);
-                }
-            }
-        }
-    })?;
-    // Plan order, then the run; too many steps make an unreadable chart.
-    let mut out: Vec<(String, hdrhistogram::Histogram<u64>)> = Vec::new();
+    let mut out: Vec<(String, &Histogram<u64>)> = Vec::new();
     for p in &s.phases {
-        let shed = by_class.remove(&(p.name.clone(), true));
-        match shed {
-            Some(sh) if !sh.is_empty() => {
-                if let Some(ok) = by_class.remove(&(p.name.clone(), false)) {
+        let Some(l) = d.phases.get(&p.name) else {
+            continue;
+        };
+        match l.shed.as_ref().filter(|sh| split && !sh.is_empty()) {
+            Some(sh) => {
+                if let Some(ok) = &l.ok {
                     out.push((format!("{} ok", p.name), ok));
                 }
                 out.push((format!("{} shed", p.name), sh));
             }
-            _ => {
-                if let Some(h) = per.remove(&p.name) {
-                    out.push((p.name.clone(), h));
-                }
-            }
+            None => out.push((p.name.clone(), &l.all)),
         }
     }
     out.retain(|(_, h)| !h.is_empty());
+    // Too many steps make an unreadable chart: the last six.
     if out.len() > 7 {
-        let keep = out.split_off(out.len() - 6);
-        out = keep;
+        out = out.split_off(out.len() - 6);
     }
-    if !all.is_empty() {
-        out.push(("all".into(), all));
+    if !d.run.is_empty() {
+        out.push(("all".into(), &d.run));
     }
-    Ok(out)
+    out
 }
 
 fn percentile_line(name: &str, h: &hdrhistogram::Histogram<u64>) -> Line {
@@ -188,31 +165,29 @@ fn pass_cell(p: bool) -> String {
     })
 }
 
-/// The page as a string.
-pub fn render(dir: &Path, s: &Summary) -> Result<String, ReportError> {
-    let rows = rundir::read::rows(dir).unwrap_or_default();
-    let server = rundir::evidence::load(dir).ok().flatten();
-    let (secs, total) = timeline(&rows, s);
+/// The page as a string, from the summary and the run directory as read.
+pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
+    let (secs, total) = timeline(&data.seconds, s);
     let bands = phase_bands(s);
     let mut o = String::new();
     header(&mut o, s);
     verdict_section(&mut o, s);
     time_charts(&mut o, &secs, total, &bands)?;
-    distribution_chart(&mut o, dir, s)?;
+    distribution_chart(&mut o, s, &data.latency)?;
     phase_table(&mut o, s);
     step_tables(&mut o, s);
     budget_table(&mut o, s);
-    server_section(&mut o, s, server.as_ref(), &bands, total)?;
+    server_section(&mut o, s, data.server.as_ref(), &bands, total)?;
     threads::section(&mut o, s);
-    flame::section(&mut o, dir, s);
+    flame::section(&mut o, s, &data.flames);
     notes(&mut o, s);
     footer(&mut o);
     Ok(o)
 }
 
 /// The per-second rows to draw and the time axis' end (seconds).
-fn timeline(rows: &[Row], s: &Summary) -> (BTreeMap<u64, Second>, f64) {
-    let mut secs: BTreeMap<u64, Second> = seconds(rows).into_iter().map(|s| (s.t, s)).collect();
+fn timeline(seconds: &[Second], s: &Summary) -> (BTreeMap<u64, Second>, f64) {
+    let mut secs: BTreeMap<u64, Second> = seconds.iter().map(|s| (s.t, s.clone())).collect();
     let total = s
         .meta
         .phases
@@ -276,7 +251,57 @@ fn header(o: &mut String, s: &Summary) {
     );
 }
 
+/// One line of a chart over time: its name and its value in a second.
+type Pick = (&'static str, fn(&Second) -> f64);
+
+/// A chart over time: id, title, y axis, log scale, its lines.
+type TimeChart = (
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    &'static [Pick],
+);
+
 /// "Over time": latency percentiles, offered vs achieved rate, outcomes per second.
+const TIME_CHARTS: [TimeChart; 3] = [
+    (
+        "chart-latency",
+        "Latency per second (from each request's intended start)",
+        "latency (log)",
+        true,
+        &[
+            ("p50", |r| r.p50_us as f64 / 1000.0),
+            ("p90", |r| r.p90_us as f64 / 1000.0),
+            ("p99", |r| r.p99_us as f64 / 1000.0),
+            ("max", |r| r.max_us as f64 / 1000.0),
+        ],
+    ),
+    (
+        "chart-rate",
+        "Offered vs achieved rate",
+        "requests/s",
+        false,
+        &[
+            ("offered/s", |r| r.offered as f64),
+            ("answered/s", |r| r.completed as f64),
+            ("ok/s", |r| r.ok as f64),
+        ],
+    ),
+    (
+        "chart-outcomes",
+        "Outcomes per second",
+        "answers/s",
+        false,
+        &[
+            ("ok", |r| r.ok as f64),
+            ("shed (503/429)", |r| r.shed as f64),
+            ("errors", |r| r.errors as f64),
+            ("dropped", |r| r.dropped as f64),
+        ],
+    ),
+];
+
 fn time_charts(
     o: &mut String,
     secs: &BTreeMap<u64, Second>,
@@ -284,52 +309,18 @@ fn time_charts(
     bands: &[Band],
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Over time</h2>");
-    let ms = |us: u64| us as f64 / 1000.0;
-    let line = |name: &str, f: &dyn Fn(&Second) -> f64| Line {
-        name: name.into(),
-        pts: secs.iter().map(|(t, r)| (*t as f64 + 0.5, f(r))).collect(),
-    };
-    o.push_str(&log(&time_chart(
-        "chart-latency",
-        "Latency per second (from each request's intended start)",
-        "latency (log)",
-        vec![
-            line("p50", &|r| ms(r.p50_us)),
-            line("p90", &|r| ms(r.p90_us)),
-            line("p99", &|r| ms(r.p99_us)),
-            line("max", &|r| ms(r.max_us)),
-        ],
-        &fmt_ms,
-        total,
-        bands,
-    ))?);
-    o.push_str(&linear(&time_chart(
-        "chart-rate",
-        "Offered vs achieved rate",
-        "requests/s",
-        vec![
-            line("offered/s", &|r| r.offered as f64),
-            line("answered/s", &|r| r.completed as f64),
-            line("ok/s", &|r| r.ok as f64),
-        ],
-        &fmt_num,
-        total,
-        bands,
-    ))?);
-    o.push_str(&linear(&time_chart(
-        "chart-outcomes",
-        "Outcomes per second",
-        "answers/s",
-        vec![
-            line("ok", &|r| r.ok as f64),
-            line("shed (503/429)", &|r| r.shed as f64),
-            line("errors", &|r| r.errors as f64),
-            line("dropped", &|r| r.dropped as f64),
-        ],
-        &fmt_num,
-        total,
-        bands,
-    ))?);
+    for (id, title, y_desc, is_log, picks) in TIME_CHARTS {
+        let lines = picks
+            .iter()
+            .map(|(name, f)| Line {
+                name: (*name).into(),
+                pts: secs.iter().map(|(t, r)| (*t as f64 + 0.5, f(r))).collect(),
+            })
+            .collect();
+        let y_fmt: &dyn Fn(&f64) -> String = if is_log { &fmt_ms } else { &fmt_num };
+        let chart = time_chart(id, title, y_desc, lines, y_fmt, total, bands);
+        o.push_str(&if is_log { log(&chart) } else { linear(&chart) }?);
+    }
     Ok(())
 }
 
@@ -359,8 +350,8 @@ fn time_chart<'a>(
 }
 
 /// The latency distribution per phase, from the merged histograms.
-fn distribution_chart(o: &mut String, dir: &Path, s: &Summary) -> Result<(), ReportError> {
-    let dists = distributions(dir, s).unwrap_or_default();
+fn distribution_chart(o: &mut String, s: &Summary, d: &Distributions) -> Result<(), ReportError> {
+    let dists = distributions(s, d);
     let dlines: Vec<Line> = dists.iter().map(|(n, h)| percentile_line(n, h)).collect();
     let x_max = dlines
         .iter()
@@ -605,30 +596,34 @@ fn soak_trends(o: &mut String, so: &SoakVerdict) {
 }
 
 fn phase_table(o: &mut String, s: &Summary) {
-    let _ = writeln!(o, "<h2>Phases</h2><table><tr><th class=\"l\">phase</th><th>target</th><th>offered/s</th><th>achieved (ok)/s</th><th>requests</th><th>p50</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th><th>service p99</th><th>shed</th><th>errors</th><th>dropped</th></tr>");
+    o.push_str("<h2>Phases</h2><table>");
+    let heads = [
+        "phase",
+        "target",
+        "offered/s",
+        "achieved (ok)/s",
+        "requests",
+    ];
+    let tail = ["service p99", "shed", "errors", "dropped"];
+    html_head(o, heads.into_iter().chain(table::heads(&FULL)).chain(tail));
+    o.push('\n');
     let row = |o: &mut String, p: &ScopeSummary| {
-        let _ = writeln!(
-            o,
-            "<tr><td class=\"l\">{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            if p.name == WARMUP {
-                "warm-up (not judged)".to_string()
-            } else {
-                esc(&p.name)
-            },
+        let name = if p.name == WARMUP {
+            "warm-up (not judged)".to_string()
+        } else {
+            esc(&p.name)
+        };
+        let mut cells = vec![
+            name,
             esc(&p.label),
-            p.offered_rate,
-            p.throughput,
-            p.requests,
-            fmt_ms(&p.latency.p50),
-            fmt_ms(&p.latency.p95),
-            fmt_ms(&p.latency.p99),
-            fmt_ms(&p.latency.p999),
-            fmt_ms(&p.latency.max),
-            fmt_ms(&p.service.p99),
-            p.shed,
-            p.errors,
-            p.dropped
-        );
+            format!("{:.1}", p.offered_rate),
+            format!("{:.1}", p.throughput),
+            p.requests.to_string(),
+        ];
+        cells.extend(ms_cells(&p.latency, &FULL));
+        cells.extend([fmt_ms(&p.service.p99), p.shed.to_string()]);
+        cells.extend([p.errors, p.dropped].map(|n| n.to_string()));
+        html_row(o, &cells);
     };
     for p in &s.phases {
         if p.requests + p.dropped > 0 {
@@ -660,44 +655,43 @@ fn phase_table(o: &mut String, s: &Summary) {
 /// iterations, over the run: what step and iteration budgets judge.
 fn step_tables(o: &mut String, s: &Summary) {
     if !s.requests.is_empty() {
-        let _ = writeln!(o, "<h2>Requests and steps</h2><table><tr><th class=\"l\">request</th><th>requests</th><th>ok</th><th>shed</th><th>errors</th><th>p50</th><th>p95</th><th>p99</th><th>p99.9</th><th>max</th></tr>");
+        o.push_str("<h2>Requests and steps</h2><table>");
+        let heads = ["request", "requests", "ok", "shed", "errors"];
+        html_head(o, heads.into_iter().chain(table::heads(&FULL)));
+        o.push('\n');
         for r in &s.requests {
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&r.name),
-                r.requests,
-                r.ok,
-                r.shed,
-                r.errors,
-                fmt_ms(&r.latency.p50),
-                fmt_ms(&r.latency.p95),
-                fmt_ms(&r.latency.p99),
-                fmt_ms(&r.latency.p999),
-                fmt_ms(&r.latency.max)
-            );
+            let mut cells = vec![esc(&r.name)];
+            cells.extend([r.requests, r.ok, r.shed, r.errors].map(|n| n.to_string()));
+            cells.extend(ms_cells(&r.latency, &FULL));
+            html_row(o, &cells);
         }
         let _ = writeln!(o, "</table>");
     }
     if !s.iterations.is_empty() {
-        let _ = writeln!(o, "<h2>Scenario iterations</h2><p class=\"meta\">a whole iteration, from its intended start to its last answer, think times included</p><table><tr><th class=\"l\">scenario</th><th>iterations</th><th>ok</th><th>failed</th><th>p50</th><th>p95</th><th>p99</th><th>max</th><th>ok p99</th></tr>");
+        o.push_str("<h2>Scenario iterations</h2><p class=\"meta\">a whole iteration, from its intended start to its last answer, think times included</p><table>");
+        let heads = ["scenario", "iterations", "ok", "failed"];
+        html_head(
+            o,
+            heads
+                .into_iter()
+                .chain(table::heads(&BRIEF))
+                .chain(["ok p99"]),
+        );
+        o.push('\n');
         for it in &s.iterations {
-            let _ = writeln!(
-                o,
-                "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                esc(&it.scenario),
-                it.iterations,
-                it.ok,
-                it.failed,
-                fmt_ms(&it.latency.p50),
-                fmt_ms(&it.latency.p95),
-                fmt_ms(&it.latency.p99),
-                fmt_ms(&it.latency.max),
-                fmt_ms(&it.ok_latency.p99)
-            );
+            let mut cells = vec![esc(&it.scenario)];
+            cells.extend([it.iterations, it.ok, it.failed].map(|n| n.to_string()));
+            cells.extend(ms_cells(&it.latency, &BRIEF));
+            cells.push(fmt_ms(&it.ok_latency.p99));
+            html_row(o, &cells);
         }
         let _ = writeln!(o, "</table>");
     }
+}
+
+/// A row's latency cells in the page's unit style.
+fn ms_cells(p: &Percentiles, cols: &[Pct]) -> Vec<String> {
+    table::latency(p, cols, |v| fmt_ms(&v))
 }
 
 /// Overload runs: admitted and shed latency apart, phase by phase.
