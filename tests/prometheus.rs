@@ -178,6 +178,12 @@ shape:
     .expect("run");
     let s = &r.summary;
     assert!(s.totals.requests > 500, "{}", s.totals.requests);
+    // Every push reached Prometheus, the final figures too.
+    let x = s.export.as_ref().expect("summary.export");
+    assert!(
+        x.pushes >= 5 && x.push_failures == 0 && x.final_pushed,
+        "{x:?}"
+    );
     let run = "run-prom-out";
     // Pulled series carry job="brunt"; pushed ones have no job label. The
     // endpoint is gone now (its series are stale): read the last sample.
@@ -325,6 +331,21 @@ fn an_unreachable_remote_write_is_counted_never_fatal() {
     assert!(rows.len() >= 3, "a push a second: {rows:?}");
     assert!(rows.iter().all(|r| !r.ok && r.error.is_some()), "{rows:?}");
     assert_eq!(rows.iter().filter(|r| r.last).count(), 1, "{rows:?}");
+    // … and in the summary, with a note; `brunt report` rebuilds the same.
+    let x = r.summary.export.as_ref().expect("summary.export");
+    assert_eq!(x.pushes, rows.len() as u64, "{x:?}");
+    assert_eq!(x.push_failures, x.pushes, "{x:?}");
+    assert!(!x.final_pushed && !x.failed_seconds.is_empty(), "{x:?}");
+    assert!(
+        r.summary
+            .notes
+            .iter()
+            .any(|n| n.starts_with("remote-write: ")),
+        "{:?}",
+        r.summary.notes
+    );
+    let rebuilt = brunt::run::rebuild::rebuild(&r.dir).expect("brunt report");
+    assert_eq!(rebuilt.export, r.summary.export);
 }
 
 fn push_rows(dir: &Path) -> Vec<brunt::vocab::export::PushRow> {

@@ -199,15 +199,14 @@ impl Exporter {
         }
     }
 
-    /// Every window is in: push the final figures, wait (up to the linger
-    /// time) for one scrape of them, then stop.
-    pub fn finish(&self) -> ExportReport {
+    /// Every window is in: push the final figures, waiting at most
+    /// [`FINAL_PUSH_WAIT`] for a receiver that hangs. What the pushes did.
+    pub fn push_final(&self) -> ExportReport {
         if let Ok(mut f) = self.figures.lock() {
             f.final_ = true;
         }
         // Closing the channel makes the push thread send once more and end;
-        // a receiver that hangs holds the run's end up no longer than
-        // FINAL_PUSH_WAIT (the thread is left to its request timeout).
+        // a hanging receiver is left to the thread's request timeout.
         if let Ok(mut n) = self.nudge.lock() {
             n.take();
         }
@@ -223,7 +222,24 @@ impl Exporter {
                 final_push_abandoned = true;
             }
         }
-        let mut final_scraped = false;
+        let (pushes, push_failures) = self
+            .figures
+            .lock()
+            .map(|f| (f.pushes, f.push_failures))
+            .unwrap_or_default();
+        ExportReport {
+            scrapes: self.scrapes.load(Ordering::Relaxed),
+            pushes,
+            push_failures,
+            final_scraped: false,
+            final_push_abandoned,
+        }
+    }
+
+    /// After [`Exporter::push_final`] (called here if it was not): wait up
+    /// to the linger time for one scrape of the final figures, then stop.
+    pub fn finish(&self) -> ExportReport {
+        let mut report = self.push_final();
         if let Some((stop, h)) = self.server.lock().ok().and_then(|mut s| s.take()) {
             let until = Instant::now() + self.linger;
             if self.say && !self.linger.is_zero() && self.final_scrapes.load(Ordering::Relaxed) == 0
@@ -236,22 +252,12 @@ impl Exporter {
             while Instant::now() < until && self.final_scrapes.load(Ordering::Relaxed) == 0 {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            final_scraped = self.final_scrapes.load(Ordering::Relaxed) > 0;
+            report.final_scraped = self.final_scrapes.load(Ordering::Relaxed) > 0;
             let _ = stop.send(());
             let _ = h.join();
         }
-        let (pushes, push_failures) = self
-            .figures
-            .lock()
-            .map(|f| (f.pushes, f.push_failures))
-            .unwrap_or_default();
-        ExportReport {
-            scrapes: self.scrapes.load(Ordering::Relaxed),
-            pushes,
-            push_failures,
-            final_scraped,
-            final_push_abandoned,
-        }
+        report.scrapes = self.scrapes.load(Ordering::Relaxed);
+        report
     }
 }
 

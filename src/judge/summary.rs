@@ -231,6 +231,9 @@ pub struct Summary {
     /// without thread evidence (see [`super::threads`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads_by_phase: Vec<super::threads::PhaseThreads>,
+    /// What the remote-write pushes did (absent when the run pushed nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub export: Option<crate::vocab::export::ExportTally>,
 }
 
 /// The whole run less its warm-up phase (`None`: there is none, the run is it).
@@ -319,6 +322,15 @@ pub fn build(
         notes.extend(merge_notes(merged));
     }
     notes.extend(data.unread.iter().map(|u| u.error.to_string()));
+    if let Some(x) = data.export.as_ref().filter(|x| x.push_failures > 0) {
+        notes.push(format!(
+            "remote-write: {} of {} pushes failed, in {} second(s) (first: {}); the live figures in Prometheus miss those seconds (export.jsonl has every push)",
+            x.push_failures,
+            x.pushes,
+            x.failed_seconds.len(),
+            x.first_error.as_deref().unwrap_or("no reason given")
+        ));
+    }
     let shape_verdicts = Some(super::compute(
         data,
         budgets,
@@ -417,6 +429,7 @@ pub fn build(
         findings: None,
         verdicts: shape_verdicts,
         generator: GeneratorHealth::default(),
+        export: data.export.clone(),
     }
 }
 

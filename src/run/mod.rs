@@ -9,6 +9,7 @@
 //! and a summary judged from the seconds still in memory could differ from
 //! the one `brunt report` rebuilds on the same directory.
 
+mod export;
 pub mod live;
 pub mod rebuild;
 mod recorder;
@@ -191,7 +192,7 @@ fn default_dir(profile: &Profile, shard: Shard) -> PathBuf {
     parent.join(name)
 }
 
-fn sanitize(s: &str) -> String {
+pub(super) fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
@@ -287,108 +288,19 @@ fn execute_spec(
     let clock = RunClock::now();
     let meta = run_meta(&spec.profile, url, plan, cfg, &clock, scale, &opts);
     rundir::write_json(&dir.join(rundir::RUN_JSON), &meta)?;
-    let exporter = start_export(spec, plan, cfg, &dir, &opts)?;
+    let exporter = export::start(spec, plan, cfg, &dir, &opts)?;
     let outcome = load(spec, plan, cfg, &dir, clock, &opts, exporter.clone())?;
     drop(demo);
+    // The final push before the summary, which counts it (export.jsonl);
+    // the last scrape after, so the summary is not held up by it.
+    if let Some(e) = &exporter {
+        export::push_final(e, &opts);
+    }
     let summary = finish(spec, &dir, &meta, plan, clock, outcome, &opts)?;
     if let Some(e) = exporter {
-        finish_export(&e, &opts);
+        export::last_scrape(&e, &opts);
     }
     Ok(RunResult { dir, summary })
-}
-
-/// The live exporter, when `--metrics-listen` or a remote-write URL asks for one.
-fn start_export(
-    spec: &RunSpec,
-    plan: &Plan,
-    cfg: &EngineConfig,
-    dir: &Path,
-    opts: &RunOptions,
-) -> Result<Option<Arc<crate::export::Exporter>>, RunError> {
-    let remote_write = opts
-        .remote_write
-        .clone()
-        .or_else(|| spec.profile.output.prometheus_remote_write.clone());
-    if opts.metrics_listen.is_none() && remote_write.is_none() {
-        return Ok(None);
-    }
-    let remote_write_token = match &spec.profile.output.prometheus_remote_write_token_env {
-        Some(var) => Some(
-            std::env::var(var)
-                .ok()
-                .filter(|v| !v.trim().is_empty())
-                .ok_or_else(|| {
-                    RunError::Invalid(format!(
-                        "output.prometheus_remote_write_token_env: environment variable {var} is not set"
-                    ))
-                })?,
-        ),
-        None => None,
-    };
-    let export = crate::export::ExportConfig {
-        listen: opts.metrics_listen,
-        remote_write,
-        remote_write_token,
-        labels: crate::export::Labels {
-            run: run_label(&spec.profile.name, dir, opts),
-            shard: format!("{}/{}", opts.shard.index + 1, opts.shard.count.max(1)),
-            phases: plan.phases.iter().map(|p| p.info.name.clone()).collect(),
-            requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
-        },
-        linger: opts
-            .metrics_linger
-            .unwrap_or(std::time::Duration::from_secs(15)),
-        say: opts.progress != Progress::Quiet,
-        notices: opts.say.clone(),
-        push_log: Some(dir.join(rundir::EXPORT_LOG)),
-    };
-    let e = crate::export::Exporter::start(export).map_err(|e| match e {
-        crate::export::ExportError::BadUrl(_) => RunError::Invalid(e.to_string()),
-        other => RunError::Export(other),
-    })?;
-    if let (Some(a), true) = (e.local_addr(), opts.progress != Progress::Quiet) {
-        opts.say.line(format!("metrics: http://{a}/metrics"));
-    }
-    Ok(Some(Arc::new(e)))
-}
-
-/// The `run` label: the run directory's name; for shards stepping together
-/// (`--start-at`), the profile's name and that start, so every shard's
-/// series carry the same value and Grafana sums them.
-fn run_label(profile: &str, dir: &Path, opts: &RunOptions) -> String {
-    let start = opts
-        .start_at
-        .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok());
-    match start {
-        Some(t) if opts.shard.count > 1 => format!("{}-{}", sanitize(profile), t.as_secs()),
-        _ => dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| sanitize(profile)),
-    }
-}
-
-/// Push the final figures and give a scraping Prometheus its last look.
-fn finish_export(e: &crate::export::Exporter, opts: &RunOptions) {
-    let r = e.finish();
-    if r.push_failures > 0 {
-        opts.say.warn(format!(
-            "remote-write: {} of {} pushes failed (each in {})",
-            r.push_failures,
-            r.pushes,
-            rundir::EXPORT_LOG
-        ));
-    }
-    if r.final_push_abandoned {
-        opts.say.warn(format!(
-            "remote-write: the receiver did not take the final figures within {:?}; the run ended without them",
-            crate::export::FINAL_PUSH_WAIT
-        ));
-    }
-    if e.local_addr().is_some() && !r.final_scraped && opts.progress != Progress::Quiet {
-        opts.say
-            .line("metrics: the final figures were not scraped before the endpoint closed");
-    }
 }
 
 /// An existing, non-empty `--out` would mix two runs (and diagnose the old

@@ -18,9 +18,12 @@ use std::path::Path;
 use hdrhistogram::Histogram;
 
 use super::read::{LogWindows, Second};
-use super::{RunMeta, RundirError, DIAGNOSTICS, EVIDENCE, FLAME_STACKS, LATENCY_LOG, TIME_SERIES};
+use super::{
+    RunMeta, RundirError, DIAGNOSTICS, EVIDENCE, EXPORT_LOG, FLAME_STACKS, LATENCY_LOG, TIME_SERIES,
+};
 use crate::evidence::ServerSide;
 use crate::metrics::{hlog, new_hist, Class, LatencyWindows};
+use crate::vocab::export::{ExportTally, PushRow};
 
 /// What a run directory holds for the judge and the renderers, read once.
 pub struct RunData {
@@ -36,6 +39,8 @@ pub struct RunData {
     pub latency: Distributions,
     /// The flame graphs' stacks left beside the recordings in `diagnostics/`.
     pub flames: Vec<FlameFile>,
+    /// The remote-write pushes (`export.jsonl`), when the run pushed.
+    pub export: Option<ExportTally>,
     /// What could not be read (never fatal here: the judge notes it, the
     /// renderers draw what there is).
     pub unread: Vec<Unread>,
@@ -122,9 +127,11 @@ impl RunData {
             });
             Distributions::default()
         });
+        let export = pushes(dir).map(|rows| ExportTally::of(&rows, meta.started_at));
         Ok(RunData {
             meta,
             seconds,
+            export,
             windows: LogWindows::of(dir).map(|w| Box::new(w) as Box<dyn LatencyWindows>),
             server,
             latency,
@@ -177,6 +184,17 @@ fn distributions(dir: &Path) -> Result<Distributions, RundirError> {
         message: e.to_string(),
     })?;
     Ok(d)
+}
+
+/// `export.jsonl`'s rows (a row cut short at a kill is skipped); `None`
+/// when the run pushed nothing.
+fn pushes(dir: &Path) -> Option<Vec<PushRow>> {
+    let text = std::fs::read_to_string(dir.join(EXPORT_LOG)).ok()?;
+    Some(
+        text.lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect(),
+    )
 }
 
 /// Every `.folded` file of `diagnostics/`, by name; none when there is no
