@@ -470,6 +470,9 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         Cmd::Merge { dirs, out, junit } => {
             check_junit(junit.as_deref())?;
             let merged = crate::shard::merge(&dirs, &out).map_err(shard_failure)?;
+            for w in &merged.warnings {
+                errln!("warning: {w}");
+            }
             // Like a single run's directory: the page stands beside the summary.
             if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary, &merged.data) {
                 errln!("warning: {e}");

@@ -852,3 +852,76 @@ fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
         assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", text(&o));
     }
 }
+
+/// A merge decides completeness from the shards' data: a shard killed
+/// mid-run (no summary) makes the merged run interrupted (exit 105, the
+/// shard named), and a shard's cut last line is said on stderr and in the
+/// notes, as `brunt report` says it.
+#[test]
+fn a_killed_or_cut_shard_is_never_merged_as_complete() {
+    let _g = load::serial();
+    let root = tempfile::tempdir().expect("tempdir");
+    let profile = root.path().join("p.yaml");
+    std::fs::write(
+        &profile,
+        "name: halves\ntarget: { url: builtin }\nrequests: [ { path: /fast } ]\nshape: { constant: { rate: 100/s, duration: 5s } }\n",
+    )
+    .expect("profile");
+    let shard = |i: u32, dir: &Path| {
+        brunt()
+            .args(["run", "--quiet", "--shard", &format!("{i}/2"), "--out"])
+            .arg(dir)
+            .arg(&profile)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("brunt run starts")
+    };
+    let (one, two, killed) = (
+        root.path().join("one"),
+        root.path().join("two"),
+        root.path().join("killed"),
+    );
+    let mut a = shard(1, &one);
+    let mut b = shard(2, &two);
+    let mut k = shard(2, &killed);
+    cmd::wait_lines(&killed.join("timeseries.csv"), 3, Duration::from_secs(20));
+    k.kill().expect("kill -9 shard 2");
+    k.wait().expect("reaped");
+    assert_eq!(a.wait().expect("shard 1").code(), Some(0));
+    assert_eq!(b.wait().expect("shard 2").code(), Some(0));
+
+    // Shard 1 complete, shard 2 killed: interrupted, never a PASS.
+    let out = root.path().join("m-killed");
+    let o = merge(&[&one, &killed], &out);
+    assert_eq!(o.status.code(), Some(105), "{}", text(&o));
+    assert!(
+        text(&o).contains("shard 2: no summary.json (killed?)"),
+        "{}",
+        text(&o)
+    );
+    let s = json(&out.join("summary.json"));
+    assert_eq!(s["interrupted"], true, "{s}");
+    assert!(
+        s["stopped_reason"].to_string().contains("shard 2"),
+        "{}",
+        s["stopped_reason"]
+    );
+
+    // Both complete: a PASS; with shard 2's last log line cut, a warning too.
+    let o = merge(&[&one, &two], &root.path().join("m-whole"));
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    assert!(!text(&o).contains("warning"), "{}", text(&o));
+    let hlog = two.join("latency.hlog");
+    let t = std::fs::read_to_string(&hlog).expect("log");
+    std::fs::write(&hlog, &t[..t.trim_end().len() - 5]).expect("cut the last line");
+    let out = root.path().join("m-cut");
+    let o = merge(&[&one, &two], &out);
+    let said = text(&o);
+    assert!(
+        said.contains("warning: shard 2: ") && said.contains("cut"),
+        "{said}"
+    );
+    let notes = json(&out.join("summary.json"))["notes"].to_string();
+    assert!(notes.contains("shard 2: "), "{notes}");
+}

@@ -31,6 +31,9 @@ pub struct MergeResult {
     pub summary: Summary,
     /// The merged directory as read for the judge (what the renderers draw).
     pub data: RunData,
+    /// What the shards' reading said (a cut line, a shard that did not
+    /// finish), also in the summary's notes: for the caller to show.
+    pub warnings: Vec<String>,
 }
 
 impl MergeResult {
@@ -167,8 +170,8 @@ impl Windows {
     }
 
     /// Add a shard's windows, `shift` seconds later; returns what its
-    /// files said was cut short.
-    fn add_shard(&mut self, s: &ShardDir, shift: u64) -> Result<Vec<String>, ShardError> {
+    /// files said was cut short and the second after its last one.
+    fn add_shard(&mut self, s: &ShardDir, shift: u64) -> Result<(Vec<String>, u64), ShardError> {
         // Tagged lines only: the untagged one is their sum, rebuilt, not added.
         let read = rundir::read::for_each_part(&s.dir, &s.meta, |second, p, part| {
             let second = second + shift;
@@ -189,7 +192,7 @@ impl Windows {
         })?;
         match read.stray {
             Some((path, message)) => Err(ShardError::Read { path, message }),
-            None => Ok(read.warnings),
+            None => Ok((read.warnings, read.last)),
         }
     }
 }
@@ -237,13 +240,15 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     let mut windows = Windows::default();
     let mut starts = Vec::new();
     let mut cut = Vec::new();
+    let mut unfinished = Vec::new();
     for s in &shards {
         let shift = (s.meta.started_at - base).round().max(0.0) as u64;
-        let said = windows.add_shard(s, shift)?;
+        let (said, last) = windows.add_shard(s, shift)?;
         cut.extend(
             said.into_iter()
                 .map(|w| format!("shard {}: {w}", s.meta.shard_index + 1)),
         );
+        unfinished.extend(incomplete(s, last));
         starts.push(ShardStart {
             shard: s.meta.shard_index + 1,
             dir: s.dir.display().to_string(),
@@ -300,7 +305,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     let total = meta.planned();
     // A shard stopped by the user (or killed) interrupts the merged run; a
     // breach stop (stress stop on breach) stays a designed stop.
-    let reasons: Vec<String> = shards
+    let mut reasons: Vec<String> = shards
         .iter()
         .filter_map(|s| {
             let sum = s.summary.as_ref()?;
@@ -321,7 +326,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
             })
         })
     };
-    let kind = if shard_kind(StopKind::Interrupted) {
+    reasons.extend(unfinished.iter().cloned());
+    let kind = if shard_kind(StopKind::Interrupted) || !unfinished.is_empty() {
         Some(StopKind::Interrupted)
     } else if shard_kind(StopKind::Breach) {
         Some(StopKind::Breach)
@@ -343,7 +349,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         g.observe(*second, *lag, *busy);
     }
     let mut carried = carry_collectors(&shards);
-    carried.notes.extend(cut);
+    carried.notes.extend(cut.iter().cloned());
     let s = crate::judge::judge(
         Judging {
             budgets: &budgets,
@@ -366,6 +372,28 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         dir: out.to_path_buf(),
         summary: s,
         data,
+        warnings: cut.into_iter().chain(unfinished).collect(),
+    })
+}
+
+/// Why a shard did not run its whole plan, judged from its data rather
+/// than from its summary alone: a killed shard writes none, and a shard
+/// whose files end early saw only part of the load. A designed stop (a
+/// stress breach, an exhausted feeder) is the shard's summary's to say.
+fn incomplete(s: &ShardDir, last: u64) -> Option<String> {
+    let n = s.meta.shard_index + 1;
+    let planned = s.meta.planned().as_secs_f64();
+    let Some(sum) = &s.summary else {
+        return Some(format!(
+            "shard {n}: no summary.json (killed?): its data ends at {last} s of a {planned:.0}-s plan"
+        ));
+    };
+    let designed = matches!(
+        sum.stop_kind,
+        Some(StopKind::Breach) | Some(StopKind::DataExhausted)
+    );
+    (!designed && !sum.interrupted && (last as f64) + 1.0 < planned).then(|| {
+        format!("shard {n}: its data ends at {last} s of a {planned:.0}-s plan, though its summary says it completed")
     })
 }
 
