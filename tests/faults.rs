@@ -168,6 +168,14 @@ budgets: [ "p99 < 5s" ]
         "summary has {requests}; whole seconds on disk {before_last_row}, readable {readable}"
     );
     assert!(requests < 8000, "{requests} requests on a full disk");
+    // The books close: what was offered and never recorded is `unknown`.
+    let t = &s["totals"];
+    let n = |k: &str| t[k].as_u64().unwrap_or(0);
+    assert_eq!(
+        n("offered"),
+        n("requests") + n("dropped") + n("unknown"),
+        "{t}"
+    );
     if cut {
         assert!(
             text.contains("latency.hlog") && text.contains("cut short"),
