@@ -52,16 +52,7 @@ pub fn theil_sen(pts: &[(f64, f64)]) -> Option<f64> {
             }
         }
     }
-    if slopes.is_empty() {
-        return None;
-    }
-    slopes.sort_by(f64::total_cmp);
-    let n = slopes.len();
-    Some(if n % 2 == 1 {
-        slopes[n / 2]
-    } else {
-        (slopes[n / 2 - 1] + slopes[n / 2]) / 2.0
-    })
+    median(&mut slopes)
 }
 
 /// A leak verdict needs at least this many seconds of samples after the
