@@ -21,6 +21,29 @@ pub fn demo(cfg: DemoConfig) -> DemoServer {
     DemoServer::start(cfg).expect("demo target starts on 127.0.0.1")
 }
 
+/// The plainest profile: `/fast` at a constant `rate` for `duration` against
+/// `url` (`builtin`, or `{url}` for [`profile`] to fill in). Append any other
+/// section (budgets, collectors) to it.
+pub fn fast(name: &str, url: &str, rate: &str, duration: &str) -> String {
+    format!(
+        "
+name: {name}
+target: {{ url: \"{url}\" }}
+requests: [ {{ path: /fast }} ]
+shape: {{ constant: {{ rate: {rate}, duration: {duration} }} }}
+"
+    )
+}
+
+/// A profile's `collectors:` section sampling this host's `/proc` every
+/// second (transport local): append it to a profile that has none.
+pub const HOST_EVERY_SECOND: &str = "collectors:
+  transport: { kind: local }
+  collect:
+    - use: linux-host
+      probes: { host: { every: 1s } }
+";
+
 /// Parse a profile written inline; `{url}` is replaced by `url`.
 pub fn profile(yaml: &str, url: &str) -> Profile {
     let text = yaml.replace("{url}", url);
