@@ -359,16 +359,24 @@ fn node_exporter() -> (Proc, String) {
     (p, addr)
 }
 
-/// A 50/s constant load on `url` for `duration` whose one collector is the
-/// Prometheus source: `prometheus` is that section's YAML.
-fn node_cpu_profile(name: &str, duration: &str, prometheus: &str, url: &str) -> Profile {
+/// A constant load (`rate`, `duration`) on `url` whose one collector is the
+/// Prometheus source: `prometheus` is that section's YAML; `more`, any
+/// other top-level sections.
+fn prom_profile(
+    name: &str,
+    (rate, duration): (&str, &str),
+    prometheus: &str,
+    more: &str,
+    url: &str,
+) -> Profile {
     load::profile(
         &format!(
             r#"
 name: {name}
 target: {{ url: "{{url}}" }}
 requests: [ {{ path: "/" }} ]
-shape: {{ constant: {{ rate: 50/s, duration: {duration} }} }}
+shape: {{ constant: {{ rate: {rate}, duration: {duration} }} }}
+{more}
 collectors:
   generator: {{ enabled: false }}
   prometheus: {prometheus}
@@ -383,9 +391,9 @@ fn the_prometheus_source_puts_node_cpu_and_pool_waiters_into_evidence_and_the_re
     let _g = load::serial();
     let (_node, node_addr, prom) = node_scraped();
     let srv = load::demo(DemoConfig::default());
-    let p = node_cpu_profile(
+    let p = prom_profile(
         "prom-in",
-        "5s",
+        ("50/s", "5s"),
         &format!(
             r#"
     url: {base}
@@ -399,6 +407,7 @@ fn the_prometheus_source_puts_node_cpu_and_pool_waiters_into_evidence_and_the_re
 "#,
             base = prom.base
         ),
+        "",
         &srv.base_url(),
     );
     let dir = tempfile::tempdir().expect("tempdir");
@@ -518,13 +527,14 @@ fn range_mode_reads_node_cpu_once_at_the_end_on_the_run_clock() {
     let _g = load::serial();
     let (_node, node_addr, prom) = node_scraped();
     let srv = load::demo(DemoConfig::default());
-    let p = node_cpu_profile(
+    let p = prom_profile(
         "prom-range",
-        "6s",
+        ("50/s", "6s"),
         &format!(
             r#"{{ url: {base}, mode: range, every: 1s, instance: "{node_addr}", window: 3s, use: [prometheus-node] }}"#,
             base = prom.base
         ),
+        "",
         &srv.base_url(),
     );
     let dir = tempfile::tempdir().expect("tempdir");
@@ -576,18 +586,14 @@ fn bearer_tokens_from_the_environment_reach_prometheus_behind_a_guard() {
     std::env::set_var("BRUNT_TEST_PROM_WRONG", "wrong");
     let srv = load::demo(DemoConfig::default());
     let profile = |name: &str, var: &str| {
-        load::profile(
+        prom_profile(
+            name,
+            ("20/s", "3s"),
             &format!(
-                r#"
-name: {name}
-target: {{ url: "{{url}}" }}
-requests: [ {{ path: "/" }} ]
-shape: {{ constant: {{ rate: 20/s, duration: 3s }} }}
-output: {{ prometheus_remote_write: "{guarded}/api/v1/write", prometheus_remote_write_token_env: {var} }}
-collectors:
-  generator: {{ enabled: false }}
-  prometheus: {{ url: "{guarded}", bearer_token_env: {var}, every: 1s, queries: [ {{ name: one, query: "vector(1)" }} ] }}
-"#
+                r#"{{ url: "{guarded}", bearer_token_env: {var}, every: 1s, queries: [ {{ name: one, query: "vector(1)" }} ] }}"#
+            ),
+            &format!(
+                r#"output: {{ prometheus_remote_write: "{guarded}/api/v1/write", prometheus_remote_write_token_env: {var} }}"#
             ),
             &srv.base_url(),
         )
