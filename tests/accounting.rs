@@ -9,7 +9,7 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{kill, out, spawn_run, wait_lines, wait_with_limit};
+use cmd::{kill, out, spawn_run, wait_lines, wait_with_limit, write};
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -234,18 +234,14 @@ budgets: [ "p99 < 100ms" ]
 
 // ---- the binary, stopped by a signal ----
 
-const TWENTY_SECONDS: &str = r#"
-name: twenty
-target: { url: builtin }
-requests: [ { path: /fast } ]
-shape: { constant: { rate: 100/s, duration: 20s } }
-budgets: [ "p99 < 5s" ]
-"#;
+/// 100/s for 20 s of the built-in target, within budget.
+fn twenty_seconds() -> String {
+    load::fast("twenty", "builtin", "100/s", "20s") + "budgets: [ \"p99 < 5s\" ]\n"
+}
 
 fn stopped_by_signal(sig: &str, reason: &str) {
     let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("twenty.yaml");
-    std::fs::write(&p, TWENTY_SECONDS).unwrap();
+    let p = write(d.path(), "twenty.yaml", &twenty_seconds());
     let run = d.path().join("run");
     let child = spawn_run(&p, &run, "--plain");
     // Halfway.
@@ -288,9 +284,9 @@ fn sigterm_stops_the_binary_gracefully_with_a_complete_run_directory() {
 #[test]
 fn a_second_sigterm_during_the_drain_quits_at_once_with_143() {
     let d = tempfile::tempdir().unwrap();
-    let p = d.path().join("slow.yaml");
-    std::fs::write(
-        &p,
+    let p = write(
+        d.path(),
+        "slow.yaml",
         r#"
 name: slow
 target: { url: builtin, timeout: 20s }
@@ -298,8 +294,7 @@ requests: [ { path: "/slow?ms=15000" } ]
 load: { connections: 4 }
 shape: { constant: { rate: 10/s, duration: 20s } }
 "#,
-    )
-    .unwrap();
+    );
     let run = d.path().join("run");
     let child = spawn_run(&p, &run, "--plain");
     wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(30));

@@ -4,9 +4,11 @@
 
 #[path = "support/cmd.rs"]
 mod cmd;
+#[path = "support/load.rs"]
+mod load;
 #[path = "support/tcp.rs"]
 mod tcp;
-use cmd::{brunt, out, run_quiet, spawn_run, spawn_run_unheard, wait_lines};
+use cmd::{brunt, out, run_quiet, spawn_run, spawn_run_unheard, wait_lines, write};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,12 +16,6 @@ use std::time::{Duration, Instant};
 
 fn repo(p: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p)
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 const SHORT: &str = r#"
@@ -223,18 +219,15 @@ fn an_unreachable_target_is_a_quick_clear_error() {
     assert!(t.elapsed() < Duration::from_secs(10));
 }
 
-const LONG: &str = r#"
-name: long
-target: { url: builtin }
-requests: [ { path: /fast } ]
-shape: { constant: { rate: 200/s, duration: 60s } }
-budgets: [ "p99 < 5s" ]
-"#;
+/// 200/s for a minute of the built-in target, within budget: a run to stop.
+fn long() -> String {
+    load::fast("long", "builtin", "200/s", "60s") + "budgets: [ \"p99 < 5s\" ]\n"
+}
 
 #[test]
 fn ctrl_c_stops_gracefully_and_writes_the_report() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "long.yaml", LONG);
+    let p = write(d.path(), "long.yaml", &long());
     let run = d.path().join("run");
     let child = spawn_run(&p, &run, "--plain");
     wait_lines(&run.join("timeseries.csv"), 4, Duration::from_secs(20));
@@ -259,7 +252,7 @@ fn ctrl_c_stops_gracefully_and_writes_the_report() {
 #[test]
 fn kill_9_leaves_a_directory_that_brunt_report_rebuilds() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "long.yaml", LONG);
+    let p = write(d.path(), "long.yaml", &long());
     let run = d.path().join("run");
     let mut child = spawn_run_unheard(&p, &run);
     wait_lines(&run.join("timeseries.csv"), 5, Duration::from_secs(20));
@@ -511,7 +504,7 @@ fn an_existing_out_is_refused_unless_forced() {
 #[test]
 fn a_burst_of_signals_stops_once() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), "long.yaml", LONG);
+    let p = write(d.path(), "long.yaml", &long());
     let sigterm = |pid: u32| {
         assert!(Command::new("kill")
             .args(["-TERM", &pid.to_string()])

@@ -176,12 +176,7 @@ fn a_refused_connection_is_a_connect_error() {
     // A port with nothing listening: the preflight says so.
     let port = nginx::free_port();
     let p = load::profile(
-        r#"
-name: refused
-target: { url: "{url}" }
-requests: [ { path: /fast } ]
-shape: { constant: { rate: 10/s, duration: 1s } }
-"#,
+        &load::fast("refused", "{url}", "10/s", "1s"),
         &format!("http://127.0.0.1:{port}"),
     );
     let dir = tempfile::tempdir().unwrap();

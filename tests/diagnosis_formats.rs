@@ -7,7 +7,35 @@ use brunt::diagnosis::model::{LockKind, ThreadState};
 use brunt::diagnosis::text::parse_text_dumps;
 use brunt::diagnosis::{json::parse_json_dump, Detail};
 
-const JDK8: &str = "2026-11-30 10:00:00
+/// A JDK 8 dump: worker-1 and worker-2 wait for the Inventory monitor
+/// worker-0 holds.
+fn jdk8() -> String {
+    let inventory_waiter = |header: &str| {
+        format!(
+            "{header}
+   java.lang.Thread.State: BLOCKED (on object monitor)
+\tat com.acme.Inventory.reserve(Inventory.java:88)
+\t- waiting to lock <0x000000076ab62208> (a com.acme.Inventory)
+\tat com.acme.Api.handle(Api.java:12)
+
+   Locked ownable synchronizers:
+\t- None
+
+"
+        )
+    };
+    format!(
+        "{JDK8_HEAD}{}{}{JDK8_REST}",
+        inventory_waiter(
+            "\"worker-2\" #11 prio=5 os_prio=0 tid=0x00007f5c5c0f7800 nid=0x1a21 waiting for monitor entry [0x00007f5c3f6fd000]"
+        ),
+        inventory_waiter(
+            "\"worker-1\" #10 prio=5 os_prio=0 tid=0x00007f5c5c0f6800 nid=0x1a20 waiting for monitor entry [0x00007f5c3f7fe000]"
+        ),
+    )
+}
+
+const JDK8_HEAD: &str = "2026-11-30 10:00:00
 Full thread dump Java HotSpot(TM) 64-Bit Server VM (25.402-b06 mixed mode):
 
 \"Attach Listener\" #12 daemon prio=9 os_prio=0 tid=0x00007f5c30001000 nid=0x1a2b waiting on condition [0x0000000000000000]
@@ -16,25 +44,9 @@ Full thread dump Java HotSpot(TM) 64-Bit Server VM (25.402-b06 mixed mode):
    Locked ownable synchronizers:
 \t- None
 
-\"worker-2\" #11 prio=5 os_prio=0 tid=0x00007f5c5c0f7800 nid=0x1a21 waiting for monitor entry [0x00007f5c3f6fd000]
-   java.lang.Thread.State: BLOCKED (on object monitor)
-\tat com.acme.Inventory.reserve(Inventory.java:88)
-\t- waiting to lock <0x000000076ab62208> (a com.acme.Inventory)
-\tat com.acme.Api.handle(Api.java:12)
+";
 
-   Locked ownable synchronizers:
-\t- None
-
-\"worker-1\" #10 prio=5 os_prio=0 tid=0x00007f5c5c0f6800 nid=0x1a20 waiting for monitor entry [0x00007f5c3f7fe000]
-   java.lang.Thread.State: BLOCKED (on object monitor)
-\tat com.acme.Inventory.reserve(Inventory.java:88)
-\t- waiting to lock <0x000000076ab62208> (a com.acme.Inventory)
-\tat com.acme.Api.handle(Api.java:12)
-
-   Locked ownable synchronizers:
-\t- None
-
-\"worker-0\" #9 prio=5 os_prio=0 tid=0x00007f5c5c0f5000 nid=0x1a1f waiting for monitor entry [0x00007f5c3f8ff000]
+const JDK8_REST: &str = "\"worker-0\" #9 prio=5 os_prio=0 tid=0x00007f5c5c0f5000 nid=0x1a1f waiting for monitor entry [0x00007f5c3f8ff000]
    java.lang.Thread.State: BLOCKED (on object monitor)
 \tat com.acme.Audit.log(Audit.java:20)
 \t- waiting to lock <0x000000076ab99999> (a com.acme.Audit)
@@ -84,7 +96,7 @@ JNI global references: 15
 
 #[test]
 fn jdk8_dump_monitor_holder_wait_and_ownable() {
-    let dumps = parse_text_dumps(JDK8, "jdk8.txt");
+    let dumps = parse_text_dumps(&jdk8(), "jdk8.txt");
     assert_eq!(dumps.len(), 1);
     let d = &dumps[0];
     assert!(d.warnings.is_empty(), "{:?}", d.warnings);
@@ -134,9 +146,10 @@ fn jdk8_dump_monitor_holder_wait_and_ownable() {
 
 #[test]
 fn several_dumps_in_one_log_and_truncation_warning() {
+    let jdk8 = jdk8();
     let log = format!(
-        "starting app\n{JDK8}\nmore log\n{}",
-        JDK8.replace("10:00:00", "10:00:05")
+        "starting app\n{jdk8}\nmore log\n{}",
+        jdk8.replace("10:00:00", "10:00:05")
     );
     let cut = &log[..log.len() - 40];
     let dumps = parse_text_dumps(cut, "app.log");

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use brunt::diagnosis::jfr::{parse_jfr_file, parse_jfr_file_phased};
+use brunt::diagnosis::jfr::{parse_jfr_file, parse_jfr_file_phased, JfrSite};
 use brunt::diagnosis::{Analysis, Detail, Finding, Options, PhaseWindow, PoolPattern, Severity};
 use brunt::report::analysis::render_text;
 use java::{JavaTarget, Jdk, TargetOpts};
@@ -69,6 +69,14 @@ fn contention_pool_deadlock(jdk: &Jdk) {
     let text = first_dump_text(&d1);
     let file = log.display().to_string();
     let of_dump0 = |f: &&Finding| f.evidence.file == file && f.evidence.dump_index == Some(0);
+    // The first dump's finding whose detail is `is`.
+    let dump0_finding = |what: &str, is: &dyn Fn(&Detail) -> bool| {
+        a.findings
+            .iter()
+            .filter(of_dump0)
+            .find(|f| is(&f.detail))
+            .unwrap_or_else(|| panic!("no {what} finding"))
+    };
 
     // Thread-state counts equal the dump's own lines.
     let header = Regex::new(r#"(?m)^"[^\n]*" #\d+ "#).expect("regex");
@@ -93,12 +101,10 @@ fn contention_pool_deadlock(jdk: &Jdk) {
     }
 
     // Contention on Inventory: waiters = `waiting to lock` lines; holder = the thread with `- locked` on it.
-    let lock = a
-        .findings
-        .iter()
-        .filter(of_dump0)
-        .find(|f| matches!(&f.detail, Detail::LockContention { class, .. } if class == "com.brunt.target.Inventory"))
-        .expect("contention finding");
+    let lock = dump0_finding(
+        "contention",
+        &|d| matches!(d, Detail::LockContention { class, .. } if class == "com.brunt.target.Inventory"),
+    );
     let Detail::LockContention {
         address,
         holder,
@@ -144,12 +150,10 @@ fn contention_pool_deadlock(jdk: &Jdk) {
     assert!(lock.severity >= Severity::Medium);
 
     // Pool waits: the commons-pool2 borrowers, called from Target.pool.
-    let pw = a
-        .findings
-        .iter()
-        .filter(of_dump0)
-        .find(|f| matches!(&f.detail, Detail::PoolWait { pool_kind, .. } if pool_kind == "commons-pool2"))
-        .expect("pool wait finding");
+    let pw = dump0_finding(
+        "pool wait",
+        &|d| matches!(d, Detail::PoolWait { pool_kind, .. } if pool_kind == "commons-pool2"),
+    );
     let Detail::PoolWait {
         waiters,
         app_frames,
@@ -543,6 +547,17 @@ fn iso_duration_ms(s: &str) -> f64 {
     total
 }
 
+/// The recording's `jdk.JavaMonitorEnter` sites on the target's Inventory.
+fn inventory_monitor_sites(sites: &[JfrSite]) -> Vec<&JfrSite> {
+    sites
+        .iter()
+        .filter(|s| {
+            s.event == "jdk.JavaMonitorEnter"
+                && s.class.as_deref() == Some("com.brunt.target.Inventory")
+        })
+        .collect()
+}
+
 fn jfr_recording(jdk: &Jdk) {
     let t = JavaTarget::start(&jdk.clone(), &TargetOpts::default());
     t.proc.jfr_start("brunt", "profile");
@@ -574,14 +589,7 @@ fn jfr_recording(jdk: &Jdk) {
         "com.brunt.target.Inventory",
     );
     assert!(n >= 5, "only {n} JavaMonitorEnter events on Inventory");
-    let mine: Vec<_> = rec
-        .sites
-        .iter()
-        .filter(|s| {
-            s.event == "jdk.JavaMonitorEnter"
-                && s.class.as_deref() == Some("com.brunt.target.Inventory")
-        })
-        .collect();
+    let mine = inventory_monitor_sites(&rec.sites);
     assert_eq!(mine.iter().map(|s| s.count).sum::<u64>(), n);
     let my_ms: f64 = mine.iter().map(|s| s.total_ms).sum();
     assert!((my_ms - ms).abs() < 0.01 * ms + 0.01, "{my_ms} vs {ms}");
@@ -634,14 +642,7 @@ fn jfr_recording(jdk: &Jdk) {
         },
     ];
     let split = parse_jfr_file_phased(&file, &phases).expect("parse with phases");
-    let inv: Vec<_> = split
-        .sites
-        .iter()
-        .filter(|s| {
-            s.event == "jdk.JavaMonitorEnter"
-                && s.class.as_deref() == Some("com.brunt.target.Inventory")
-        })
-        .collect();
+    let inv = inventory_monitor_sites(&split.sites);
     assert_eq!(inv.iter().map(|s| s.count).sum::<u64>(), n);
     assert!(inv
         .iter()

@@ -49,17 +49,9 @@ shape: { constant: { rate: 3000/s, duration: 5s } }
 #[test]
 fn stalls_show_in_latency_from_intended_start_but_not_in_service_time() {
     let _g = load::serial();
-    let stall_every = Duration::from_secs(10);
-    let stall_for = Duration::from_secs(1);
-    let srv = load::demo(DemoConfig {
-        stall_every: Some(stall_every),
-        stall_for,
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
     // Few connections: during a stall later requests wait for a connection,
     // which is exactly where a closed-loop tool stops measuring.
-    let p = load::profile(
+    load::stalled_run(
         r#"
 name: stall
 target: { url: "{url}", timeout: 5s }
@@ -67,22 +59,18 @@ requests: [ { path: /fast } ]
 load: { model: open, connections: 2, workers: 1 }
 shape: { constant: { rate: 200/s, duration: 20s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
-    load::assert_stalls_in_latency_only(&r, &srv, stall_for, stall_every);
 }
 
 #[test]
 fn shed_and_errors_are_classified_and_counted() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig {
-        shed_cap: 4,
-        shed_work: Duration::from_millis(20),
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { srv, dir, r } = load::demo_run(
+        DemoConfig {
+            shed_cap: 4,
+            shed_work: Duration::from_millis(20),
+            ..Default::default()
+        },
         r#"
 name: classes
 target: { url: "{url}" }
@@ -93,9 +81,7 @@ requests:
 load: { model: open, connections: 100 }
 shape: { constant: { rate: 500/s, duration: 3s } }
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let t = &r.summary.totals;
     let count = |k: &str| t.by_class.get(k).map(|c| c.count).unwrap_or(0);
     let s = srv.stats();
@@ -238,9 +224,8 @@ shape: { constant: { rate: 100/s, duration: 3s } }
 #[test]
 fn stress_steps_have_exact_boundaries_and_the_log_reads_back() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
-    let dir = tempfile::tempdir().unwrap();
-    let p = load::profile(
+    let load::DemoRun { dir, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: steps
 target: { url: "{url}" }
@@ -248,9 +233,7 @@ requests: [ { path: /fast } ]
 shape: { stress: { start: 100/s, step: 100/s, step_duration: 2s, max: 300/s, stop_on_breach: false } }
 budgets: [ "p99 < 1s" ]
 "#,
-        &srv.base_url(),
     );
-    let r = load::run(&p, dir.path());
     let s = &r.summary;
     let names: Vec<&str> = s.phases.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["step-1", "step-2", "step-3"]);

@@ -8,12 +8,14 @@
 
 #[path = "support/java.rs"]
 mod java;
+#[path = "support/load.rs"]
+mod load;
 #[path = "support/tcp.rs"]
 mod tcp;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, lines, out, spawn_run, spawn_run_unheard, wait_lines, wait_with_limit};
+use cmd::{brunt, lines, out, spawn_run, spawn_run_unheard, wait_lines, wait_with_limit, write};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -102,18 +104,8 @@ fn a_disk_full_mid_run_stops_the_load_at_once_and_report_rebuilds_what_reached_t
     let filler = vec![0u8; 1024 * 1024 - 8 * PAGE];
     std::fs::write(fs.path().join("filler"), &filler).expect("filler");
     let work = tempfile::tempdir().expect("tempdir");
-    let profile = work.path().join("full.yaml");
-    std::fs::write(
-        &profile,
-        r#"
-name: full
-target: { url: builtin }
-requests: [ { path: /fast } ]
-shape: { constant: { rate: 200/s, duration: 40s } }
-budgets: [ "p99 < 5s" ]
-"#,
-    )
-    .expect("profile");
+    let yaml = load::fast("full", "builtin", "200/s", "40s") + "budgets: [ \"p99 < 5s\" ]\n";
+    let profile = write(work.path(), "full.yaml", &yaml);
     let run = fs.path().join("run");
     let t = Instant::now();
     let child = spawn_run(&profile, &run, "--plain");
@@ -198,8 +190,7 @@ fn answers_per_second_lossy(path: &Path) -> Vec<(u64, u64)> {
 
 /// A short run of the built-in target into `dir/run`.
 fn short_run(dir: &Path, yaml: &str) -> PathBuf {
-    let p = dir.join("p.yaml");
-    std::fs::write(&p, yaml).expect("profile");
+    let p = write(dir, "p.yaml", yaml);
     let run = dir.join("run");
     let o = brunt()
         .arg("run")
@@ -316,9 +307,9 @@ fn a_cut_last_line_of_the_latency_log_and_the_time_series_is_skipped_with_a_warn
 #[test]
 fn report_after_a_double_ctrl_c_rebuilds_the_collectors_section_from_the_files() {
     let d = tempfile::tempdir().expect("tempdir");
-    let p = d.path().join("collected.yaml");
-    std::fs::write(
-        &p,
+    let p = write(
+        d.path(),
+        "collected.yaml",
         r#"
 name: collected
 target: { url: builtin, timeout: 10s }
@@ -330,8 +321,7 @@ collectors:
     - use: linux-host
       probes: { host: { every: 500ms } }
 "#,
-    )
-    .expect("profile");
+    );
     let run = d.path().join("run");
     let child = spawn_run(&p, &run, "--plain");
     let pid = child.id().to_string();
@@ -562,14 +552,9 @@ fn a_target_killed_and_restarted_mid_run_is_counted_and_the_load_resumes() {
     let port = tcp::free_port();
     let first = DemoTarget::start(port);
     let d = tempfile::tempdir().expect("tempdir");
-    let p = d.path().join("restart.yaml");
-    std::fs::write(
-        &p,
-        format!(
+    let p = write(d.path(), "restart.yaml", &format!(
             "name: restart\ntarget: {{ url: \"http://127.0.0.1:{port}\", connect_timeout: 1s, timeout: 2s }}\nrequests: [ {{ path: /fast }} ]\nshape: {{ constant: {{ rate: 50/s, duration: 9s }} }}\n"
-        ),
-    )
-    .expect("profile");
+        ));
     let run = d.path().join("run");
     let child = spawn_run(&p, &run, "--plain");
     wait_lines(&run.join("timeseries.csv"), 3, Duration::from_secs(30));
@@ -614,10 +599,10 @@ fn report_after_a_kill_rebuilds_the_jvm_collectors_artifacts_and_findings() {
     let jdk = java::jdk17();
     let target = java::JavaTarget::start(&jdk, &java::TargetOpts::default());
     let d = tempfile::tempdir().expect("tempdir");
-    let p = d.path().join("jvm.yaml");
-    std::fs::write(
-        &p,
-        format!(
+    let p = write(
+        d.path(),
+        "jvm.yaml",
+        &format!(
             r#"
 name: jvm-killed
 target: {{ url: "http://127.0.0.1:{port}", timeout: 5s }}
@@ -638,8 +623,7 @@ collectors:
             pid = target.proc.pid,
             jcmd = jdk.jcmd().display()
         ),
-    )
-    .expect("profile");
+    );
     let run = d.path().join("run");
     let mut child = spawn_run_unheard(&p, &run);
     let events = run.join("diagnostics").join("collectors.jsonl");

@@ -10,9 +10,9 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{brunt, out, run_quiet};
+use cmd::{brunt, out, run_quiet, write};
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -21,12 +21,6 @@ use brunt::budgets::Status;
 use brunt::demo::DemoConfig;
 use brunt::run::{execute, Progress, RunOptions};
 use brunt::vocab::exit;
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::write(&p, text).expect("write profile");
-    p
-}
 
 fn summary_json(dir: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).expect("summary.json"))
@@ -174,13 +168,8 @@ fn an_interrupted_run_never_passes() {
     let srv = load::demo(DemoConfig::default());
     let d = tempfile::tempdir().expect("tempdir");
     let p = load::profile(
-        r#"
-name: stopped
-target: { url: "{url}" }
-requests: [ { path: /fast } ]
-shape: { constant: { rate: 100/s, duration: 20s } }
-budgets: [ "p99 < 5s", "error_rate < 1%" ]
-"#,
+        &(load::fast("stopped", "{url}", "100/s", "20s")
+            + r#"budgets: [ "p99 < 5s", "error_rate < 1%" ]"#),
         &srv.base_url(),
     );
     let stop = Arc::new(AtomicBool::new(false));

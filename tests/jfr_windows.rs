@@ -114,6 +114,30 @@ fn rising_contention(
     (hs, ok)
 }
 
+/// Four connections on the target's `path` (a `/contended` hold) under
+/// `p99 < 5s`, shaped by `shape`; its collectors are set by each test.
+fn contended(
+    t: &java::JavaTarget,
+    name: &str,
+    timeout: &str,
+    path: &str,
+    shape: &str,
+) -> brunt::profile::Profile {
+    load::profile(
+        &format!(
+            r#"
+name: {name}
+target: {{ url: "{{url}}", timeout: {timeout} }}
+requests: [ {{ path: "{path}" }} ]
+load: {{ connections: 4 }}
+shape: {shape}
+budgets: [ "p99 < 5s" ]
+"#
+        ),
+        &t.url(),
+    )
+}
+
 /// The one gap of the `jfr` probe in the collectors' summary.
 fn the_jfr_gap(c: &serde_json::Value) -> &serde_json::Value {
     let gaps: Vec<&serde_json::Value> = c["gaps"]
@@ -170,17 +194,12 @@ fn growing_contention(jdk: Jdk, over_ssh: bool, soak_s: u64, window_s: u64) {
     let sshd = over_ssh.then(sshd::Sshd::start);
     let t = target(&jdk, "grow");
     t.warm("/contended?ms=1", 50);
-    let mut profile = load::profile(
-        &r#"
-name: jfr-windows-soak
-target: { url: "{url}", timeout: 10s }
-requests: [ { path: "/contended?ms=1" } ]
-load: { connections: 4 }
-shape: { soak: { rate: 20/s, duration: {soak_s}s, warmup: 6s } }
-budgets: [ "p99 < 5s" ]
-"#
-        .replace("{soak_s}", &soak_s.to_string()),
-        &t.url(),
+    let mut profile = contended(
+        &t,
+        "jfr-windows-soak",
+        "10s",
+        "/contended?ms=1",
+        &format!("{{ soak: {{ rate: 20/s, duration: {soak_s}s, warmup: 6s }} }}"),
     );
     let (_dir, remote, run_dir) = collect::run_dirs();
     let transport = sshd.as_ref().map(|s| s.transport()).unwrap_or_default();
@@ -404,16 +423,12 @@ fn jvm_killed_mid_window_is_a_gap() {
     let _g = load::serial();
     let jdk = java::jdk17();
     let t = target(&jdk, "kill");
-    let mut profile = load::profile(
-        r#"
-name: jfr-windows-kill
-target: { url: "{url}", timeout: 2s }
-requests: [ { path: "/contended?ms=2" } ]
-load: { connections: 4 }
-shape: { soak: { rate: 20/s, duration: 24s, warmup: 1s } }
-budgets: [ "p99 < 5s" ]
-"#,
-        &t.url(),
+    let mut profile = contended(
+        &t,
+        "jfr-windows-kill",
+        "2s",
+        "/contended?ms=2",
+        "{ soak: { rate: 20/s, duration: 24s, warmup: 1s } }",
     );
     let (_dir, remote, run_dir) = collect::run_dirs();
     profile.collectors = collectors(
@@ -524,16 +539,12 @@ probes:
         ),
     )
     .expect("write jfr-trunc.yaml");
-    let mut profile = load::profile(
-        r#"
-name: jfr-windows-trunc
-target: { url: "{url}", timeout: 5s }
-requests: [ { path: "/contended?ms=2" } ]
-load: { connections: 4 }
-shape: { constant: { rate: 20/s, duration: 22s } }
-budgets: [ "p99 < 5s" ]
-"#,
-        &t.url(),
+    let mut profile = contended(
+        &t,
+        "jfr-windows-trunc",
+        "5s",
+        "/contended?ms=2",
+        "{ constant: { rate: 20/s, duration: 22s } }",
     );
     let mut c = collectors(
         TransportConfig::default(),

@@ -16,7 +16,7 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{out, spawn_run, spawn_run_unheard};
+use cmd::{out, spawn_run, spawn_run_unheard, write};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,18 +26,14 @@ use brunt::vocab::exit;
 
 const BIN: &str = env!("CARGO_BIN_EXE_brunt");
 
-/// 4 s ramp to 50/s, then 6 s at 50/s named `hold`; the local host collector
-/// samples every second (the view's `target CPU`).
+/// 4 s ramp to 50/s, then 6 s at 50/s named `hold`; written with
+/// `load::HOST_EVERY_SECOND`, the local host collector sampling every second
+/// (the view's `target CPU`).
 const PROFILE: &str = r#"
 name: live
 target: { url: builtin }
 requests: [ { path: "/slow?ms=20" } ]
 shape: { stages: { start: 0, stages: [ { duration: 4s, target: 50/s }, { name: hold, duration: 6s, target: 50/s } ] } }
-collectors:
-  transport: { kind: local }
-  collect:
-    - use: linux-host
-      probes: { host: { every: 1s } }
 "#;
 
 /// A tmux server of this test alone; killed (with its session) on drop.
@@ -92,8 +88,11 @@ impl Drop for Tmux {
 }
 
 fn setup(dir: &Path) -> (PathBuf, PathBuf) {
-    let p = dir.join("live.yaml");
-    std::fs::write(&p, PROFILE).expect("write profile");
+    let p = write(
+        dir,
+        "live.yaml",
+        &format!("{PROFILE}{}", load::HOST_EVERY_SECOND),
+    );
     (p, dir.join("run"))
 }
 
@@ -238,12 +237,12 @@ fn the_view_shows_blocked_threads_and_the_finding_of_the_newest_dump() {
     let jvm = java::JavaTarget::marked(&jdk, &["-Xmx256m"], 16, &marker);
     let port = jvm.port;
     let d = tempfile::tempdir().expect("tempdir");
-    let profile = d.path().join("jvm.yaml");
     // One monitor held 10 ms per request: ≈ 100/s at most; 150/s queues
     // the 16 workers on it (BLOCKED) for the whole run.
-    std::fs::write(
-        &profile,
-        format!(
+    let profile = write(
+        d.path(),
+        "jvm.yaml",
+        &format!(
             r#"
 name: live-jvm
 target: {{ url: "http://127.0.0.1:{port}", timeout: 10s }}
@@ -261,8 +260,7 @@ collectors:
 "#,
             jcmd = jdk.jcmd().display()
         ),
-    )
-    .expect("write profile");
+    );
     let run = d.path().join("run");
     let cmd = format!(
         "{BIN} run {} --out {}; echo EXIT $?; sleep 60",

@@ -11,8 +11,8 @@
 
 #[path = "support/load.rs"]
 mod load;
-#[path = "support/tcp.rs"]
-mod tcp;
+#[path = "support/nginx.rs"]
+mod nginx;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -20,7 +20,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use brunt::demo::DemoConfig;
+use brunt::profile::Profile;
 use brunt::run::{execute, Progress, RunOptions};
+use nginx::{free_port, tcp, Nginx};
 
 fn binary(name: &str) -> PathBuf {
     for dir in ["/usr/bin", "/usr/sbin", "/usr/local/bin"] {
@@ -79,7 +81,7 @@ struct Prom {
 /// Prometheus scraping `targets` (job → host:port) every second, remote-write receiver on.
 fn prometheus(targets: &[(&str, String)]) -> Prom {
     let dir = tempfile::tempdir().expect("tempdir");
-    let port = tcp::free_port();
+    let port = free_port();
     let mut cfg =
         String::from("global: { scrape_interval: 1s, evaluation_interval: 1s }\nscrape_configs:\n");
     for (job, t) in targets {
@@ -147,7 +149,7 @@ impl Prom {
 fn prometheus_holds_brunts_series_scraped_and_pushed_with_the_summarys_counts() {
     let _g = load::serial();
     let srv = load::demo(DemoConfig::default());
-    let brunt_port = tcp::free_port();
+    let brunt_port = free_port();
     let prom = prometheus(&[("brunt", format!("127.0.0.1:{brunt_port}"))]);
     let p = load::profile(
         r#"
@@ -306,7 +308,7 @@ fn a_bad_listen_address_or_remote_write_url_is_refused_before_the_load() {
 fn an_unreachable_remote_write_is_counted_never_fatal() {
     let _g = load::serial();
     let srv = load::demo(DemoConfig::default());
-    let dead = tcp::free_port(); // nothing listens there
+    let dead = free_port(); // nothing listens there
     let p = load::profile(
         "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { path: \"/\" } ]\nshape: { constant: { rate: 50/s, duration: 3s } }\n",
         &srv.base_url(),
@@ -427,7 +429,7 @@ fn node_scraped() -> (Proc, String, Prom) {
 }
 
 fn node_exporter() -> (Proc, String) {
-    let port = tcp::free_port();
+    let port = free_port();
     let log = std::env::temp_dir().join(format!("brunt-node-exporter-{port}.log"));
     let child = Command::new(binary("prometheus-node-exporter"))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
@@ -441,21 +443,43 @@ fn node_exporter() -> (Proc, String) {
     (p, addr)
 }
 
+/// A constant load (`rate`, `duration`) on `url` whose one collector is the
+/// Prometheus source: `prometheus` is that section's YAML; `more`, any
+/// other top-level sections.
+fn prom_profile(
+    name: &str,
+    (rate, duration): (&str, &str),
+    prometheus: &str,
+    more: &str,
+    url: &str,
+) -> Profile {
+    load::profile(
+        &format!(
+            r#"
+name: {name}
+target: {{ url: "{{url}}" }}
+requests: [ {{ path: "/" }} ]
+shape: {{ constant: {{ rate: {rate}, duration: {duration} }} }}
+{more}
+collectors:
+  generator: {{ enabled: false }}
+  prometheus: {prometheus}
+"#
+        ),
+        url,
+    )
+}
+
 #[test]
 fn the_prometheus_source_puts_node_cpu_and_pool_waiters_into_evidence_and_the_report() {
     let _g = load::serial();
     let (_node, node_addr, prom) = node_scraped();
     let srv = load::demo(DemoConfig::default());
-    let p = load::profile(
+    let p = prom_profile(
+        "prom-in",
+        ("50/s", "5s"),
         &format!(
             r#"
-name: prom-in
-target: {{ url: "{{url}}" }}
-requests: [ {{ path: "/" }} ]
-shape: {{ constant: {{ rate: 50/s, duration: 5s }} }}
-collectors:
-  generator: {{ enabled: false }}
-  prometheus:
     url: {base}
     every: 1s
     instance: "{node_addr}"
@@ -467,6 +491,7 @@ collectors:
 "#,
             base = prom.base
         ),
+        "",
         &srv.base_url(),
     );
     let dir = tempfile::tempdir().expect("tempdir");
@@ -586,19 +611,14 @@ fn range_mode_reads_node_cpu_once_at_the_end_on_the_run_clock() {
     let _g = load::serial();
     let (_node, node_addr, prom) = node_scraped();
     let srv = load::demo(DemoConfig::default());
-    let p = load::profile(
+    let p = prom_profile(
+        "prom-range",
+        ("50/s", "6s"),
         &format!(
-            r#"
-name: prom-range
-target: {{ url: "{{url}}" }}
-requests: [ {{ path: "/" }} ]
-shape: {{ constant: {{ rate: 50/s, duration: 6s }} }}
-collectors:
-  generator: {{ enabled: false }}
-  prometheus: {{ url: {base}, mode: range, every: 1s, instance: "{node_addr}", window: 3s, use: [prometheus-node] }}
-"#,
+            r#"{{ url: {base}, mode: range, every: 1s, instance: "{node_addr}", window: 3s, use: [prometheus-node] }}"#,
             base = prom.base
         ),
+        "",
         &srv.base_url(),
     );
     let dir = tempfile::tempdir().expect("tempdir");
@@ -625,63 +645,39 @@ collectors:
 }
 
 /// nginx in front of Prometheus, answering 401 unless `Authorization: Bearer <token>`.
-fn nginx_guard(upstream: &str, token: &str) -> (Proc, String, tempfile::TempDir) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let port = tcp::free_port();
-    let d = dir.path().display();
-    let conf = format!(
-        r#"worker_processes 1; daemon off; master_process off;
-pid {d}/nginx.pid; error_log {d}/error.log warn;
-events {{ worker_connections 64; }}
-http {{ access_log off;
-  client_body_temp_path {d}/b; proxy_temp_path {d}/p; fastcgi_temp_path {d}/f; uwsgi_temp_path {d}/u; scgi_temp_path {d}/s;
-  server {{ listen 127.0.0.1:{port};
+fn nginx_guard(upstream: &str, token: &str) -> (Nginx, String) {
+    let port = free_port();
+    let ngx = Nginx::start(
+        &format!(
+            r#"server {{ listen 127.0.0.1:{port};
     location / {{
       if ($http_authorization != "Bearer {token}") {{ return 401 "no\n"; }}
       proxy_pass {upstream};
-    }} }} }}
-"#
+    }} }}"#
+        ),
+        &[port],
     );
-    std::fs::write(dir.path().join("nginx.conf"), conf).expect("conf");
-    let child = Command::new(binary("nginx"))
-        .arg("-p")
-        .arg(dir.path())
-        .arg("-c")
-        .arg(dir.path().join("nginx.conf"))
-        .arg("-e")
-        .arg(dir.path().join("error.log"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nginx");
-    let mut p = Proc(child, format!("{d}/error.log"));
-    let base = format!("http://127.0.0.1:{port}");
-    wait_ready(&base, "nginx", &mut p); // a 401 is an answer
-    (p, base, dir)
+    (ngx, format!("http://127.0.0.1:{port}"))
 }
 
 #[test]
 fn bearer_tokens_from_the_environment_reach_prometheus_behind_a_guard() {
     let _g = load::serial();
     let prom = prometheus(&[]);
-    let (_nginx, guarded, _d) = nginx_guard(&prom.base, "s3cret-token");
+    let (_nginx, guarded) = nginx_guard(&prom.base, "s3cret-token");
     // Read by this test only.
     std::env::set_var("BRUNT_TEST_PROM_TOKEN", "s3cret-token");
     std::env::set_var("BRUNT_TEST_PROM_WRONG", "wrong");
     let srv = load::demo(DemoConfig::default());
     let profile = |name: &str, var: &str| {
-        load::profile(
+        prom_profile(
+            name,
+            ("20/s", "3s"),
             &format!(
-                r#"
-name: {name}
-target: {{ url: "{{url}}" }}
-requests: [ {{ path: "/" }} ]
-shape: {{ constant: {{ rate: 20/s, duration: 3s }} }}
-output: {{ prometheus_remote_write: "{guarded}/api/v1/write", prometheus_remote_write_token_env: {var} }}
-collectors:
-  generator: {{ enabled: false }}
-  prometheus: {{ url: "{guarded}", bearer_token_env: {var}, every: 1s, queries: [ {{ name: one, query: "vector(1)" }} ] }}
-"#
+                r#"{{ url: "{guarded}", bearer_token_env: {var}, every: 1s, queries: [ {{ name: one, query: "vector(1)" }} ] }}"#
+            ),
+            &format!(
+                r#"output: {{ prometheus_remote_write: "{guarded}/api/v1/write", prometheus_remote_write_token_env: {var} }}"#
             ),
             &srv.base_url(),
         )
@@ -721,7 +717,7 @@ collectors:
 fn the_metrics_endpoint_is_promtool_clean_and_negotiates_its_format() {
     let _g = load::serial();
     let srv = load::demo(DemoConfig::default());
-    let port = tcp::free_port();
+    let port = free_port();
     let p = load::profile(
         "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { name: a, path: \"/\" }, { name: b, path: \"/slow?ms=2\" } ]\nshape: { constant: { rate: 50/s, duration: 4s } }\n",
         &srv.base_url(),

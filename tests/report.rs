@@ -41,30 +41,26 @@ fn flat(secs: u32, v: f64) -> Vec<(f64, f64)> {
     (0..secs).map(|t| (t as f64, v)).collect()
 }
 
-fn stress_profile(url: &str) -> brunt::profile::Profile {
-    load::profile(
-        r#"
+const STRESS: &str = r#"
 name: knee
 target: { url: "{url}", timeout: 3s }
 requests: [ { path: /contended } ]
 load: { connections: 256 }
 shape: { stress: { start: 50/s, step: 50/s, step_duration: 2s, max: 500/s } }
 budgets: [ "p99 < 100ms" ]
-"#,
-        url,
-    )
-}
+"#;
 
 #[test]
 fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
     let _g = load::serial();
     // /contended holds one lock 5 ms per request: capacity 200/s.
-    let srv = load::demo(DemoConfig {
-        contended_hold: Duration::from_millis(5),
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().expect("tempdir");
-    let r = load::run(&stress_profile(&srv.base_url()), dir.path());
+    let load::DemoRun { srv: _srv, dir, r } = load::demo_run(
+        DemoConfig {
+            contended_hold: Duration::from_millis(5),
+            ..Default::default()
+        },
+        STRESS,
+    );
     let v = r.summary.verdicts.clone().expect("verdicts");
     let st = v.stress.expect("a stress verdict");
     let cap = st.capacity.expect("a capacity below 200/s");
@@ -172,8 +168,15 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
     assert!(st.text.contains("not trustworthy"), "{}", st.text);
 }
 
-fn overload_profile(url: &str, path: &str, timeout: &str) -> brunt::profile::Profile {
-    load::profile(
+/// An overload run of `path` against a demo target of its own (stopped
+/// after the run): its directory, result and overload verdict.
+fn overload_run(
+    cfg: DemoConfig,
+    path: &str,
+    timeout: &str,
+) -> (tempfile::TempDir, brunt::run::RunResult, OverloadVerdict) {
+    let load::DemoRun { dir, r, .. } = load::demo_run(
+        cfg,
         &format!(
             r#"
 name: overload
@@ -185,24 +188,7 @@ shape:
 budgets: [ "p99 < 300ms" ]
 "#
         ),
-        url,
-    )
-}
-
-/// An overload run of `path` against a demo target of its own (stopped
-/// after the run): its directory, result and overload verdict.
-fn overload_run(
-    cfg: DemoConfig,
-    path: &str,
-    timeout: &str,
-) -> (tempfile::TempDir, brunt::run::RunResult, OverloadVerdict) {
-    let srv = load::demo(cfg);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let r = load::run(
-        &overload_profile(&srv.base_url(), path, timeout),
-        dir.path(),
     );
-    drop(srv);
     let ov = r
         .summary
         .verdicts
@@ -314,32 +300,28 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
     assert!(b.errors > 0, "timeouts in B: {b:?}");
 }
 
-fn spike_profile(url: &str) -> brunt::profile::Profile {
-    load::profile(
-        r#"
+const SPIKE: &str = r#"
 name: spike
 target: { url: "{url}", timeout: 5s }
 requests: [ { path: /noshed } ]
 load: { connections: 512 }
 shape: { spike: { baseline: 40/s, factor: 15, baseline_duration: 3s, spike_duration: 2s, recovery_duration: 6s } }
 budgets: [ "p99 < 100ms" ]
-"#,
-        url,
-    )
-}
+"#;
 
 #[test]
 fn spike_recovery_time_is_measured() {
     let _g = load::serial();
     // Capacity 4 / 10 ms = 400/s; the spike offers 600/s for 2 s, so a
     // queue of ~400 builds and drains after the spike at ~360/s.
-    let srv = load::demo(DemoConfig {
-        shed_cap: 4,
-        shed_work: Duration::from_millis(10),
-        ..Default::default()
-    });
-    let dir = tempfile::tempdir().expect("tempdir");
-    let r = load::run(&spike_profile(&srv.base_url()), dir.path());
+    let load::DemoRun { srv: _srv, dir, r } = load::demo_run(
+        DemoConfig {
+            shed_cap: 4,
+            shed_work: Duration::from_millis(10),
+            ..Default::default()
+        },
+        SPIKE,
+    );
     let sp = r
         .summary
         .verdicts
@@ -558,7 +540,7 @@ fn html_report_renders_in_headless_chromium() {
     // Kept after the test (under target/tmp) as a CI artifact.
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-html-run");
     let _ = std::fs::remove_dir_all(&dir);
-    let r = load::run(&spike_profile(&srv.base_url()), &dir);
+    let r = load::run(&load::profile(SPIKE, &srv.base_url()), &dir);
     drop(srv);
     let html_path = dir.join("report.html");
     let html =

@@ -105,10 +105,9 @@ fn a_step_budget_fails_when_that_step_is_slow_and_passes_when_not() {
 #[test]
 fn a_step_that_never_ran_is_no_data_not_a_pass() {
     let _g = load::serial();
-    let server = load::demo(DemoConfig::default());
-    let tmp = tempfile::tempdir().expect("tmp");
     // The first step always fails, so `after` never runs.
-    let p = load::profile(
+    let load::DemoRun { r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: never
 target: { url: "{url}" }
@@ -124,9 +123,7 @@ budgets:
   - iteration.ok.p99 < 1s
   - iteration.error_rate <= 100%
 "#,
-        &server.base_url(),
     );
-    let r = load::run(&p, tmp.path());
     let s = &r.summary;
     assert_eq!(status(s, "step(after).p99 < 1s"), Status::NoData);
     let v = s
@@ -148,11 +145,10 @@ budgets:
 #[test]
 fn iteration_duration_is_bounded_below_by_the_think_times() {
     let _g = load::serial();
-    let server = load::demo(DemoConfig::default());
-    let tmp = tempfile::tempdir().expect("tmp");
     // 3 fast steps with 200 ms + 300 ms of think time: an iteration takes
     // at least 500 ms, while each step answers in a few ms.
-    let p = load::profile(
+    let load::DemoRun { r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: think
 target: { url: "{url}" }
@@ -172,9 +168,7 @@ budgets:
   - iteration(visit).p50 < 450ms
   - step(list).p99 < 100ms
 "#,
-        &server.base_url(),
     );
-    let r = load::run(&p, tmp.path());
     let s = &r.summary;
     assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
     let it = &s.iterations[0];
@@ -210,9 +204,8 @@ budgets:
 #[test]
 fn closed_model_iterations_include_think_times() {
     let _g = load::serial();
-    let server = load::demo(DemoConfig::default());
-    let tmp = tempfile::tempdir().expect("tmp");
-    let p = load::profile(
+    let load::DemoRun { r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: closed-think
 target: { url: "{url}" }
@@ -225,9 +218,7 @@ load: { model: closed, workers: 1 }
 shape: { constant: { vus: 4, duration: 2s } }
 budgets: [ "iteration.p50 >= 100ms" ]
 "#,
-        &server.base_url(),
     );
-    let r = load::run(&p, tmp.path());
     let it = &r.summary.iterations[0];
     // 4 VUs × 2 s / ~100 ms per iteration: dozens, never hundreds.
     assert!((20..=120).contains(&it.iterations), "{it:?}");
@@ -372,9 +363,8 @@ budgets: [ "step(login).p99 < 300ms", "iteration.p99 < 2s" ]
 #[test]
 fn an_optional_step_that_fails_does_not_end_its_iteration() {
     let _g = load::serial();
-    let server = load::demo(DemoConfig::default());
-    let tmp = tempfile::tempdir().expect("tmp");
-    let p = load::profile(
+    let load::DemoRun { r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: optional
 target: { url: "{url}" }
@@ -388,9 +378,7 @@ scenarios:
 load: { model: open, workers: 1, connections: 8 }
 shape: { constant: { rate: 20/s, duration: 1s } }
 "#,
-        &server.base_url(),
     );
-    let r = load::run(&p, tmp.path());
     let s = &r.summary;
     let count = |name: &str| {
         s.requests

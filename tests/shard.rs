@@ -434,8 +434,8 @@ fn mismatched_directories_are_refused(shards: &[PathBuf], root: &Path, url: &str
     refused(&[s1, s2, s3, s4], "merged", "exists and is not empty");
 }
 
-/// A stress run stepping past the demo target's capacity, with the host
-/// sampled every second. `/contended` holds one lock 20 ms per request
+/// A stress run stepping past the demo target's capacity (run with
+/// `load::HOST_EVERY_SECOND`: the host sampled every second). `/contended` holds one lock 20 ms per request
 /// (capacity 50/s): step-1 (20/s) stays far within `p99 < 300ms`, step-2
 /// (80/s for 2 s) queues ~60 requests, so its p99 is ~1 s in every shard
 /// and in the union. No stop on breach: every shard runs the same schedule.
@@ -446,11 +446,6 @@ requests: [ { path: /contended } ]
 load: { model: open, workers: 1, connections: 64, max_in_flight: 200 }
 shape: { stress: { start: 20/s, step: 60/s, step_duration: 2s, max: 80/s, stop_on_breach: false } }
 budgets: [ "p99 < 300ms" ]
-collectors:
-  transport: { kind: local }
-  collect:
-    - use: linux-host
-      probes: { host: { every: 1s } }
 "#;
 
 fn started_at(dir: &Path) -> f64 {
@@ -527,7 +522,10 @@ fn merged_shards_keep_shard_one_server_side_evidence() {
         contended_hold: Duration::from_millis(20),
         ..Default::default()
     });
-    let profile = load::profile(STRESS_COLLECTED, &demo.base_url());
+    let profile = load::profile(
+        &format!("{STRESS_COLLECTED}{}", load::HOST_EVERY_SECOND),
+        &demo.base_url(),
+    );
     let d = tempfile::tempdir().expect("tempdir");
 
     // Four shards in this process, stepping together from a common start.

@@ -33,10 +33,9 @@ fn chi_square(counts: &[u64]) -> f64 {
 #[test]
 fn random_values_spread_uniformly_at_the_server() {
     let _g = load::serial();
-    let server = load::demo(DemoConfig::default());
-    let tmp = tempfile::tempdir().expect("tmp");
     // 3000 arrivals in 2 s, half on each request.
-    let p = load::profile(
+    let load::DemoRun { srv: server, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: spread
 target: { url: "{url}" }
@@ -46,9 +45,7 @@ requests:
 load: { model: open, workers: 2, connections: 16 }
 shape: { constant: { rate: 1500/s, duration: 2s } }
 "#,
-        &server.base_url(),
     );
-    let r = load::run(&p, tmp.path());
     assert_eq!(r.summary.totals.errors, 0, "no errors");
     let counts = server.cache_counts();
     let ints: Vec<u64> = (1..=20)
@@ -461,9 +458,8 @@ fn feeder_problems_are_clear_errors() {
 #[test]
 fn scenario_steps_carry_extracted_values_forward() {
     let _g = load::serial();
-    let server = load::demo(DemoConfig::default());
-    let tmp = tempfile::tempdir().expect("tmp");
-    let p = load::profile(
+    let load::DemoRun { srv: server, r, .. } = load::demo_run(
+        DemoConfig::default(),
         r#"
 name: scenario
 target: { url: "{url}" }
@@ -493,9 +489,7 @@ scenarios:
 load: { model: open, workers: 2, connections: 8 }
 shape: { constant: { rate: 200/s, duration: 2s } }
 "#,
-        &server.base_url(),
     );
-    let r = load::run(&p, tmp.path());
     let t = &r.summary.totals;
     assert_eq!(t.errors, 0, "every step answered as expected");
     let st = server.stats();

@@ -64,6 +64,18 @@ impl Server {
     }
 }
 
+/// Runs `yaml` (its `{url}` a [`Server`] answering with `answer`, stopped
+/// after the run) into a temp dir: the directory and the result.
+fn run_against(
+    answer: impl Fn() -> Answer + Send + Sync + 'static,
+    yaml: &str,
+) -> (tempfile::TempDir, brunt::run::RunResult) {
+    let srv = Server::start(answer);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&load::profile(yaml, &srv.url()), dir.path());
+    (dir, r)
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -149,9 +161,8 @@ fn collapsing() -> impl Fn() -> Answer + Send + Sync + 'static {
 #[test]
 fn goodput_that_collapses_under_overload_fails_the_verdict() {
     let _g = load::serial();
-    let srv = Server::start(collapsing());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = load::profile(
+    let (dir, r) = run_against(
+        collapsing(),
         r#"
 name: collapse
 target: { url: "{url}", timeout: 2s }
@@ -161,10 +172,7 @@ shape:
   overload: { baseline: 50/s, baseline_duration: 3s, ramp: 12s, rate: 400/s, duration: 5s, recovery_duration: 5s, fast_fail: 100ms }
 budgets: [ "p99 < 500ms" ]
 "#,
-        &srv.url(),
     );
-    let r = load::run(&p, dir.path());
-    drop(srv);
     let s = &r.summary;
     let ov = s
         .verdicts
@@ -246,25 +254,30 @@ fn slow_until_warm() -> impl Fn() -> Answer + Send + Sync + 'static {
     }
 }
 
+/// `shape` with a warm-up, run against [`slow_until_warm`] under `p99 < 100ms`.
+fn warm_run(name: &str, shape: &str) -> (tempfile::TempDir, brunt::run::RunResult) {
+    run_against(
+        slow_until_warm(),
+        &format!(
+            r#"
+name: {name}
+target: {{ url: "{{url}}", timeout: 2s }}
+requests: [ {{ path: / }} ]
+load: {{ connections: 16 }}
+shape: {shape}
+budgets: [ "p99 < 100ms" ]
+"#
+        ),
+    )
+}
+
 #[test]
 fn a_warmup_phase_is_sent_but_judged_by_nothing() {
     let _g = load::serial();
-    let srv = Server::start(slow_until_warm());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = load::profile(
-        r#"
-name: warm-stress
-target: { url: "{url}", timeout: 2s }
-requests: [ { path: / } ]
-load: { connections: 16 }
-shape:
-  stress: { start: 20/s, step: 20/s, step_duration: 2s, max: 60/s, warmup: 3s }
-budgets: [ "p99 < 100ms" ]
-"#,
-        &srv.url(),
+    let (_dir, r) = warm_run(
+        "warm-stress",
+        "{ stress: { start: 20/s, step: 20/s, step_duration: 2s, max: 60/s, warmup: 3s } }",
     );
-    let r = load::run(&p, dir.path());
-    drop(srv);
     let s = &r.summary;
     let names: Vec<&str> = s.phases.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["warmup", "step-1", "step-2", "step-3"]);
@@ -301,21 +314,10 @@ budgets: [ "p99 < 100ms" ]
     assert!(term.contains("(not judged)"), "{term}");
 
     // A constant run's unscoped budgets leave the warm-up out too.
-    let srv = Server::start(slow_until_warm());
-    let dir = tempfile::tempdir().expect("tempdir");
-    let p = load::profile(
-        r#"
-name: warm-constant
-target: { url: "{url}", timeout: 2s }
-requests: [ { path: / } ]
-load: { connections: 16 }
-shape: { constant: { rate: 20/s, duration: 3s, warmup: { duration: 3s, rate: 20/s } } }
-budgets: [ "p99 < 100ms" ]
-"#,
-        &srv.url(),
+    let (_dir, r) = warm_run(
+        "warm-constant",
+        "{ constant: { rate: 20/s, duration: 3s, warmup: { duration: 3s, rate: 20/s } } }",
     );
-    let r = load::run(&p, dir.path());
-    drop(srv);
     let s = &r.summary;
     assert_eq!(s.phases[0].name, "warmup");
     assert!(s.phases[0].latency.p99 >= 100.0, "{:?}", s.phases[0]);

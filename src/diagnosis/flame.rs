@@ -85,6 +85,16 @@ fn options(
     o
 }
 
+/// The SVG of folded stacks `text`.
+fn render(
+    text: &str,
+    mut options: inferno::flamegraph::Options<'static>,
+) -> Result<String, FlameError> {
+    let mut out = vec![];
+    inferno::flamegraph::from_lines(&mut options, text.lines(), &mut out)?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
 /// The SVG of one graph; `interactive` keeps inferno's zoom and search script.
 pub fn svg(
     stacks: &BTreeMap<String, u64>,
@@ -95,14 +105,7 @@ pub fn svg(
     if stacks.is_empty() {
         return Err(FlameError::Empty(kind.as_str()));
     }
-    let text = to_folded(stacks);
-    let mut out = vec![];
-    inferno::flamegraph::from_lines(
-        &mut options(title, kind, interactive),
-        text.lines(),
-        &mut out,
-    )?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    render(&to_folded(stacks), options(title, kind, interactive))
 }
 
 /// A differential graph: the shape of `after`, coloured by the change from
@@ -130,14 +133,10 @@ pub fn diff_svg(
         BufReader::new(a.as_bytes()),
         &mut lines,
     )?;
-    let text = String::from_utf8_lossy(&lines).into_owned();
-    let mut out = vec![];
-    inferno::flamegraph::from_lines(
-        &mut options(title, kind, interactive),
-        text.lines(),
-        &mut out,
-    )?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
+    render(
+        &String::from_utf8_lossy(&lines),
+        options(title, kind, interactive),
+    )
 }
 
 /// `a-z A-Z 0-9 - _` kept, anything else `_`: phase names into file names.

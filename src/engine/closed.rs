@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::client::{Conn, Pool};
-use super::{is_stopped, send_one, EngineConfig, Event, Live};
+use super::{is_stopped, send_one, EngineConfig, Event, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 
 /// A VU's pick under way: its phase, the scenario and when the iteration
@@ -63,14 +63,7 @@ impl State {
     }
 }
 
-pub(super) async fn run(
-    cfg: Arc<EngineConfig>,
-    worker: usize,
-    start: Instant,
-    rec: Rc<RefCell<WorkerRecorder>>,
-    stop: Arc<AtomicBool>,
-    live: Arc<Live>,
-) {
+pub(super) async fn run(w: Worker) {
     let state = Rc::new(State {
         level: Cell::new(0.0),
         phase: Cell::new(0),
@@ -79,29 +72,22 @@ pub(super) async fn run(
         busy: Cell::new(0),
         closed: Cell::new(false),
     });
-    let stride = (cfg.workers as u64) * cfg.shard.count as u64;
-    let offset = cfg.shard.index as u64 * cfg.workers as u64 + worker as u64;
-    let total = cfg.plan.total();
+    let (stride, offset) = w.stride_offset();
+    let total = w.cfg.plan.total();
     let mut spawned: u64 = 0; // VUs of this worker spawned so far
                               // HTTP/2: `streams_per_connection` VUs of this worker share a connection.
-    let pool = Pool::new(&cfg.target, cfg.load.streams_per_connection);
+    let pool = Pool::new(&w.cfg.target, w.cfg.load.streams_per_connection);
     let mut iv = tokio::time::interval(Duration::from_millis(50));
     loop {
         iv.tick().await;
         let now = Instant::now();
-        let t = now.saturating_duration_since(start);
-        {
-            let n = state.running();
-            live.set_in_flight(worker, n);
-            let mut r = rec.borrow_mut();
-            r.in_flight = n;
-            r.tick(now);
-        }
-        if t >= total || is_stopped(&stop) {
+        let t = now.saturating_duration_since(w.start);
+        w.tick(state.running(), now);
+        if t >= total || is_stopped(&w.stop) {
             break;
         }
-        let idx = cfg.plan.phase_at(t);
-        let Some(phase) = cfg.plan.phases.get(idx) else {
+        let idx = w.cfg.plan.phase_at(t);
+        let Some(phase) = w.cfg.plan.phases.get(idx) else {
             break;
         };
         let level = phase.level_at(t.saturating_sub(phase.info.start));
@@ -117,31 +103,27 @@ pub(super) async fn run(
             let conn = pool.conn(slot);
             spawned += 1;
             tokio::task::spawn_local(vu(
-                cfg.clone(),
+                w.cfg.clone(),
                 (v, slot),
                 conn,
                 state.clone(),
-                rec.clone(),
-                stop.clone(),
+                w.rec.clone(),
+                w.stop.clone(),
             ));
         }
     }
     // Wind down: VUs send nothing more; what is running gets up to the
     // request timeout, then is recorded as unfinished.
     state.done.set(true);
-    live.enter_drain(worker, state.running());
-    let deadline = Instant::now() + cfg.target.timeout;
+    w.live.enter_drain(w.index, state.running());
+    let deadline = Instant::now() + w.cfg.target.timeout;
     while state.running() > 0 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
-        let n = state.running();
-        live.set_in_flight(worker, n);
-        let mut r = rec.borrow_mut();
-        r.in_flight = n;
-        r.tick(Instant::now());
+        w.tick(state.running(), Instant::now());
     }
     state.closed.set(true);
     let now = Instant::now();
-    let mut r = rec.borrow_mut();
+    let mut r = w.rec.borrow_mut();
     state.busy.set(0);
     for run in std::mem::take(&mut *state.running.borrow_mut())
         .into_iter()
@@ -156,7 +138,7 @@ pub(super) async fn run(
         }
     }
     r.in_flight = 0;
-    live.set_in_flight(worker, 0);
+    w.live.set_in_flight(w.index, 0);
 }
 
 /// `v`: the VU's global index; `slot`: its index in this worker.

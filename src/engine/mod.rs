@@ -275,6 +275,40 @@ impl Live {
     }
 }
 
+/// What one worker thread's load loop is handed, in the open model
+/// ([`open::run`]) and the closed one ([`closed::run`]) alike.
+struct Worker {
+    cfg: Arc<EngineConfig>,
+    /// This worker's number (0-based): its share of the arrivals, its `Live` slot.
+    index: usize,
+    /// The run's start: phase offsets count from here.
+    start: Instant,
+    rec: Rc<RefCell<WorkerRecorder>>,
+    stop: Arc<AtomicBool>,
+    live: Arc<Live>,
+}
+
+impl Worker {
+    /// This worker's place among the workers of every shard: it takes every
+    /// `stride`-th arrival (or VU) of the whole run, starting at `offset`.
+    fn stride_offset(&self) -> (u64, u64) {
+        let (workers, shard) = (self.cfg.workers as u64, self.cfg.shard);
+        (
+            workers * shard.count as u64,
+            shard.index as u64 * workers + self.index as u64,
+        )
+    }
+
+    /// Show `in_flight` (live view and recorder) and cut the recorder's
+    /// windows up to `now`, so they close on time even when nothing completes.
+    fn tick(&self, in_flight: u64, now: Instant) {
+        self.live.set_in_flight(self.index, in_flight);
+        let mut r = self.rec.borrow_mut();
+        r.in_flight = in_flight;
+        r.tick(now);
+    }
+}
+
 /// A running engine.
 pub struct Engine {
     threads: Vec<JoinHandle<()>>,
@@ -320,11 +354,19 @@ impl Engine {
                         tx,
                         cfg.requests.len() > 1,
                     )));
-                    let r2 = rec.clone();
+                    let model = cfg.load.model;
+                    let worker = Worker {
+                        cfg,
+                        index: w,
+                        start,
+                        rec: rec.clone(),
+                        stop,
+                        live,
+                    };
                     local.block_on(&rt, async move {
-                        match cfg.load.model {
-                            Model::Open => open::run(cfg, w, start, r2, stop, live).await,
-                            Model::Closed => closed::run(cfg, w, start, r2, stop, live).await,
+                        match model {
+                            Model::Open => open::run(worker).await,
+                            Model::Closed => closed::run(worker).await,
                         }
                     });
                     // Requests still running were given up (recorded as

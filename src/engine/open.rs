@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::client::{Conn, Pool};
-use super::{is_stopped, send_one, share, EngineConfig, Event, Live};
+use super::{is_stopped, send_one, share, EngineConfig, Event, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 use crate::profile::{Arrival, Phase};
 
@@ -124,18 +124,11 @@ fn constant_arrival(j: f64, a: f64, b: f64, d: f64) -> Option<f64> {
     (t.is_finite() && t < d).then_some(t)
 }
 
-pub(super) async fn run(
-    cfg: Arc<EngineConfig>,
-    worker: usize,
-    start: Instant,
-    rec: Rc<RefCell<WorkerRecorder>>,
-    stop: Arc<AtomicBool>,
-    live: Arc<Live>,
-) {
+pub(super) async fn run(w: Worker) {
     // HTTP/2: a lane is a stream, `streams_per_connection` of them share a connection.
-    let pool = Pool::new(&cfg.target, cfg.load.streams_per_connection);
-    let max_conns = per_worker(cfg.load.connections, &cfg) * pool.streams();
-    let max_in_flight = per_worker(cfg.load.max_in_flight, &cfg) as u64;
+    let pool = Pool::new(&w.cfg.target, w.cfg.load.streams_per_connection);
+    let max_conns = per_worker(w.cfg.load.connections, &w.cfg) * pool.streams();
+    let max_in_flight = per_worker(w.cfg.load.max_in_flight, &w.cfg) as u64;
     let lanes = Rc::new(Lanes {
         queue: RefCell::new(VecDeque::new()),
         notify: Notify::new(),
@@ -148,55 +141,49 @@ pub(super) async fn run(
     });
 
     // Cut windows on time even when nothing completes (a stalled target).
+    let w = Rc::new(w);
     {
-        let rec = rec.clone();
-        let lanes = lanes.clone();
-        let live = live.clone();
+        let (w, lanes) = (w.clone(), lanes.clone());
         tokio::task::spawn_local(async move {
             let mut iv = tokio::time::interval(Duration::from_millis(100));
             loop {
                 iv.tick().await;
-                let n = lanes.in_flight.get();
-                live.set_in_flight(worker, n);
-                let mut r = rec.borrow_mut();
-                r.in_flight = n;
-                r.tick(Instant::now());
+                w.tick(lanes.in_flight.get(), Instant::now());
             }
         });
     }
 
-    let stride = (cfg.workers as u64) * cfg.shard.count as u64;
-    let offset = cfg.shard.index as u64 * cfg.workers as u64 + worker as u64;
+    let (stride, offset) = w.stride_offset();
     let mut rng = fastrand::Rng::with_seed(0x9e37_79b9 ^ offset);
 
-    'phases: for phase in &cfg.plan.phases {
-        let p_start = start + phase.info.start;
+    'phases: for phase in &w.cfg.plan.phases {
+        let p_start = w.start + phase.info.start;
         let d = phase.info.duration.as_secs_f64();
         let mut k: u64 = 0;
         let mut t = 0.0f64;
         loop {
-            let next = match cfg.load.arrival {
+            let next = match w.cfg.load.arrival {
                 Arrival::Constant => {
                     let j = (k * stride + offset) as f64;
                     k += 1;
                     constant_arrival(j, phase.from, phase.to, d)
                 }
-                Arrival::Poisson => poisson_next(&mut rng, phase, t, share(&cfg)),
+                Arrival::Poisson => poisson_next(&mut rng, phase, t, share(&w.cfg)),
             };
             let Some(off) = next else {
                 // No more arrivals: wait out the phase (a zero-rate phase still lasts).
-                if !sleep_checking(p_start + phase.info.duration, &stop).await {
+                if !sleep_checking(p_start + phase.info.duration, &w.stop).await {
                     break 'phases;
                 }
                 break;
             };
             t = off;
             let intended = p_start + Duration::from_secs_f64(off);
-            if !sleep_checking(intended, &stop).await {
+            if !sleep_checking(intended, &w.stop).await {
                 break 'phases;
             }
             let idx = phase.info.index;
-            let mut r = rec.borrow_mut();
+            let mut r = w.rec.borrow_mut();
             r.sched_lag(Instant::now().saturating_duration_since(intended));
             r.offered(idx, intended);
             if lanes.in_flight.get() >= max_in_flight {
@@ -205,19 +192,25 @@ pub(super) async fn run(
             }
             drop(r);
             lanes.in_flight.set(lanes.in_flight.get() + 1);
-            let req = cfg.pick(&mut rng);
+            let req = w.cfg.pick(&mut rng);
             lanes.queue.borrow_mut().push_back(Ticket {
                 intended,
                 phase: idx,
                 req,
-                scenario: cfg.scenario_of(req),
+                scenario: w.cfg.scenario_of(req),
             });
             if lanes.idle.get() == 0 && lanes.lanes.get() < max_conns {
                 let id = lanes.lanes.get();
                 lanes.lanes.set(id + 1);
                 lanes.running.borrow_mut().push(None);
                 let conn = pool.conn(id);
-                tokio::task::spawn_local(lane(cfg.clone(), id, conn, lanes.clone(), rec.clone()));
+                tokio::task::spawn_local(lane(
+                    w.cfg.clone(),
+                    id,
+                    conn,
+                    lanes.clone(),
+                    w.rec.clone(),
+                ));
             } else {
                 lanes.notify.notify_one();
             }
@@ -227,17 +220,17 @@ pub(super) async fn run(
     // Wind down: no more arrivals. After a stop what has not been sent is
     // given up at once; queued and running requests get up to the request
     // timeout; whatever is left then is recorded as unfinished.
-    let deadline = Instant::now() + cfg.target.timeout;
-    let mut queue_given_up = is_stopped(&stop);
+    let deadline = Instant::now() + w.cfg.target.timeout;
+    let mut queue_given_up = is_stopped(&w.stop);
     if queue_given_up {
-        lanes.give_up_queued(&rec, Instant::now());
+        lanes.give_up_queued(&w.rec, Instant::now());
     }
     lanes.done.set(true);
     lanes.notify.notify_waiters();
-    live.enter_drain(worker, lanes.in_flight.get());
+    w.live.enter_drain(w.index, lanes.in_flight.get());
     loop {
-        if !queue_given_up && is_stopped(&stop) {
-            lanes.give_up_queued(&rec, Instant::now());
+        if !queue_given_up && is_stopped(&w.stop) {
+            lanes.give_up_queued(&w.rec, Instant::now());
             queue_given_up = true;
         }
         if lanes.in_flight.get() == 0 || Instant::now() >= deadline {
@@ -245,9 +238,9 @@ pub(super) async fn run(
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    lanes.give_up_all(&rec, Instant::now());
-    live.set_in_flight(worker, 0);
-    rec.borrow_mut().in_flight = 0;
+    lanes.give_up_all(&w.rec, Instant::now());
+    w.live.set_in_flight(w.index, 0);
+    w.rec.borrow_mut().in_flight = 0;
 }
 
 /// Next arrival of a Poisson process whose rate follows the phase's ramp.

@@ -271,30 +271,18 @@ mod tests {
 
     #[test]
     fn shape_verdicts_gate_unless_advisory() {
-        let v = soak(LeakStatus::Leak);
-        let g = gates(Model::Open, &[], None, Some(&v), false);
+        let soak_gates = |s, advisory| gates(Model::Open, &[], None, Some(&soak(s)), advisory);
+        let g = soak_gates(LeakStatus::Leak, false);
         assert_eq!(g.len(), 1);
         assert_eq!((g[0].kind.as_str(), g[0].status), ("soak", Status::Fail));
         assert!(!g[0].holds());
-        let g = gates(Model::Open, &[], None, Some(&v), true);
+        let g = soak_gates(LeakStatus::Leak, true);
         assert!(g[0].holds() && g[0].advisory);
         assert!(g[0].line().ends_with("(advisory)"), "{}", g[0].line());
         // Cannot tell is not a pass.
-        let g = gates(
-            Model::Open,
-            &[],
-            None,
-            Some(&soak(LeakStatus::Unknown)),
-            false,
-        );
+        let g = soak_gates(LeakStatus::Unknown, false);
         assert_eq!(g[0].status, Status::NoData);
-        let g = gates(
-            Model::Open,
-            &[],
-            None,
-            Some(&soak(LeakStatus::NoLeak)),
-            false,
-        );
+        let g = soak_gates(LeakStatus::NoLeak, false);
         assert!(g[0].holds());
     }
 

@@ -52,16 +52,7 @@ pub fn theil_sen(pts: &[(f64, f64)]) -> Option<f64> {
             }
         }
     }
-    if slopes.is_empty() {
-        return None;
-    }
-    slopes.sort_by(f64::total_cmp);
-    let n = slopes.len();
-    Some(if n % 2 == 1 {
-        slopes[n / 2]
-    } else {
-        (slopes[n / 2 - 1] + slopes[n / 2]) / 2.0
-    })
+    median(&mut slopes)
 }
 
 /// A leak verdict needs at least this many seconds of samples after the
@@ -187,24 +178,26 @@ pub fn trend(name: &str, pts: &[(f64, f64)], from: f64, to: f64, th: &LeakThresh
     t
 }
 
+/// How a series' values are shown: bytes (and bytes per second) in MB.
+fn unit(series: &str) -> (f64, &'static str) {
+    if series.ends_with("_bytes_per_s") {
+        (1e6, "MB/s")
+    } else if series.ends_with("_bytes") {
+        (1e6, "MB")
+    } else {
+        (1.0, "")
+    }
+}
+
 /// An amount in the series' unit.
 fn amount(series: &str, v: f64) -> String {
-    if series.ends_with("_bytes_per_s") {
-        format!("{:.2}MB/s", v / 1e6)
-    } else if series.ends_with("_bytes") {
-        format!("{:.2}MB", v / 1e6)
-    } else {
-        format!("{v:.2}")
-    }
+    let (scale, u) = unit(series);
+    format!("{:.2}{u}", v / scale)
 }
 
 /// Show a per-hour value in the series' unit.
 pub fn per_hour(series: &str, v: f64) -> String {
-    if series.ends_with("_bytes_per_s") {
-        format!("{:+.2}MB/s per h", v / 1e6)
-    } else if series.ends_with("_bytes") {
-        format!("{:+.2}MB/h", v / 1e6)
-    } else {
-        format!("{v:+.2}/h")
-    }
+    let (scale, u) = unit(series);
+    let per = if u.ends_with("/s") { " per h" } else { "/h" };
+    format!("{:+.2}{u}{per}", v / scale)
 }

@@ -25,7 +25,7 @@ use thiserror::Error;
 
 pub use crate::vocab::{Level, Model, PerHour, Percent};
 pub use sections::*;
-pub use shape::{Phase, Plan, Shape};
+pub use shape::{Hold, Phase, Plan, Shape};
 pub use validate::target_url;
 
 use collectors::CollectorsConfig;

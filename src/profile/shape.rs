@@ -15,17 +15,7 @@ use crate::vocab::{Level, PhaseInfo};
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Shape {
     /// One level held for a duration, after an optional ramp.
-    Constant {
-        #[serde(alias = "vus")]
-        rate: Level,
-        #[serde(with = "humantime_serde")]
-        duration: Duration,
-        #[serde(default, with = "humantime_serde")]
-        ramp_up: Option<Duration>,
-        /// A warm-up phase before the measured ones (see [`Warmup`]).
-        #[serde(default)]
-        warmup: Option<Warmup>,
-    },
+    Constant(Hold),
     /// Step the level up until `max` (or the first step that breaks a budget).
     Stress {
         #[serde(alias = "start_vus")]
@@ -45,18 +35,7 @@ pub enum Shape {
         warmup: Option<Warmup>,
     },
     /// Hold a level for hours to expose leaks and drift.
-    Soak {
-        #[serde(alias = "vus")]
-        rate: Level,
-        #[serde(with = "humantime_serde")]
-        duration: Duration,
-        #[serde(default, with = "humantime_serde")]
-        ramp_up: Option<Duration>,
-        /// Left out of leak trends (JIT, caches and pools warming up): the
-        /// first part of `duration`, run as the `warmup` phase.
-        #[serde(default)]
-        warmup: Option<Warmup>,
-    },
+    Soak(Hold),
     /// Baseline, then `factor`× at once, then baseline again.
     Spike {
         baseline: Level,
@@ -106,6 +85,24 @@ pub enum Shape {
         #[serde(default)]
         warmup: Option<Warmup>,
     },
+}
+
+/// A level held for a duration, after an optional ramp from 0: the
+/// `constant` shape, and the `soak` shape, which judges leaks and drift over it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hold {
+    #[serde(alias = "vus")]
+    pub rate: Level,
+    #[serde(with = "humantime_serde")]
+    pub duration: Duration,
+    #[serde(default, with = "humantime_serde")]
+    pub ramp_up: Option<Duration>,
+    /// A warm-up phase (see [`Warmup`]): for `constant` before `duration`;
+    /// for `soak` the first part of `duration`, left out of leak trends (JIT,
+    /// caches and pools warming up).
+    #[serde(default)]
+    pub warmup: Option<Warmup>,
 }
 
 /// `warmup:` of any shape: `warmup: 30s` (at the shape's first level) or
@@ -246,6 +243,14 @@ impl Builder {
         self.at += duration;
     }
 
+    /// A held level's `ramp-up` (from 0) and `warmup` phases.
+    fn ramp_up(&mut self, h: &Hold) {
+        if let Some(r) = h.ramp_up {
+            self.push("ramp-up".into(), r, 0.0, h.rate.0);
+        }
+        self.warmup(h.warmup.as_ref(), h.rate.0);
+    }
+
     /// The `warmup` phase, held at its level (the shape's `first` unless it gives a rate).
     fn warmup(&mut self, w: Option<&Warmup>, first: f64) {
         if let Some(w) = w {
@@ -278,10 +283,10 @@ impl Shape {
         };
         const RATE: &[&str] = &["rate", "vus"];
         match self {
-            Shape::Constant { rate, .. } if zero(rate) => {
+            Shape::Constant(h) if zero(&h.rate) => {
                 say("constant.rate", RATE, 0, "give a level above 0, e.g. 100/s")
             }
-            Shape::Soak { rate, .. } if zero(rate) => {
+            Shape::Soak(h) if zero(&h.rate) => {
                 say("soak.rate", RATE, 0, "give a level above 0, e.g. 100/s")
             }
             Shape::Stress { start, .. } if zero(start) => say(
@@ -340,9 +345,9 @@ impl Shape {
     /// The shape's `warmup:`, whichever the shape.
     pub fn warmup(&self) -> Option<&Warmup> {
         match self {
-            Shape::Constant { warmup, .. }
+            Shape::Constant(Hold { warmup, .. })
             | Shape::Stress { warmup, .. }
-            | Shape::Soak { warmup, .. }
+            | Shape::Soak(Hold { warmup, .. })
             | Shape::Spike { warmup, .. }
             | Shape::Overload { warmup, .. }
             | Shape::Stages { warmup, .. } => warmup.as_ref(),
@@ -362,7 +367,7 @@ impl Shape {
                 return Err(("shape: warmup.rate must be above 0 (or leave it out: the warm-up then runs at the shape's first level)".into(), &["warmup"]));
             }
         }
-        if let Shape::Soak { duration, .. } = self {
+        if let Shape::Soak(Hold { duration, .. }) = self {
             if w.duration() >= *duration {
                 return Err((
                     format!(
@@ -389,9 +394,7 @@ impl Shape {
             }
         };
         match self {
-            Shape::Constant { duration, .. } | Shape::Soak { duration, .. } => {
-                nonzero(duration, &["duration"])
-            }
+            Shape::Constant(h) | Shape::Soak(h) => nonzero(&h.duration, &["duration"]),
             Shape::Stress {
                 start,
                 step,
@@ -458,17 +461,9 @@ impl Shape {
             phases: Vec::new(),
         };
         let kind = match self {
-            Shape::Constant {
-                rate,
-                duration,
-                ramp_up,
-                warmup,
-            } => {
-                if let Some(r) = ramp_up {
-                    b.push("ramp-up".into(), *r, 0.0, rate.0);
-                }
-                b.warmup(warmup.as_ref(), rate.0);
-                b.push("main".into(), *duration, rate.0, rate.0);
+            Shape::Constant(h) => {
+                b.ramp_up(h);
+                b.push("main".into(), h.duration, h.rate.0, h.rate.0);
                 ShapeKind::Constant
             }
             Shape::Stress {
@@ -493,21 +488,14 @@ impl Shape {
                     expect_capacity: expect_capacity.map(|l| l.0),
                 }
             }
-            Shape::Soak {
-                rate,
-                duration,
-                ramp_up,
-                warmup,
-            } => {
-                if let Some(r) = ramp_up {
-                    b.push("ramp-up".into(), *r, 0.0, rate.0);
-                }
+            Shape::Soak(h) => {
+                b.ramp_up(h);
                 // The warm-up is the first part of the soak's duration.
-                let warm = warmup.as_ref().map(Warmup::duration).unwrap_or_default();
-                b.warmup(warmup.as_ref(), rate.0);
-                b.push("soak".into(), duration.saturating_sub(warm), rate.0, rate.0);
+                let warm = h.warmup.as_ref().map(Warmup::duration);
+                let rest = h.duration.saturating_sub(warm.unwrap_or_default());
+                b.push("soak".into(), rest, h.rate.0, h.rate.0);
                 ShapeKind::Soak {
-                    warmup: warmup.as_ref().map(|w| w.duration().mul_f64(scale)),
+                    warmup: warm.map(|w| w.mul_f64(scale)),
                 }
             }
             Shape::Spike {

@@ -64,169 +64,57 @@ pub struct Series {
     pub what: &'static str,
 }
 
-const fn target(name: &'static str, unit: Unit, what: &'static str) -> Series {
-    Series {
-        name,
-        unit,
-        side: Side::Target,
-        what,
-    }
-}
-const fn generator(name: &'static str, unit: Unit, what: &'static str) -> Series {
-    Series {
-        name,
-        unit,
-        side: Side::Generator,
-        what,
-    }
+/// Declares each series as a constant and lists them all in [`ALL`] (so no
+/// series is left out of it): `NAME = Side("name", Unit, "what it measures");`.
+macro_rules! series {
+    ($($name:ident = $side:ident($key:literal, $unit:ident, $what:literal);)*) => {
+        $(
+            pub const $name: Series = Series {
+                name: $key,
+                unit: Unit::$unit,
+                side: Side::$side,
+                what: $what,
+            };
+        )*
+        /// Every named series (the `jvm.threads.<state>` family aside).
+        pub const ALL: &[Series] = &[$($name),*];
+    };
 }
 
-pub const TARGET_HOST_CPU: Series = target(
-    "target.host_cpu_pct",
-    Unit::PctOfHost,
-    "target host CPU busy",
-);
-pub const TARGET_PROCESS_CPU_OF_HOST: Series = target(
-    "target.process_cpu_pct_of_host",
-    Unit::PctOfHost,
-    "target process CPU, share of the host",
-);
-pub const TARGET_PROCESS_CPU_OF_CORE: Series = target(
-    "target.process_cpu_pct_of_core",
-    Unit::PctOfCore,
-    "target process CPU, % of one core",
-);
-pub const TARGET_MEM_USED: Series = target(
-    "target.mem_used_bytes",
-    Unit::Bytes,
-    "target host memory used",
-);
-pub const TARGET_LOAD1: Series = target("target.load1", Unit::Load, "target host load (1 min)");
-pub const TARGET_RSS: Series = target("target.rss_bytes", Unit::Bytes, "target process RSS");
-pub const TARGET_THREADS: Series = target("target.threads", Unit::Count, "target process threads");
-pub const TARGET_FDS: Series = target("target.fds", Unit::Count, "target process open fds");
-pub const TARGET_TCP_ESTABLISHED: Series = target(
-    "target.tcp_established",
-    Unit::Count,
-    "ESTABLISHED connections (service port)",
-);
-pub const TARGET_TCP_CLOSE_WAIT: Series = target(
-    "target.tcp_close_wait",
-    Unit::Count,
-    "CLOSE_WAIT connections (service port)",
-);
-pub const TARGET_TCP_TIME_WAIT: Series = target(
-    "target.tcp_time_wait",
-    Unit::Count,
-    "TIME_WAIT connections (service port)",
-);
-pub const TARGET_POOL_WAITERS: Series = target(
-    "target.pool_waiters",
-    Unit::Count,
-    "threads waiting for a pooled connection",
-);
-pub const JVM_HEAP_USED: Series = target("jvm.heap_used_bytes", Unit::Bytes, "JVM heap used");
-pub const JVM_HEAP_COMMITTED: Series = target(
-    "jvm.heap_committed_bytes",
-    Unit::Bytes,
-    "JVM heap committed",
-);
-pub const JVM_HEAP_AFTER_GC: Series = target(
-    "jvm.heap_after_gc_bytes",
-    Unit::Bytes,
-    "JVM heap used right after each GC",
-);
+series! {
+    TARGET_HOST_CPU = Target("target.host_cpu_pct", PctOfHost, "target host CPU busy");
+    TARGET_PROCESS_CPU_OF_HOST = Target("target.process_cpu_pct_of_host", PctOfHost, "target process CPU, share of the host");
+    TARGET_PROCESS_CPU_OF_CORE = Target("target.process_cpu_pct_of_core", PctOfCore, "target process CPU, % of one core");
+    TARGET_MEM_USED = Target("target.mem_used_bytes", Bytes, "target host memory used");
+    TARGET_LOAD1 = Target("target.load1", Load, "target host load (1 min)");
+    TARGET_RSS = Target("target.rss_bytes", Bytes, "target process RSS");
+    TARGET_THREADS = Target("target.threads", Count, "target process threads");
+    TARGET_FDS = Target("target.fds", Count, "target process open fds");
+    TARGET_TCP_ESTABLISHED = Target("target.tcp_established", Count, "ESTABLISHED connections (service port)");
+    TARGET_TCP_CLOSE_WAIT = Target("target.tcp_close_wait", Count, "CLOSE_WAIT connections (service port)");
+    TARGET_TCP_TIME_WAIT = Target("target.tcp_time_wait", Count, "TIME_WAIT connections (service port)");
+    TARGET_POOL_WAITERS = Target("target.pool_waiters", Count, "threads waiting for a pooled connection");
+    JVM_HEAP_USED = Target("jvm.heap_used_bytes", Bytes, "JVM heap used");
+    JVM_HEAP_COMMITTED = Target("jvm.heap_committed_bytes", Bytes, "JVM heap committed");
+    JVM_HEAP_AFTER_GC = Target("jvm.heap_after_gc_bytes", Bytes, "JVM heap used right after each GC");
+    JFR_BLOCKED_RATE = Target("jvm.jfr.monitor_blocked_per_s", PerSecond, "monitor entries that blocked (JFR window)");
+    JFR_BLOCKED_THREADS = Target("jvm.jfr.monitor_blocked_threads", Count, "threads blocked on monitors, mean over a JFR window");
+    JFR_PARK_RATE = Target("jvm.jfr.park_waits_per_s", PerSecond, "park waits outside idle pools: pool, lock, latch (JFR window)");
+    JFR_PARKED_THREADS = Target("jvm.jfr.parked_threads", Count, "threads in such park waits, mean over a JFR window");
+    JFR_PINNED_THREADS = Target("jvm.jfr.pinned_threads", Count, "virtual threads pinned to their carrier, mean over a JFR window");
+    JFR_ALLOC_RATE = Target("jvm.jfr.alloc_bytes_per_s", BytesPerSecond, "allocation rate (JFR allocation samples)");
+    JFR_GC_PAUSE = Target("jvm.jfr.gc_pause_ms_per_s", MillisPerSecond, "GC pause time per second (JFR window)");
+    GENERATOR_HOST_CPU = Generator("generator.host_cpu_pct", PctOfHost, "generator host CPU busy");
+    GENERATOR_RSS = Generator("generator.rss_bytes", Bytes, "brunt's RSS");
+    GENERATOR_PROBE_LAG = Generator("generator.probe_lag_ms", Millis, "timer probe lateness p99");
+    GENERATOR_SCHED_LAG = Generator("generator.sched_lag_ms", Millis, "open-model scheduler lateness");
+    GENERATOR_WORKER_BUSY = Generator("generator.worker_busy_pct", PctBusy, "busiest load worker's event-loop busy share");
+}
+
 /// `jvm.threads.<state>` (`runnable`, `blocked`, `waiting`, `timed_waiting`), count per dump.
 pub const JVM_THREADS_PREFIX: &str = "jvm.threads.";
 /// Per JFR window (`window:` on the jfr probe), at the window's middle.
 pub const JFR_PREFIX: &str = "jvm.jfr.";
-pub const JFR_BLOCKED_RATE: Series = target(
-    "jvm.jfr.monitor_blocked_per_s",
-    Unit::PerSecond,
-    "monitor entries that blocked (JFR window)",
-);
-pub const JFR_BLOCKED_THREADS: Series = target(
-    "jvm.jfr.monitor_blocked_threads",
-    Unit::Count,
-    "threads blocked on monitors, mean over a JFR window",
-);
-pub const JFR_PARK_RATE: Series = target(
-    "jvm.jfr.park_waits_per_s",
-    Unit::PerSecond,
-    "park waits outside idle pools: pool, lock, latch (JFR window)",
-);
-pub const JFR_PARKED_THREADS: Series = target(
-    "jvm.jfr.parked_threads",
-    Unit::Count,
-    "threads in such park waits, mean over a JFR window",
-);
-pub const JFR_PINNED_THREADS: Series = target(
-    "jvm.jfr.pinned_threads",
-    Unit::Count,
-    "virtual threads pinned to their carrier, mean over a JFR window",
-);
-pub const JFR_ALLOC_RATE: Series = target(
-    "jvm.jfr.alloc_bytes_per_s",
-    Unit::BytesPerSecond,
-    "allocation rate (JFR allocation samples)",
-);
-pub const JFR_GC_PAUSE: Series = target(
-    "jvm.jfr.gc_pause_ms_per_s",
-    Unit::MillisPerSecond,
-    "GC pause time per second (JFR window)",
-);
-pub const GENERATOR_HOST_CPU: Series = generator(
-    "generator.host_cpu_pct",
-    Unit::PctOfHost,
-    "generator host CPU busy",
-);
-pub const GENERATOR_RSS: Series = generator("generator.rss_bytes", Unit::Bytes, "brunt's RSS");
-pub const GENERATOR_PROBE_LAG: Series = generator(
-    "generator.probe_lag_ms",
-    Unit::Millis,
-    "timer probe lateness p99",
-);
-pub const GENERATOR_SCHED_LAG: Series = generator(
-    "generator.sched_lag_ms",
-    Unit::Millis,
-    "open-model scheduler lateness",
-);
-pub const GENERATOR_WORKER_BUSY: Series = generator(
-    "generator.worker_busy_pct",
-    Unit::PctBusy,
-    "busiest load worker's event-loop busy share",
-);
-
-/// Every named series (the `jvm.threads.<state>` family aside).
-pub const ALL: &[Series] = &[
-    TARGET_HOST_CPU,
-    TARGET_PROCESS_CPU_OF_HOST,
-    TARGET_PROCESS_CPU_OF_CORE,
-    TARGET_MEM_USED,
-    TARGET_LOAD1,
-    TARGET_RSS,
-    TARGET_THREADS,
-    TARGET_FDS,
-    TARGET_TCP_ESTABLISHED,
-    TARGET_TCP_CLOSE_WAIT,
-    TARGET_TCP_TIME_WAIT,
-    TARGET_POOL_WAITERS,
-    JVM_HEAP_USED,
-    JVM_HEAP_COMMITTED,
-    JVM_HEAP_AFTER_GC,
-    JFR_BLOCKED_RATE,
-    JFR_BLOCKED_THREADS,
-    JFR_PARK_RATE,
-    JFR_PARKED_THREADS,
-    JFR_PINNED_THREADS,
-    JFR_ALLOC_RATE,
-    JFR_GC_PAUSE,
-    GENERATOR_HOST_CPU,
-    GENERATOR_RSS,
-    GENERATOR_PROBE_LAG,
-    GENERATOR_SCHED_LAG,
-    GENERATOR_WORKER_BUSY,
-];
 
 /// The series of that name, with `jvm.threads.<state>` as a count on the target.
 pub fn lookup(name: &str) -> Option<Series> {

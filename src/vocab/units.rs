@@ -54,6 +54,7 @@ impl fmt::Display for Level {
     }
 }
 
+/// Reads a number as it is and a string through `FromStr`.
 struct NumOrStr<T>(std::marker::PhantomData<T>);
 
 impl<T: FromStr<Err = String> + From<f64>> Visitor<'_> for NumOrStr<T> {
@@ -78,17 +79,24 @@ impl<T: FromStr<Err = String> + From<f64>> Visitor<'_> for NumOrStr<T> {
     }
 }
 
-impl From<f64> for Level {
-    fn from(v: f64) -> Self {
-        Level(v)
-    }
+/// `From<f64>` and a `Deserialize` through [`NumOrStr`], for each number type here.
+macro_rules! number_or_string {
+    ($($t:ident),*) => {$(
+        impl From<f64> for $t {
+            fn from(v: f64) -> Self {
+                $t(v)
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $t {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                d.deserialize_any(NumOrStr::<$t>(std::marker::PhantomData))
+            }
+        }
+    )*};
 }
 
-impl<'de> Deserialize<'de> for Level {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumOrStr::<Level>(std::marker::PhantomData))
-    }
-}
+number_or_string!(Level, Percent, PerHour);
 
 impl Serialize for Level {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -116,18 +124,6 @@ impl FromStr for Percent {
             return Err(format!("`{s}`: out of range"));
         }
         Ok(Percent(v * scale))
-    }
-}
-
-impl From<f64> for Percent {
-    fn from(v: f64) -> Self {
-        Percent(v)
-    }
-}
-
-impl<'de> Deserialize<'de> for Percent {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumOrStr::<Percent>(std::marker::PhantomData))
     }
 }
 
@@ -173,18 +169,6 @@ impl FromStr for PerHour {
             return Err(bad());
         }
         Ok(PerHour(v * mul))
-    }
-}
-
-impl From<f64> for PerHour {
-    fn from(v: f64) -> Self {
-        PerHour(v)
-    }
-}
-
-impl<'de> Deserialize<'de> for PerHour {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(NumOrStr::<PerHour>(std::marker::PhantomData))
     }
 }
 

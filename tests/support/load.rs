@@ -6,6 +6,7 @@
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 use brunt::demo::{DemoConfig, DemoServer};
 use brunt::profile::Profile;
@@ -20,6 +21,29 @@ pub fn serial() -> MutexGuard<'static, ()> {
 pub fn demo(cfg: DemoConfig) -> DemoServer {
     DemoServer::start(cfg).expect("demo target starts on 127.0.0.1")
 }
+
+/// The plainest profile: `/fast` at a constant `rate` for `duration` against
+/// `url` (`builtin`, or `{url}` for [`profile`] to fill in). Append any other
+/// section (budgets, collectors) to it.
+pub fn fast(name: &str, url: &str, rate: &str, duration: &str) -> String {
+    format!(
+        "
+name: {name}
+target: {{ url: \"{url}\" }}
+requests: [ {{ path: /fast }} ]
+shape: {{ constant: {{ rate: {rate}, duration: {duration} }} }}
+"
+    )
+}
+
+/// A profile's `collectors:` section sampling this host's `/proc` every
+/// second (transport local): append it to a profile that has none.
+pub const HOST_EVERY_SECOND: &str = "collectors:
+  transport: { kind: local }
+  collect:
+    - use: linux-host
+      probes: { host: { every: 1s } }
+";
 
 /// Parse a profile written inline; `{url}` is replaced by `url`.
 pub fn profile(yaml: &str, url: &str) -> Profile {
@@ -57,6 +81,22 @@ pub fn demo_run(cfg: DemoConfig, yaml: &str) -> DemoRun {
     DemoRun { srv, dir, r }
 }
 
+/// Runs `yaml` against a demo target that stalls for 1 s every 10 s, and
+/// checks [`assert_stalls_in_latency_only`]; the target stays up for more checks.
+pub fn stalled_run(yaml: &str) -> DemoServer {
+    let (stall_every, stall_for) = (Duration::from_secs(10), Duration::from_secs(1));
+    let DemoRun { srv, r, .. } = demo_run(
+        DemoConfig {
+            stall_every: Some(stall_every),
+            stall_for,
+            ..Default::default()
+        },
+        yaml,
+    );
+    assert_stalls_in_latency_only(&r, &srv, stall_for, stall_every);
+    srv
+}
+
 /// A stall of `stall_for` every `stall_every` shows in latency from the
 /// intended start, not in service time, and costs no errors. A request due
 /// at a uniform point in a stall waits out the rest of it:
@@ -65,8 +105,8 @@ pub fn demo_run(cfg: DemoConfig, yaml: &str) -> DemoRun {
 pub fn assert_stalls_in_latency_only(
     r: &RunResult,
     srv: &DemoServer,
-    stall_for: std::time::Duration,
-    stall_every: std::time::Duration,
+    stall_for: Duration,
+    stall_every: Duration,
 ) {
     let t = &r.summary.totals;
     let f = stall_for.as_secs_f64() / stall_every.as_secs_f64();

@@ -73,10 +73,10 @@ fn make_cert(dir: &Path) {
 }
 
 impl Nginx {
-    /// Start nginx with these `server { … }` blocks; `{dir}` in them is the
-    /// scratch directory (where `cert.pem` and `key.pem` are). Every server
-    /// answers `200 ok` and logs to `{dir}/access.log`. Waits until each
-    /// port in `ports` accepts connections.
+    /// Start nginx with these `server { … }` blocks (each says what it
+    /// answers); `{dir}` in them is the scratch directory (where `cert.pem`
+    /// and `key.pem` are). Every server logs to `{dir}/access.log`. Waits
+    /// until each port in `ports` accepts connections.
     pub fn start(servers: &str, ports: &[u16]) -> Nginx {
         let bin = nginx_bin();
         let dir = tempfile::tempdir().expect("tempdir");

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::finding::{dump_evidence, Detail, Finding, Severity};
+use super::finding::{dump_evidence, threads, waiting_severity, Detail, Finding, Severity};
 use super::pools::{app_frame, pool_of, top_counts};
 use crate::diagnosis::jfr::is_internal_frame;
 use crate::diagnosis::model::{Frame, LockKind, ThreadDump, ThreadInfo};
@@ -109,12 +109,11 @@ fn contention_finding(
     let psize = pool.as_ref().and_then(|p| pool_size.get(p).copied());
     let n = waiters.len();
     let in_pool = pools.first().map(|p| p.1).unwrap_or(n);
-    let severity = if n >= 10 || psize.is_some_and(|s| s >= 4 && in_pool * 2 >= s) {
+    // Half of a pool of 4 or more blocked on one lock is high however few that is.
+    let severity = if psize.is_some_and(|s| s >= 4 && in_pool * 2 >= s) {
         Severity::High
-    } else if n >= 3 {
-        Severity::Medium
     } else {
-        Severity::Low
+        waiting_severity(n)
     };
     let who = match (pool.as_deref(), psize) {
         (Some(p), Some(s)) if p.ends_with('*') => {
@@ -123,7 +122,7 @@ fn contention_finding(
                 p.trim_end_matches(['-', '*'])
             )
         }
-        _ => format!("{n} thread{}", if n == 1 { "" } else { "s" }),
+        _ => threads(n),
     };
     let extra = if n > in_pool {
         format!(" (+{} other)", n - in_pool)

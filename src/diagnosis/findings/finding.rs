@@ -181,6 +181,23 @@ impl Default for Options {
     }
 }
 
+/// How bad `n` threads waiting on one lock or pool is: 10 or more high,
+/// 3 or more medium.
+pub(super) fn waiting_severity(n: usize) -> Severity {
+    if n >= 10 {
+        Severity::High
+    } else if n >= 3 {
+        Severity::Medium
+    } else {
+        Severity::Low
+    }
+}
+
+/// `1 thread`, `3 threads`.
+pub(super) fn threads(n: usize) -> String {
+    format!("{n} thread{}", if n == 1 { "" } else { "s" })
+}
+
 /// Evidence from dump `d`, naming `threads`.
 pub(super) fn dump_evidence(d: &ThreadDump, threads: Vec<String>) -> Evidence {
     Evidence {

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::finding::{dump_evidence, Detail, Finding, PoolPattern, Severity};
+use super::finding::{dump_evidence, threads, waiting_severity, Detail, Finding, PoolPattern};
 use crate::diagnosis::jfr::is_internal_frame;
 use crate::diagnosis::model::{Frame, ThreadDump, ThreadInfo, ThreadState};
 
@@ -194,23 +194,13 @@ fn pool_wait_finding(d: &ThreadDump, kind: String, ws: &[(&ThreadInfo, usize)]) 
     let app_frames = top_counts(ws.iter().map(|(t, i)| {
         app_frame(&t.frames, i + 1).unwrap_or_else(|| "(no application frame)".into())
     }));
-    let severity = if n >= 10 {
-        Severity::High
-    } else if n >= 3 {
-        Severity::Medium
-    } else {
-        Severity::Low
-    };
     let from = app_frames
         .first()
         .map(|(f, _)| format!(", called from `{f}`"))
         .unwrap_or_default();
     Finding {
-        severity,
-        summary: format!(
-            "{n} thread{} waiting to borrow from a {kind} pool{from}",
-            if n == 1 { "" } else { "s" }
-        ),
+        severity: waiting_severity(n),
+        summary: format!("{} waiting to borrow from a {kind} pool{from}", threads(n)),
         key: format!("pool:{kind}"),
         evidence: dump_evidence(d, names.clone()),
         detail: Detail::PoolWait {

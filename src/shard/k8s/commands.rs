@@ -60,103 +60,66 @@ pub(super) fn commands(plan: &Plan<'_>, profile_path: &Path) -> String {
         sh_word(&opts.memory),
         opts.max_late.as_secs().max(1)
     );
-    let mut c = String::new();
-    let _ = writeln!(
-        c,
-        "# brunt k8s: {n} shards starting together at {when} (--start-at {start_at}),"
-    );
-    let _ = writeln!(
-        c,
-        "# fixed when this was generated: then + --start-delay {delay}s. Generate and apply"
-    );
-    let _ = writeln!(
-        c,
-        "# in one pipeline, so the delay goes to scheduling pods and pulling the image:"
-    );
-    let _ = writeln!(c, "#");
-    let _ = writeln!(c, "#   {gen} | tee {file} | kubectl apply -f -");
-    let _ = writeln!(c, "#");
-    let _ = writeln!(
-        c,
-        "# A shard ready more than {}s after the start refuses to run (exit 3, the reason",
-        opts.max_late.as_secs().max(1)
-    );
-    let _ = writeln!(
-        c,
-        "# in exit-codes/shard-I) rather than skew the merge: then delete and run the pipeline again."
+    let late = opts.max_late.as_secs().max(1);
+    let mut c = format!(
+        "# brunt k8s: {n} shards starting together at {when} (--start-at {start_at}),\n\
+         # fixed when this was generated: then + --start-delay {delay}s. Generate and apply\n\
+         # in one pipeline, so the delay goes to scheduling pods and pulling the image:\n\
+         #\n\
+         #   {gen} | tee {file} | kubectl apply -f -\n\
+         #\n\
+         # A shard ready more than {late}s after the start refuses to run (exit 3, the reason\n\
+         # in exit-codes/shard-I) rather than skew the merge: then delete and run the pipeline again.\n"
     );
     if let Some(sec) = &opts.secret {
         let names: Vec<&str> = plan.env.iter().map(|(n, _)| n.as_str()).collect();
         if !names.is_empty() {
-            let _ = writeln!(
-                c,
-                "# The Secret {sec} holds the profile's environment ({}), e.g.:",
-                names.join(", ")
-            );
             let lits: Vec<String> = names
                 .iter()
                 .map(|v| format!("--from-literal={v}=…"))
                 .collect();
-            let _ = writeln!(
+            let _ = write!(
                 c,
-                "#   kubectl -n {ns} create secret generic {sec} {}",
+                "# The Secret {sec} holds the profile's environment ({}), e.g.:\n\
+                 #   kubectl -n {ns} create secret generic {sec} {}\n",
+                names.join(", "),
                 lits.join(" ")
             );
         }
     }
-    let _ = writeln!(c, "#");
+    c.push_str("#\n");
     match &opts.results_pvc {
         None => {
-            let _ = writeln!(
+            let last = n - 1;
+            let _ = write!(
                 c,
-                "#   # every shard has finished when all {n} pods are Ready:"
-            );
-            let _ = writeln!(
-                c,
-                "#   kubectl -n {ns} wait job/{job} --for=jsonpath='{{.status.ready}}'={n} --timeout={wait}s"
-            );
-            let _ = writeln!(c, "#   mkdir -p {job}/exit-codes");
-            let _ = writeln!(c, "#   for i in $(seq 0 {}); do", n - 1);
-            let _ = writeln!(
-                c,
-                "#     pod=$(kubectl -n {ns} get pods -l batch.kubernetes.io/job-name={job},batch.kubernetes.io/job-completion-index=$i -o jsonpath='{{.items[0].metadata.name}}')"
-            );
-            let _ = writeln!(
-                c,
-                "#     kubectl -n {ns} cp \"$pod:/results/shard-$((i + 1))\" \"{job}/shard-$((i + 1))\""
-            );
-            let _ = writeln!(
-                c,
-                "#     kubectl -n {ns} cp \"$pod:/results/exit-codes/shard-$((i + 1))\" \"{job}/exit-codes/shard-$((i + 1))\""
-            );
-            let _ = writeln!(
-                c,
-                "#     kubectl -n {ns} exec \"$pod\" -- touch /results/.collected"
-            );
-            let _ = writeln!(c, "#   done");
-            let _ = writeln!(
-                c,
-                "#   kubectl -n {ns} wait job/{job} --for=condition=complete --timeout=120s"
+                "#   # every shard has finished when all {n} pods are Ready:\n\
+                 #   kubectl -n {ns} wait job/{job} --for=jsonpath='{{.status.ready}}'={n} --timeout={wait}s\n\
+                 #   mkdir -p {job}/exit-codes\n\
+                 #   for i in $(seq 0 {last}); do\n\
+                 #     pod=$(kubectl -n {ns} get pods -l batch.kubernetes.io/job-name={job},batch.kubernetes.io/job-completion-index=$i -o jsonpath='{{.items[0].metadata.name}}')\n\
+                 #     kubectl -n {ns} cp \"$pod:/results/shard-$((i + 1))\" \"{job}/shard-$((i + 1))\"\n\
+                 #     kubectl -n {ns} cp \"$pod:/results/exit-codes/shard-$((i + 1))\" \"{job}/exit-codes/shard-$((i + 1))\"\n\
+                 #     kubectl -n {ns} exec \"$pod\" -- touch /results/.collected\n\
+                 #   done\n\
+                 #   kubectl -n {ns} wait job/{job} --for=condition=complete --timeout=120s\n"
             );
         }
         Some(_) => {
-            let _ = writeln!(
-                c,
-                "#   kubectl -n {ns} wait job/{job} --for=condition=complete --timeout={wait}s"
-            );
-            let _ = writeln!(
-                c,
-                "#   kubectl -n {ns} wait pod/{job}-gather --for=condition=Ready --timeout=120s"
-            );
             let root = results_root(opts, start_at);
-            let _ = writeln!(c, "#   kubectl -n {ns} cp {job}-gather:{root} {job}");
+            let _ = write!(
+                c,
+                "#   kubectl -n {ns} wait job/{job} --for=condition=complete --timeout={wait}s\n\
+                 #   kubectl -n {ns} wait pod/{job}-gather --for=condition=Ready --timeout=120s\n\
+                 #   kubectl -n {ns} cp {job}-gather:{root} {job}\n"
+            );
         }
     }
-    let _ = writeln!(
+    let _ = write!(
         c,
-        "#   cat {job}/exit-codes/*   # 0 or 99 each; 3 = refused, started late"
+        "#   cat {job}/exit-codes/*   # 0 or 99 each; 3 = refused, started late\n\
+         #   brunt merge {job}/shard-* --out {job}/merged\n\
+         #   kubectl delete -f {file}\n"
     );
-    let _ = writeln!(c, "#   brunt merge {job}/shard-* --out {job}/merged");
-    let _ = writeln!(c, "#   kubectl delete -f {file}");
     c
 }
