@@ -54,6 +54,8 @@ fn answer(line: &str) -> (Vec<u8>, bool) {
         }
         "/close" => (ok("Connection: close\r\n", "needle"), true),
         "/swallow-second" => (ok("", "needle"), false),
+        // 2 MiB, the needle at its end: past the default `expect.max_body`.
+        "/big" => (ok("", &("x".repeat(2 << 20) + "needle")), false),
         // Keep-alive by the headers, then closed: the idle-timeout race.
         "/idle" => (ok("", "needle"), true),
         "/eof" => (
@@ -126,7 +128,14 @@ fn serve(mut c: TcpStream, seen: Arc<Seen>) {
             return;
         }
         let (bytes, close) = answer(line);
-        for part in bytes.chunks(piece) {
+        // Small answers in 1–7 byte writes; a big one whole (it is about
+        // the limit, not the split).
+        let size = if bytes.len() > 1 << 16 {
+            bytes.len()
+        } else {
+            piece
+        };
+        for part in bytes.chunks(size) {
             if c.write_all(part).is_err() {
                 return;
             }
@@ -151,6 +160,7 @@ fn server(stop: Arc<AtomicBool>) -> (u16, Arc<Seen>, thread::JoinHandle<()>) {
 }
 
 struct Ran {
+    notes: Vec<String>,
     requests: u64,
     by: BTreeMap<String, u64>,
     accepted: u64,
@@ -181,6 +191,7 @@ shape: {{ constant: {{ rate: 50/s, duration: 1s }} }}
     let t = &r.summary.totals;
     let heads = std::mem::take(&mut *seen.requests.lock().unwrap());
     Ran {
+        notes: r.summary.notes.clone(),
         requests: t.requests,
         by: t
             .by_class
@@ -364,4 +375,27 @@ fn unanswered_requests_are_sent_again_only_when_idempotent() {
             assert_eq!(ok + reset, r.requests, "{request}: {:?}", r.by);
         }
     }
+}
+
+/// A checked answer past `expect.max_body` is `body_too_large` (brunt's
+/// limit, said so in a note), never a failed check; raising the limit
+/// checks it.
+#[test]
+fn bodies_past_max_body_are_said_as_such() {
+    let _g = load::serial();
+    let r = run(
+        "{ path: /big, expect: { body_contains: needle, sample: 100% } }",
+        true,
+    );
+    assert_all(&r, "body_too_large", "2 MiB against the default 1 MiB");
+    assert!(
+        r.notes.iter().any(|n| n.contains("expect.max_body")),
+        "{:?}",
+        r.notes
+    );
+    let r = run(
+        "{ path: /big, expect: { body_contains: needle, sample: 100%, max_body: 4MiB } }",
+        true,
+    );
+    assert_all(&r, "ok", "2 MiB under a 4 MiB limit");
 }

@@ -308,6 +308,12 @@ pub fn build(
             m.run.dropped
         ));
     }
+    let too_large = m.run.count(Class::BodyTooLarge);
+    if too_large > 0 {
+        notes.push(format!(
+            "{too_large} answers were larger than expect.max_body (1 MiB unless set): their bodies were not checked, and they count as `body_too_large`, not as failed checks; raise expect.max_body to check them"
+        ));
+    }
     if m.run.unknown() > 0 {
         notes.push(format!(
             "{} offered requests have no recorded outcome: they were in flight when the run was stopped hard, or answered in a second never written (offered {} = requests {} + dropped {} + unknown {})",

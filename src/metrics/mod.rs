@@ -57,9 +57,13 @@ pub enum Class {
     /// the drain gave it up: no answer, its latency is at least the time it
     /// waited until then.
     Unfinished,
+    /// An expected status, but the body was larger than `expect.max_body`,
+    /// so the check or extraction it was read for could not run: brunt's
+    /// own limit, said as such (never a pass on a body it did not read).
+    BodyTooLarge,
 }
 
-pub const CLASSES: [Class; 9] = [
+pub const CLASSES: [Class; 10] = [
     Class::Ok,
     Class::Shed,
     Class::HttpError,
@@ -69,6 +73,7 @@ pub const CLASSES: [Class; 9] = [
     Class::Reset,
     Class::OtherError,
     Class::Unfinished,
+    Class::BodyTooLarge,
 ];
 
 impl Class {
@@ -83,6 +88,7 @@ impl Class {
             Class::Reset => "reset",
             Class::OtherError => "other_error",
             Class::Unfinished => "unfinished",
+            Class::BodyTooLarge => "body_too_large",
         }
     }
     pub fn from_name(s: &str) -> Option<Class> {

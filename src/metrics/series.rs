@@ -289,19 +289,15 @@ pub fn read_noting(path: &Path) -> io::Result<(Vec<Row>, Skipped)> {
 /// row (also what `brunt watch` reads as the file grows).
 pub fn parse_row(line: &str) -> Option<Row> {
     let v: Vec<&str> = line.split(',').collect();
-    // Columns after the classes: 9, and 11 since `connections` (always
-    // written with every class, so the length tells them apart).
-    let tail = if v.len() == 4 + CLASSES.len() + 11 {
-        11
-    } else {
-        9
+    // Classes only ever get appended, and the columns after them were 9,
+    // then 11 since `connections`: each layout has its own length.
+    let (k, tail) = match v.len() {
+        21 => (8, 9),  // before `unfinished`
+        22 => (9, 9),  // before `connections`
+        24 => (9, 11), // before `body_too_large`
+        n if n == 4 + CLASSES.len() + 11 => (CLASSES.len(), 11),
+        _ => return None,
     };
-    // Classes only ever get appended: a file from before `unfinished`
-    // has fewer class columns, in the same order.
-    let k = v
-        .len()
-        .checked_sub(4 + tail)
-        .filter(|k| (8..=CLASSES.len()).contains(k))?;
     let n = |s: &str| s.parse::<u64>().ok();
     let ms = |s: &str| s.parse::<f64>().ok().map(|x| (x * 1000.0).round() as u64);
     let mut counts = [0u64; CLASSES.len()];

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Model, Percent};
 use crate::demo::DemoConfig;
+use crate::vocab::ByteSize;
 
 /// One feeder: a CSV file with a header row, or JSON Lines (one object a line).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -291,6 +292,10 @@ pub struct ExpectSpec {
     /// Share of responses whose body is checked, e.g. `1%`. Default 1%.
     #[serde(default = "default_sample")]
     pub sample: Percent,
+    /// The largest body read for a check or an extraction (default 1 MiB):
+    /// a larger one is `body_too_large`, not a failed check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_body: Option<ByteSize>,
 }
 
 fn default_sample() -> Percent {
@@ -304,6 +309,7 @@ impl Default for ExpectSpec {
             body_contains: None,
             body_regex: None,
             sample: default_sample(),
+            max_body: None,
         }
     }
 }

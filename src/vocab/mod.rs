@@ -35,4 +35,4 @@ pub use clock::RunClock;
 pub use phase::{Model, PhaseInfo, RunObserver, ShapeKind, WindowStats, WARMUP};
 pub use say::{Notice, Say};
 pub use status::Status;
-pub use units::{Level, PerHour, Percent};
+pub use units::{ByteSize, Level, PerHour, Percent};

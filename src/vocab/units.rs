@@ -1,6 +1,7 @@
 //! Small value types of the profile language: rates (`200/s`), levels (a rate
 //! in the open model, a number of virtual users in the closed one) and
-//! percentages (`0.1%`), growth per hour for leak thresholds (`10MB/h`).
+//! percentages (`0.1%`), growth per hour for leak thresholds (`10MB/h`),
+//! byte sizes (`4MiB`).
 //! Each parses from YAML strings or numbers.
 
 use std::fmt;
@@ -96,7 +97,7 @@ macro_rules! number_or_string {
     )*};
 }
 
-number_or_string!(Level, Percent, PerHour);
+number_or_string!(Level, Percent, PerHour, ByteSize);
 
 impl Serialize for Level {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -148,31 +149,62 @@ pub struct PerHour(pub f64);
 impl FromStr for PerHour {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("`{s}` is not a growth rate: expected e.g. `10MB/h`, `5/h` or `20`");
         let t = s.trim();
         let t = t.strip_suffix("/h").unwrap_or(t).trim();
-        let units: [(&str, f64); 7] = [
-            ("KiB", 1024.0),
-            ("MiB", 1024.0 * 1024.0),
-            ("GiB", 1024.0 * 1024.0 * 1024.0),
-            ("KB", 1e3),
-            ("MB", 1e6),
-            ("GB", 1e9),
-            ("B", 1.0),
-        ];
-        let (num, mul) = units
-            .iter()
-            .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
-            .unwrap_or((t, 1.0));
-        let v: f64 = num.trim().parse().map_err(|_| bad())?;
-        if !v.is_finite() || v < 0.0 {
-            return Err(bad());
-        }
-        Ok(PerHour(v * mul))
+        let v = amount(t).ok_or_else(|| {
+            format!("`{s}` is not a growth rate: expected e.g. `10MB/h`, `5/h` or `20`")
+        })?;
+        Ok(PerHour(v))
     }
 }
 
 impl Serialize for PerHour {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0)
+    }
+}
+
+/// A count or a byte size: a plain number, or one with a byte unit (KB,
+/// MB, GB decimal; KiB, MiB, GiB binary; B). `None` when it is neither or
+/// is negative.
+fn amount(t: &str) -> Option<f64> {
+    const UNITS: [(&str, f64); 7] = [
+        ("KiB", 1024.0),
+        ("MiB", 1024.0 * 1024.0),
+        ("GiB", 1024.0 * 1024.0 * 1024.0),
+        ("KB", 1e3),
+        ("MB", 1e6),
+        ("GB", 1e9),
+        ("B", 1.0),
+    ];
+    let (num, mul) = UNITS
+        .iter()
+        .find_map(|(u, m)| t.strip_suffix(u).map(|n| (n, *m)))
+        .unwrap_or((t, 1.0));
+    let v: f64 = num.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v * mul)
+}
+
+/// A size in bytes: `512KiB`, `4MiB`, `1MB` or a plain number.
+#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
+pub struct ByteSize(pub f64);
+
+impl ByteSize {
+    pub fn bytes(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl FromStr for ByteSize {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        amount(s.trim()).map(ByteSize).ok_or_else(|| {
+            format!("`{s}` is not a size: expected e.g. `4MiB`, `512KB` or `1048576`")
+        })
+    }
+}
+
+impl Serialize for ByteSize {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(self.0)
     }
@@ -195,5 +227,8 @@ mod tests {
         assert_eq!("1MiB/h".parse::<PerHour>().unwrap().0, 1048576.0);
         assert_eq!("5/h".parse::<PerHour>().unwrap().0, 5.0);
         assert!("lots/h".parse::<PerHour>().is_err());
+        assert_eq!("4MiB".parse::<ByteSize>().unwrap().bytes(), 4 << 20);
+        assert_eq!("1048576".parse::<ByteSize>().unwrap().bytes(), 1 << 20);
+        assert!("-1KB".parse::<ByteSize>().is_err() && "big".parse::<ByteSize>().is_err());
     }
 }

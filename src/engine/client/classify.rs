@@ -89,7 +89,8 @@ pub(super) fn codec_failed(f: h1::Failed) -> (Class, bool) {
         h1::Failed::Closed(_) => Class::Reset,
         // A response the codec cannot frame: a protocol error.
         h1::Failed::Protocol(_) => Class::OtherError,
-        h1::Failed::TooLarge => Class::CheckFailed,
+        // Past `expect.max_body`: brunt's limit, not a failed check.
+        h1::Failed::TooLarge => Class::BodyTooLarge,
     };
     (class, class == Class::Reset && f.unanswered())
 }

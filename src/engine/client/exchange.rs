@@ -11,7 +11,7 @@ use hyper::{Method, Request};
 
 use super::classify::{classify_error, codec_failed, unprocessed};
 use super::connect::{connect, Conn, Sender};
-use super::request::{to_h2, Prepared, EXTRACT_LIMIT};
+use super::request::{to_h2, Prepared};
 use super::Target;
 use crate::engine::h1;
 use crate::metrics::Class;
@@ -218,7 +218,7 @@ impl Conn {
             let mut body = resp.into_body();
             let mut extracted = Vec::new();
             if (check || want) && class == Class::Ok {
-                match http_body_util::Limited::new(body, EXTRACT_LIMIT)
+                match http_body_util::Limited::new(body, p.max_body)
                     .collect()
                     .await
                 {
@@ -239,7 +239,8 @@ impl Conn {
                         self.sender = None;
                         return match e.downcast_ref::<hyper::Error>() {
                             Some(e) => classify_error(e).into(),
-                            None => Class::CheckFailed.into(),
+                            // Limited's own error: past `expect.max_body`.
+                            None => Class::BodyTooLarge.into(),
                         };
                     }
                 }
@@ -297,7 +298,7 @@ impl Conn {
         let keep = (check || want) && class == Class::Ok;
         body.clear();
         let reusable = c
-            .body(&head, keep.then_some(&mut *body), EXTRACT_LIMIT)
+            .body(&head, keep.then_some(&mut *body), p.max_body)
             .await
             .map_err(codec_failed)?;
         let mut extracted = Vec::new();

@@ -35,6 +35,8 @@ pub struct Prepared {
     pub extract: Vec<(usize, Extractor)>,
     /// What may be sent again, from the method and `retry` (see [`Resend`]).
     pub(super) resend: Resend,
+    /// Largest body read for a check or an extraction (`expect.max_body`).
+    pub(super) max_body: usize,
 }
 
 /// Which unanswered sends of a request go out once more on a new connection.
@@ -85,8 +87,9 @@ pub enum Extractor {
     Header(HeaderName),
 }
 
-/// Largest body read for `extract` (a bigger answer counts as `check_failed`).
-pub(super) const EXTRACT_LIMIT: usize = 1 << 20;
+/// Largest body read for a check or `extract` unless `expect.max_body`
+/// says otherwise; a bigger answer is `body_too_large`.
+pub(super) const DEFAULT_MAX_BODY: usize = 1 << 20;
 
 impl Extractor {
     pub(super) fn take(&self, headers: &hyper::HeaderMap, body: &[u8]) -> Option<Bytes> {
@@ -319,5 +322,6 @@ fn prepare_one(
         check_every,
         dynamic,
         resend,
+        max_body: r.expect.max_body.map_or(DEFAULT_MAX_BODY, |b| b.bytes()),
     })
 }
