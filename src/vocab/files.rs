@@ -24,6 +24,8 @@ pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
 pub const JFR_WINDOWS: &str = "jfr-windows.jsonl";
 /// The Prometheus source's answers (`collectors.prometheus`).
 pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";
+/// The collectors' event log (artifacts, target PIDs, errors, link gaps).
+pub const COLLECTOR_EVENTS: &str = "collectors.jsonl";
 
 /// Keep file-name parts to `[A-Za-z0-9._-]`.
 pub fn safe(s: &str) -> String {

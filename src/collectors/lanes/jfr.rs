@@ -12,7 +12,7 @@
 //! A recording in windows (`window:`) is dumped window by window instead
 //! (`jfr_window`): its stop dumps the last window and writes nothing else.
 
-use serde_json::json;
+use crate::vocab::samples::CollectorEvent;
 
 use super::jfr_window::WindowCut;
 use super::probes::Taken;
@@ -64,10 +64,11 @@ impl Lane {
                     .phase
                     .clone()
                     .unwrap_or_else(|| "run".into());
-                self.event(
-                    "jfr-start",
-                    json!({"remote": remote, "pid": pid, "window_s": self.window_of(i)}),
-                );
+                self.event(CollectorEvent::JfrStart {
+                    remote: remote.clone(),
+                    pid,
+                    window_s: self.window_of(i),
+                });
                 let cut = self.window_of(i).map(|w| WindowCut {
                     t,
                     unix: f64::NEG_INFINITY,
@@ -140,7 +141,10 @@ impl Lane {
         };
         let name = format!("{}/{}", self.probes[i].collector, self.probes[i].def.name);
         self.error(&name, &CollectorError::Other(reason.clone()));
-        self.event("jfr-lost", json!({"pid": active.pid, "from_t": from_t}));
+        self.event(CollectorEvent::JfrLost {
+            pid: active.pid,
+            from_t,
+        });
         self.probes[i].jfr_lost = Some(JfrLost { from_t, reason });
         // Start again as soon as a JVM is found (while its phase runs).
         self.probes[i].next_due = None;
@@ -157,11 +161,13 @@ impl Lane {
 
     pub(super) fn push_jfr_gap(&mut self, i: usize, from_t: f64, to_t: f64, reason: String) {
         // Whole, so `brunt report` can rebuild the gap from the event log.
-        self.event(
-            "gap",
-            json!({"probe": self.probes[i].def.name, "from_t": from_t, "to_t": to_t,
-                   "reason": reason, "missed": 1}),
-        );
+        self.event(CollectorEvent::Gap {
+            probe: self.probes[i].def.name.clone(),
+            from_t: Some(from_t),
+            to_t: Some(to_t),
+            reason: reason.clone(),
+            missed: 1,
+        });
         self.rep.gaps.push(GapInfo {
             lane: self.lane.to_string(),
             from_t,

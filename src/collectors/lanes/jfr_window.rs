@@ -19,7 +19,7 @@
 
 use std::path::Path;
 
-use serde_json::json;
+use crate::vocab::samples::CollectorEvent;
 
 use super::probes::Taken;
 use super::Lane;
@@ -216,7 +216,7 @@ impl Lane {
             )
         };
         let written = match self.probes[i].stream.as_mut() {
-            Some((_, s)) => s.typed_row(to_t, &phase, &row),
+            Some((_, s)) => s.row(to_t, &phase, &row),
             None => Ok(()),
         };
         if let Err(e) = written {
@@ -271,7 +271,7 @@ impl Lane {
             let _ = std::fs::remove_file(self.dir.join(&old));
             let listed = format!("diagnostics/{old}");
             self.rep.artifacts.retain(|a| a.file != listed);
-            self.event("artifact-pruned", json!({"file": listed}));
+            self.event(CollectorEvent::ArtifactPruned { file: listed });
         }
     }
 }

@@ -31,8 +31,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use super::definition::{Definition, ProbeDef, ProbeKind};
 use super::error::CollectorError;
 use super::host::ProcHostParser;
@@ -40,6 +38,7 @@ use super::store::{safe, Jsonl, PhaseTracker};
 use super::transport::Transport;
 use super::{CollectorsSummary, ErrorInfo, GapInfo, StreamInfo};
 use crate::profile::collectors::TargetConfig;
+use crate::vocab::samples::{CollectorEvent, EventRow};
 
 /// Messages from the run (via the observer) to the collector thread.
 #[derive(Debug)]
@@ -191,7 +190,7 @@ const FIRST_BACKOFF: f64 = 0.5;
 
 impl Lane {
     pub fn new(s: LaneSetup) -> Result<Self, CollectorError> {
-        let events = Jsonl::open(&s.diag_dir.join("collectors.jsonl"))?;
+        let events = Jsonl::open(&s.diag_dir.join(crate::vocab::files::COLLECTOR_EVENTS))?;
         let mut probes = Vec::new();
         for d in &s.definitions {
             for p in d.probes.iter().filter(|p| p.enabled) {
@@ -240,14 +239,16 @@ impl Lane {
         self.tracker.t()
     }
 
-    fn event(&mut self, kind: &str, fields: Value) {
+    fn event(&mut self, event: CollectorEvent) {
         let t = self.now();
         let phase = self.tracker.name();
-        if let (Some(ev), Value::Object(mut m)) = (self.events.as_mut(), fields) {
-            m.insert("event".into(), json!(kind));
+        if let Some(ev) = self.events.as_mut() {
             // The lane lets `brunt report` rebuild gaps per lane from this file.
-            m.insert("lane".into(), json!(self.lane));
-            if ev.row(t, &phase, m).is_err() {
+            let row = EventRow {
+                event,
+                lane: self.lane.to_string(),
+            };
+            if ev.row(t, &phase, row).is_err() {
                 self.events = None;
             }
         }
@@ -270,10 +271,11 @@ impl Lane {
                 kind: e.kind(),
             });
         }
-        self.event(
-            "error",
-            json!({"probe": probe, "message": e.to_string(), "kind": e.kind()}),
-        );
+        self.event(CollectorEvent::Error {
+            probe: probe.to_string(),
+            message: e.to_string(),
+            kind: e.kind(),
+        });
     }
 
     /// Run until the load finishes (or the observer goes away).
@@ -386,7 +388,7 @@ impl Lane {
         }
         self.last_trigger = Some(now);
         self.rep.triggers += 1;
-        self.event("trigger", json!({"second": second, "p99_us": p99_us}));
+        self.event(CollectorEvent::Trigger { second, p99_us });
         for p in &mut self.probes {
             // A pending phase-start run keeps its reason: one dump serves both.
             if p.def.on_trigger && p.def.kind != ProbeKind::Jfr && p.forced.is_none() {

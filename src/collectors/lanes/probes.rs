@@ -5,7 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 
-use serde_json::{json, Map};
+use serde::Serialize;
 
 use super::{Lane, Parser};
 use crate::collectors::definition::{render, PidUse, ProbeKind};
@@ -14,6 +14,7 @@ use crate::collectors::jvm;
 use crate::collectors::quote::sh_quote;
 use crate::collectors::store::{artifact_name, safe};
 use crate::collectors::{ArtifactInfo, PidInfo};
+use crate::vocab::samples::{CollectorEvent, LinesSample, NoSample, ProbeRow};
 
 /// A file brought back from the target, as [`Lane::record_artifact`] lists it.
 pub(super) struct Taken {
@@ -41,7 +42,7 @@ impl Lane {
                 pid,
                 java_major: None,
             });
-            self.event("target-pid", json!({"pid": pid}));
+            self.event(CollectorEvent::TargetPid { pid });
         }
         Ok(found)
     }
@@ -71,10 +72,11 @@ impl Lane {
                 // Not an error: this JVM simply lacks the feature.
                 self.probes[i].disabled = true;
                 let name = self.probes[i].def.name.clone();
-                self.event(
-                    "probe-disabled",
-                    json!({"probe": name, "java_major": v, "min_java": min}),
-                );
+                self.event(CollectorEvent::ProbeDisabled {
+                    probe: name,
+                    java_major: v,
+                    min_java: min,
+                });
                 return Err(CollectorError::Other(String::new()));
             }
         }
@@ -155,37 +157,49 @@ impl Lane {
 
     fn sample(&mut self, i: usize, pid: Option<u32>) -> Result<(), CollectorError> {
         let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, "", 0);
-        let t = self.now();
-        let phase = self.tracker.name();
+        let at = (self.now(), self.tracker.name());
         let out = self.t.exec(&cmd)?.check(&cmd)?;
         let text = out.stdout_str();
-        let p = &mut self.probes[i];
-        let mut fields = match &mut p.parser {
+        match &mut self.probes[i].parser {
             Parser::Host(h) => {
-                let (m, seen) = h.parse(&text)?;
+                let (sample, seen) = h.parse(&text)?;
                 if pid.is_some() && seen.is_none() {
                     // The target process went away: find it again next time.
                     self.pid = None;
                     self.java_major = None;
                 }
-                m
+                self.store_sample(i, &at, pid, sample)
             }
-            Parser::Heap => jvm::parse_heap_info(&text)?,
+            Parser::Heap => {
+                let sample = jvm::parse_heap_info(&text)?;
+                self.store_sample(i, &at, pid, sample)
+            }
             Parser::Lines => {
-                let mut m = Map::new();
-                m.insert("lines".into(), json!(text.lines().collect::<Vec<_>>()));
-                m
+                let lines = text.lines().map(str::to_string).collect();
+                self.store_sample(i, &at, pid, LinesSample { lines })
             }
-            Parser::None => Map::new(),
+            Parser::None => self.store_sample(i, &at, pid, NoSample {}),
+        }
+    }
+
+    /// One row of probe `i`'s stream: the sample whose command started at
+    /// `at` (run time, phase).
+    fn store_sample<S: Serialize>(
+        &mut self,
+        i: usize,
+        (t, phase): &(f64, String),
+        pid: Option<u32>,
+        sample: S,
+    ) -> Result<(), CollectorError> {
+        let row = ProbeRow {
+            sample,
+            pid,
+            took_ms: ((self.now() - t) * 1000.0).round(),
         };
-        if let Some(pid) = pid {
-            fields.entry("pid").or_insert(json!(pid));
+        match self.probes[i].stream.as_mut() {
+            Some((_, s)) => s.row(*t, phase, row),
+            None => Ok(()),
         }
-        fields.insert("took_ms".into(), json!(((self.now() - t) * 1000.0).round()));
-        if let Some((_, s)) = self.probes[i].stream.as_mut() {
-            s.row(t, &phase, fields)?;
-        }
-        Ok(())
     }
 
     fn artifact(&mut self, i: usize, pid: Option<u32>, reason: &str) -> Result<(), CollectorError> {
@@ -264,11 +278,14 @@ impl Lane {
             reason: reason.to_string(),
             pid,
         };
-        self.event(
-            "artifact",
-            // The whole entry, so `brunt report` can rebuild the index from this file.
-            json!({"probe": a.probe, "file": a.file, "bytes": a.bytes, "reason": a.reason, "artifact": a}),
-        );
+        // The whole entry, so `brunt report` can rebuild the index from this file.
+        self.event(CollectorEvent::Artifact {
+            probe: a.probe.clone(),
+            file: a.file.clone(),
+            bytes: a.bytes,
+            reason: a.reason.clone(),
+            artifact: Some(a.clone()),
+        });
         self.rep.artifacts.push(a);
         Ok(())
     }
@@ -312,7 +329,11 @@ impl Lane {
             .map_err(|e| CollectorError::io(&path, e))?;
         }
         self.probes[i].tail_offset = Some(offset + out.stdout.len() as u64);
-        self.event("tail", json!({"probe": self.probes[i].def.name, "file": format!("diagnostics/{name}"), "bytes": out.stdout.len()}));
+        self.event(CollectorEvent::Tail {
+            probe: self.probes[i].def.name.clone(),
+            file: format!("{}/{name}", crate::vocab::files::DIAGNOSTICS),
+            bytes: out.stdout.len() as u64,
+        });
         Ok(())
     }
 }
