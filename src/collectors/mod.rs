@@ -19,7 +19,7 @@
 //!
 //! Its settings are the profile's `collectors:` section ([`crate::profile::collectors`]).
 //!
-//! Use: [`validate`] when the run spec is compiled, [`start`] before the load, hand
+//! Use: [`compile`] when the run spec is compiled, [`start_with`] before the load, hand
 //! [`CollectorSet::observer`] to the run,
 //! [`CollectorSet::finish`] after it for the [`CollectorsSummary`].
 
@@ -118,15 +118,27 @@ impl RunObserver for CollectorObserver {
     }
 }
 
-/// Check a `collectors:` section without starting anything or touching the
+/// A `collectors:` section compiled: checked, its definitions loaded (the
+/// profile's overrides applied), its Prometheus queries filled in. The run
+/// spec holds one; [`start_with`] runs it.
+#[derive(Debug, Clone)]
+pub struct CollectorsSpec {
+    /// The section as written (transport, target, timings).
+    pub config: CollectorsConfig,
+    pub definitions: Vec<definition::Definition>,
+    /// Empty without a `prometheus:` source.
+    pub prometheus: Vec<prometheus::Compiled>,
+}
+
+/// Compile a `collectors:` section without starting anything or touching the
 /// network: definitions load, overrides name real probes, placeholders are
 /// known, the transport has what it needs (key file, passphrase variable),
 /// and probes that need the target process have a way to find it. Every
 /// error here satisfies [`CollectorError::is_bad_input`] (exit code 2).
-pub fn validate(
+pub fn compile(
     cfg: &CollectorsConfig,
     base_dir: Option<&Path>,
-) -> Result<Vec<definition::Definition>, CollectorError> {
+) -> Result<CollectorsSpec, CollectorError> {
     let definitions = cfg
         .collect
         .iter()
@@ -141,9 +153,10 @@ pub fn validate(
             cfg.remote_dir
         )));
     }
-    if let Some(p) = &cfg.prometheus {
-        prometheus::compile(p, base_dir)?;
-    }
+    let prometheus = match &cfg.prometheus {
+        Some(p) => prometheus::compile(p, base_dir)?,
+        None => Vec::new(),
+    };
     if let Some(pat) = &cfg.target.jcmd_match {
         regex::Regex::new(pat)
             .map_err(|e| CollectorError::Config(format!("target.jcmd_match: {e}")))?;
@@ -173,7 +186,11 @@ pub fn validate(
             }
         }
     }
-    Ok(definitions)
+    Ok(CollectorsSpec {
+        config: cfg.clone(),
+        definitions,
+        prometheus,
+    })
 }
 
 /// A JFR recording of an hour or more would grow with the run (≈ 200 MB per
@@ -204,24 +221,29 @@ fn auto_windows(defs: &mut [definition::Definition], phases: &[PhaseInfo]) {
     }
 }
 
-/// Start the collectors for a run: [`validate`], then start the collector
-/// threads. Transports connect on those threads, so this never blocks on the
-/// network; an unreachable target shows up as a gap, not as an error here.
+/// Start the collectors of a section no run spec compiled (examples, tests):
+/// [`compile`] it against `ctx.base_dir`, then [`start_with`] without a JFR
+/// window reader.
 pub fn start(
     cfg: &CollectorsConfig,
     ctx: CollectorContext,
 ) -> Result<CollectorSet, CollectorError> {
-    start_with(cfg, ctx, lanes::no_window_reader)
+    let spec = compile(cfg, ctx.base_dir.as_deref())?;
+    start_with(&spec, ctx, lanes::no_window_reader)
 }
 
-/// [`start`], with the reader that turns each JFR window (`window:`) into
-/// its figures as it arrives (a run passes the diagnosis's JFR reader).
+/// Start the collector threads of a compiled section, with the reader that
+/// turns each JFR window (`window:`) into its figures as it arrives (a run
+/// passes the diagnosis's JFR reader). Transports connect on those threads,
+/// so this never blocks on the network; an unreachable target shows up as a
+/// gap, not as an error here.
 pub fn start_with(
-    cfg: &CollectorsConfig,
+    spec: &CollectorsSpec,
     ctx: CollectorContext,
     window_reader: lanes::WindowReader,
 ) -> Result<CollectorSet, CollectorError> {
-    let mut definitions = validate(cfg, ctx.base_dir.as_deref())?;
+    let cfg = &spec.config;
+    let mut definitions = spec.definitions.clone();
     auto_windows(&mut definitions, &ctx.phases);
     let diag = ctx.run_dir.join(crate::vocab::files::DIAGNOSTICS);
     std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
@@ -281,7 +303,7 @@ pub fn start_with(
                     .as_ref()
                     .and_then(|v| std::env::var(v).ok()),
                 every: p.every,
-                queries: prometheus::compile(p, ctx.base_dir.as_deref())?,
+                queries: spec.prometheus.clone(),
                 tracker: tracker.clone(),
                 diag_dir: diag.clone(),
             };

@@ -15,7 +15,7 @@
 use crate::vocab::samples::CollectorEvent;
 
 use super::jfr_window::WindowCut;
-use super::probes::Taken;
+use super::probes::{Fill, Taken};
 use super::{JfrActive, JfrLost, Lane};
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
@@ -47,12 +47,17 @@ impl Lane {
             // Windows: bounded in the JVM, nothing written at the stop.
             Some(w) if windowed => {
                 let maxage = self.window_maxage(i);
-                let cmd = self.render_with(i, &w.start_command, pid, "", 0, &[("maxage", maxage)]);
+                let maxage = [("maxage", maxage)];
+                let fill = Fill {
+                    extra: &maxage,
+                    ..Fill::pid(pid, "")
+                };
+                let cmd = self.render(i, &w.start_command, fill);
                 (String::new(), cmd)
             }
             _ => {
                 let remote = self.remote_file(i);
-                let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, &remote, 0);
+                let cmd = self.render(i, &self.probes[i].def.command, Fill::pid(pid, &remote));
                 (remote, cmd)
             }
         };
@@ -212,7 +217,7 @@ impl Lane {
         let pid = active.pid;
         let res = (|| -> Result<(String, u64), CollectorError> {
             let stop = self.probes[i].def.stop_command.clone().unwrap_or_default();
-            let cmd = self.render(i, &stop, pid, &active.remote, 0);
+            let cmd = self.render(i, &stop, Fill::pid(pid, &active.remote));
             self.t.exec(&cmd)?.check(&cmd)?;
             let p = &self.probes[i];
             let name = artifact_name(
@@ -264,7 +269,7 @@ impl Lane {
             .as_ref()
             .map(|w| w.stop_command.clone())
             .unwrap_or_default();
-        let cmd = self.render(i, &stop, pid, "", 0);
+        let cmd = self.render(i, &stop, Fill::pid(pid, ""));
         if let Err(e) = self.t.exec(&cmd).and_then(|o| o.check(&cmd)) {
             self.fail(i, e);
         }

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use crate::vocab::samples::CollectorEvent;
 
-use super::probes::Taken;
+use super::probes::{Fill, Taken};
 use super::Lane;
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
@@ -134,14 +134,12 @@ impl Lane {
             return false;
         };
         let remote = self.remote_file(i);
-        let cmd = self.render_with(
-            i,
-            &template,
-            pid,
-            &remote,
-            0,
-            &[("begin", format!("-{back}s"))],
-        );
+        let begin = [("begin", format!("-{back}s"))];
+        let fill = Fill {
+            extra: &begin,
+            ..Fill::pid(pid, &remote)
+        };
+        let cmd = self.render(i, &template, fill);
         let n = self.probes[i].windows.n + 1;
         let name = format!("{}-window", self.probes[i].def.name);
         let file = artifact_name(&name, cut.t, &phase, n, &self.probes[i].def.extension);

@@ -16,6 +16,29 @@ use crate::collectors::store::{artifact_name, safe};
 use crate::collectors::{ArtifactInfo, PidInfo};
 use crate::vocab::samples::{CollectorEvent, LinesSample, NoSample, ProbeRow};
 
+/// The values of a probe command's run-time placeholders.
+#[derive(Default)]
+pub(super) struct Fill<'a> {
+    pub pid: Option<u32>,
+    /// `{remote_file}`
+    pub remote: &'a str,
+    /// `{offset}`
+    pub offset: u64,
+    /// Further placeholders (`maxage`, `begin`).
+    pub extra: &'a [(&'a str, String)],
+}
+
+impl<'a> Fill<'a> {
+    /// `{pid}` (empty when `None`) and `{remote_file}`.
+    pub fn pid(pid: Option<u32>, remote: &'a str) -> Self {
+        Fill {
+            pid,
+            remote,
+            ..Fill::default()
+        }
+    }
+}
+
 /// A file brought back from the target, as [`Lane::record_artifact`] lists it.
 pub(super) struct Taken {
     /// Its name under `diagnostics/`.
@@ -83,27 +106,14 @@ impl Lane {
         Ok(pid)
     }
 
-    pub(super) fn render(
-        &self,
-        i: usize,
-        template: &str,
-        pid: Option<u32>,
-        remote: &str,
-        offset: u64,
-    ) -> String {
-        self.render_with(i, template, pid, remote, offset, &[])
-    }
-
-    /// As [`Self::render`], with values of further placeholders (`maxage`, `begin`).
-    pub(super) fn render_with(
-        &self,
-        i: usize,
-        template: &str,
-        pid: Option<u32>,
-        remote: &str,
-        offset: u64,
-        extra: &[(&str, String)],
-    ) -> String {
+    /// Probe `i`'s `template` with its placeholders filled in (quoted).
+    pub(super) fn render(&self, i: usize, template: &str, fill: Fill) -> String {
+        let Fill {
+            pid,
+            remote,
+            offset,
+            extra,
+        } = fill;
         let d = &self.probes[i].def;
         let jcmd = self.target.jcmd.clone();
         let port = self.target.port;
@@ -156,7 +166,7 @@ impl Lane {
     }
 
     fn sample(&mut self, i: usize, pid: Option<u32>) -> Result<(), CollectorError> {
-        let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, "", 0);
+        let cmd = self.render(i, &self.probes[i].def.command, Fill::pid(pid, ""));
         let at = (self.now(), self.tracker.name());
         let out = self.t.exec(&cmd)?.check(&cmd)?;
         let text = out.stdout_str();
@@ -211,7 +221,7 @@ impl Lane {
         } else {
             String::new()
         };
-        let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, &remote, 0);
+        let cmd = self.render(i, &self.probes[i].def.command, Fill::pid(pid, &remote));
         let out = self.t.exec(&cmd)?.check(&cmd)?;
         let p = &self.probes[i];
         let name = artifact_name(&p.def.name, t, &phase, p.count + 1, &p.def.extension);
@@ -300,7 +310,11 @@ impl Lane {
             self.probes[i].tail_offset = Some(size + 1);
             return Ok(());
         };
-        let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, "", offset);
+        let fill = Fill {
+            offset,
+            ..Fill::pid(pid, "")
+        };
+        let cmd = self.render(i, &self.probes[i].def.command, fill);
         let out = self.t.exec(&cmd)?.check(&cmd)?;
         if out.stdout.is_empty() {
             return Ok(());
