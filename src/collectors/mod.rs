@@ -164,7 +164,7 @@ pub fn compile(
     let t = &cfg.target;
     let findable = t.pid.is_some() || t.pgrep.is_some() || t.jcmd_match.is_some();
     for d in &definitions {
-        for p in d.probes.iter().filter(|p| p.enabled) {
+        for p in d.probes.iter().filter(|p| p.enabled()) {
             if p.uses("pid") && p.pid == definition::PidUse::Required && !findable {
                 return Err(CollectorError::Config(format!(
                     "collector {} probe {} needs the target process: set target.pid, target.pgrep or target.jcmd_match",
@@ -204,10 +204,10 @@ fn auto_windows(defs: &mut [definition::Definition], phases: &[PhaseInfo]) {
         .max()
         .unwrap_or_default();
     for p in defs.iter_mut().flat_map(|d| d.probes.iter_mut()) {
-        if p.kind != ProbeKind::Jfr || p.window.is_some() || p.windows.is_none() {
+        if p.kind != ProbeKind::Jfr || p.tune.window.is_some() || p.windows.is_none() {
             continue;
         }
-        let span = match p.phase.as_deref().unwrap_or("run") {
+        let span = match p.tune.phase.as_deref().unwrap_or("run") {
             "run" => run,
             name => phases
                 .iter()
@@ -216,7 +216,7 @@ fn auto_windows(defs: &mut [definition::Definition], phases: &[PhaseInfo]) {
                 .unwrap_or_default(),
         };
         if span >= definition::AUTO_WINDOW_FROM {
-            p.window = Some(definition::AUTO_WINDOW);
+            p.tune.window = Some(definition::AUTO_WINDOW);
         }
     }
 }
@@ -259,7 +259,7 @@ pub fn start_with(
             .map(|d| {
                 let mut d = d.clone();
                 d.probes.retain(|p| {
-                    p.enabled
+                    p.enabled()
                         && matches!(p.kind, ProbeKind::Sample | ProbeKind::Tail)
                             == (lane == "samples")
                 });
@@ -422,8 +422,8 @@ mod tests {
     fn jfr(window: Option<Duration>, phase: &str) -> Vec<definition::Definition> {
         let mut d = definition::parse(definition::BUILTIN[1].1, "jvm").expect("jvm.yaml");
         for p in &mut d.probes {
-            p.window = window;
-            p.phase = Some(phase.into());
+            p.tune.window = window;
+            p.tune.phase = Some(phase.into());
         }
         vec![d]
     }
@@ -432,7 +432,7 @@ mod tests {
         d[0].probes
             .iter()
             .find(|p| p.name == "jfr")
-            .and_then(|p| p.window)
+            .and_then(|p| p.tune.window)
     }
 
     #[test]

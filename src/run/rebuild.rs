@@ -193,14 +193,12 @@ fn events_into(c: &mut CollectorsSummary, text: &str) {
             }
             // A JFR window file pruned to bound the disk: no longer listed.
             CollectorEvent::ArtifactPruned { file } => c.artifacts.retain(|a| a.file != file),
-            CollectorEvent::TargetPid { pid } => {
-                if !c.target_pids.iter().any(|p| p.pid == pid) {
-                    c.target_pids.push(PidInfo {
-                        t,
-                        pid,
-                        java_major: None,
-                    });
-                }
+            CollectorEvent::TargetPid { pid } if !c.target_pids.iter().any(|p| p.pid == pid) => {
+                c.target_pids.push(PidInfo {
+                    t,
+                    pid,
+                    java_major: None,
+                });
             }
             CollectorEvent::Error {
                 probe,

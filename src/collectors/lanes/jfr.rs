@@ -66,6 +66,7 @@ impl Lane {
             Ok(_) => {
                 let phase = self.probes[i]
                     .def
+                    .tune
                     .phase
                     .clone()
                     .unwrap_or_else(|| "run".into());

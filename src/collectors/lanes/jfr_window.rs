@@ -258,6 +258,7 @@ impl Lane {
     fn prune_windows(&mut self, i: usize, file: String) {
         let keep = self.probes[i]
             .def
+            .tune
             .keep_windows
             .unwrap_or(crate::collectors::definition::DEFAULT_KEEP_WINDOWS)
             as usize;

@@ -122,8 +122,8 @@ impl Lane {
             "port" => port.map(|p| p.to_string()),
             "jcmd" => Some(jcmd.clone()),
             "remote_file" => Some(remote.to_string()),
-            "settings" => d.settings.clone(),
-            "file" => d.file.clone(),
+            "settings" => d.tune.settings.clone(),
+            "file" => d.tune.file.clone(),
             "offset" => Some(offset.to_string()),
             k => extra.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()),
         })
@@ -301,7 +301,7 @@ impl Lane {
     }
 
     fn tail(&mut self, i: usize, pid: Option<u32>) -> Result<(), CollectorError> {
-        let file = self.probes[i].def.file.clone().unwrap_or_default();
+        let file = self.probes[i].def.tune.file.clone().unwrap_or_default();
         let Some(offset) = self.probes[i].tail_offset else {
             // Start at the current end: only lines written during the run.
             let cmd = format!("wc -c < {} 2>/dev/null || echo 0", sh_quote(&file));
