@@ -67,7 +67,9 @@ pub struct CollectorContext {
     /// The budgets' p99 threshold: a 1-s p99 above it fires `on_trigger` probes
     /// (the profile's `collectors.trigger_p99` wins when set).
     pub p99_threshold: Option<Duration>,
-    /// Directory that relative definition paths are resolved against (the profile's).
+    /// Directory that relative definition paths are resolved against (the
+    /// profile's) when [`start`] compiles the section; a compiled
+    /// [`CollectorsSpec`] has resolved them already.
     pub base_dir: Option<PathBuf>,
 }
 
