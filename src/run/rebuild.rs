@@ -23,8 +23,10 @@ use crate::judge::{Ending, Inputs, Judging, StopKind, Summary};
 use crate::profile::collectors::CollectorsConfig;
 use crate::profile::Profile;
 use crate::rundir;
-use crate::vocab::samples::{CollectorEvent, EventRow, Stamped};
 use crate::vocab::Say;
+
+/// The collectors' own event log inside `diagnostics/`.
+const COLLECTOR_EVENTS: &str = rundir::COLLECTOR_EVENTS;
 
 /// Rebuild `summary.json` (and nothing else) from the run directory's files.
 pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
@@ -126,7 +128,7 @@ pub fn collectors_from_files(diag: &Path, cfg: &CollectorsConfig) -> Option<Coll
         };
         let text = std::fs::read_to_string(diag.join(name)).unwrap_or_default();
         match name.as_str() {
-            rundir::COLLECTOR_EVENTS => {
+            COLLECTOR_EVENTS => {
                 found = true;
                 events_into(&mut c, &text);
             }
@@ -157,6 +159,7 @@ fn json_rows(text: &str) -> impl Iterator<Item = Value> + '_ {
 
 /// Fold the collectors' event log into the index.
 fn events_into(c: &mut CollectorsSummary, text: &str) {
+    use crate::vocab::samples::{CollectorEvent, EventRow, Stamped};
     // Links down and not (yet) back, per lane: (t, reason).
     let mut down: Vec<(String, f64, String)> = vec![];
     let mut last_t = 0.0f64;

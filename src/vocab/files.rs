@@ -14,6 +14,9 @@ pub const REPORT_HTML: &str = "report.html";
 pub const DIAGNOSTICS: &str = "diagnostics";
 /// Inside [`DIAGNOSTICS`].
 pub const EVIDENCE: &str = "evidence.json";
+/// The collectors' event log inside [`DIAGNOSTICS`] (artifacts, target
+/// PIDs, errors, link gaps).
+pub const COLLECTOR_EVENTS: &str = "collectors.jsonl";
 /// The collectors' sample streams, inside [`DIAGNOSTICS`] (a stream is named
 /// after its probe: `host` writes `host.jsonl`).
 pub const HOST_SAMPLES: &str = "host.jsonl";
@@ -24,8 +27,6 @@ pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
 pub const JFR_WINDOWS: &str = "jfr-windows.jsonl";
 /// The Prometheus source's answers (`collectors.prometheus`).
 pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";
-/// The collectors' event log (artifacts, target PIDs, errors, link gaps).
-pub const COLLECTOR_EVENTS: &str = "collectors.jsonl";
 
 /// Keep file-name parts to `[A-Za-z0-9._-]`.
 pub fn safe(s: &str) -> String {
