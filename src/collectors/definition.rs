@@ -70,8 +70,6 @@ pub struct ProbeDef {
     pub name: String,
     #[serde(default)]
     pub kind: ProbeKind,
-    #[serde(default = "d_true")]
-    pub enabled: bool,
     /// Shell command template (see the module doc for placeholders).
     pub command: String,
     /// `jfr`: the command that ends the recording.
@@ -90,27 +88,12 @@ pub struct ProbeDef {
     pub pid: PidUse,
     /// Run only when the target JVM's major version is at least this.
     pub min_java: Option<u32>,
-    #[serde(default, with = "humantime_serde::option")]
-    pub every: Option<Duration>,
-    #[serde(default)]
-    pub at_phase_start: bool,
-    #[serde(default)]
-    pub on_trigger: bool,
-    /// At most this many runs in the whole run.
-    pub max: Option<u32>,
-    /// `jfr`: phase name or `run`.
-    pub phase: Option<String>,
-    /// `jfr`: value of `{settings}`.
-    pub settings: Option<String>,
-    /// `tail`: value of `{file}`.
-    pub file: Option<String>,
-    /// `jfr`: record in windows of this length (see [`JfrWindow`]); unset =
-    /// one recording downloaded at its end.
-    #[serde(default, with = "humantime_serde::option")]
-    pub window: Option<Duration>,
-    /// `jfr` windows: keep at most this many window files on the local disk
-    /// (the oldest go first; their figures stay in `jfr-windows.jsonl`).
-    pub keep_windows: Option<u32>,
+    /// When and how it runs (`enabled`, `every`, `at_phase_start`,
+    /// `on_trigger`, `max`, `phase`, `settings`, `file`, `window`,
+    /// `keep_windows`): the settings a profile may override, one type for
+    /// the definition and the override. Unset: see the accessors.
+    #[serde(flatten)]
+    pub tune: ProbeOverride,
     /// `jfr` windows: the commands of the windowed recording.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows: Option<JfrWindow>,
@@ -140,9 +123,6 @@ pub const DEFAULT_KEEP_WINDOWS: u32 = 12;
 /// The shortest window: each dump is a jcmd attach and a chunk rotation.
 pub const MIN_WINDOW: Duration = Duration::from_secs(5);
 
-fn d_true() -> bool {
-    true
-}
 fn d_ext() -> String {
     "txt".to_string()
 }
@@ -166,7 +146,8 @@ impl ProbeDef {
     /// (`window` set and not `0s`, and the definition has `windows:` commands).
     pub fn window_s(&self) -> Option<f64> {
         self.windows.as_ref()?;
-        self.window
+        self.tune
+            .window
             .filter(|w| !w.is_zero())
             .map(|w| w.as_secs_f64())
     }
@@ -176,37 +157,19 @@ impl ProbeDef {
         self.command.contains(&p) || self.stop_command.as_ref().is_some_and(|c| c.contains(&p))
     }
 
-    fn apply(&mut self, o: &ProbeOverride) {
-        if let Some(v) = o.enabled {
-            self.enabled = v;
-        }
-        if let Some(v) = o.every {
-            self.every = Some(v);
-        }
-        if let Some(v) = o.at_phase_start {
-            self.at_phase_start = v;
-        }
-        if let Some(v) = o.on_trigger {
-            self.on_trigger = v;
-        }
-        if let Some(v) = o.max {
-            self.max = Some(v);
-        }
-        if let Some(v) = &o.phase {
-            self.phase = Some(v.clone());
-        }
-        if let Some(v) = &o.settings {
-            self.settings = Some(v.clone());
-        }
-        if let Some(v) = &o.file {
-            self.file = Some(v.clone());
-        }
-        if let Some(v) = o.window {
-            self.window = Some(v);
-        }
-        if let Some(v) = o.keep_windows {
-            self.keep_windows = Some(v);
-        }
+    /// Runs at all (default: yes).
+    pub fn enabled(&self) -> bool {
+        self.tune.enabled.unwrap_or(true)
+    }
+
+    /// Runs when a phase starts (default: no).
+    pub fn at_phase_start(&self) -> bool {
+        self.tune.at_phase_start.unwrap_or(false)
+    }
+
+    /// Runs when a 1-s p99 crosses the threshold (default: no).
+    pub fn on_trigger(&self) -> bool {
+        self.tune.on_trigger.unwrap_or(false)
     }
 
     fn validate(&self, src: &str) -> Result<(), CollectorError> {
@@ -232,7 +195,7 @@ impl ProbeDef {
         {
             check_template(t).map_err(bad)?;
         }
-        if let Some(w) = self.window.filter(|w| !w.is_zero()) {
+        if let Some(w) = self.tune.window.filter(|w| !w.is_zero()) {
             if self.kind != ProbeKind::Jfr {
                 return Err(bad("`window` is for jfr probes".into()));
             }
@@ -254,7 +217,7 @@ impl ProbeDef {
                 Some(_) => {}
             }
         }
-        if self.keep_windows == Some(0) {
+        if self.tune.keep_windows == Some(0) {
             return Err(bad("`keep_windows` must be at least 1".into()));
         }
         match self.kind {
@@ -284,27 +247,31 @@ impl ProbeDef {
                 }
             }
             ProbeKind::Tail => {
-                if self.enabled && self.file.is_none() {
+                if self.enabled() && self.tune.file.is_none() {
                     return Err(bad(
                         "a tail probe needs `file` (set it in the profile)".into()
                     ));
                 }
             }
         }
-        if self.enabled
+        if self.enabled()
             && matches!(
                 self.kind,
                 ProbeKind::Sample | ProbeKind::Artifact | ProbeKind::Tail
             )
-            && self.every.is_none()
-            && !self.at_phase_start
-            && !self.on_trigger
+            && self.tune.every.is_none()
+            && !self.at_phase_start()
+            && !self.on_trigger()
         {
             return Err(bad(
                 "never runs: set `every`, `at_phase_start` or `on_trigger`".into(),
             ));
         }
-        if self.every.is_some_and(|d| d < Duration::from_millis(100)) {
+        if self
+            .tune
+            .every
+            .is_some_and(|d| d < Duration::from_millis(100))
+        {
             return Err(bad("`every` below 100ms".into()));
         }
         if self.extension.is_empty() || !self.extension.bytes().all(|b| b.is_ascii_alphanumeric()) {
@@ -429,7 +396,7 @@ pub fn load(entry: &CollectEntry, base_dir: Option<&Path>) -> Result<Definition,
                     entry.use_
                 ))
             })?;
-        p.apply(o);
+        p.tune.overlay(o);
         p.validate(&src)?;
     }
     Ok(def)
@@ -445,6 +412,30 @@ mod tests {
             let d = parse(text, name).unwrap();
             assert_eq!(&d.name, name);
         }
+    }
+
+    #[test]
+    fn settings_read_beside_the_probe_and_typos_are_errors() {
+        let def = |extra: &str| {
+            format!(
+                "name: t\nprobes:\n  - name: p\n    parser: lines\n    command: date\n    every: 2s\n    max: 3\n{extra}"
+            )
+        };
+        let d = parse(&def(""), "t").expect("a definition");
+        let p = &d.probes[0];
+        assert_eq!(p.tune.every, Some(Duration::from_secs(2)));
+        assert_eq!(p.tune.max, Some(3));
+        assert!(p.enabled() && !p.at_phase_start() && !p.on_trigger());
+        let e = parse(&def("    evrey: 1s\n"), "t").expect_err("a typo");
+        assert!(e.to_string().contains("unknown field `evrey`"), "{e}");
+        let mut p = p.clone();
+        p.tune.overlay(&ProbeOverride {
+            enabled: Some(false),
+            on_trigger: Some(true),
+            ..Default::default()
+        });
+        assert!(!p.enabled() && p.on_trigger());
+        assert_eq!(p.tune.every, Some(Duration::from_secs(2)), "kept");
     }
 
     #[test]
@@ -464,15 +455,15 @@ mod tests {
     fn windows_are_checked() {
         let jvm = parse(BUILTIN[1].1, "jvm").unwrap();
         let mut jfr = jvm.probes.into_iter().find(|p| p.name == "jfr").unwrap();
-        jfr.window = Some(Duration::from_secs(600));
+        jfr.tune.window = Some(Duration::from_secs(600));
         assert!(jfr.validate("t").is_ok());
-        jfr.window = Some(Duration::from_secs(2));
+        jfr.tune.window = Some(Duration::from_secs(2));
         let e = jfr.validate("t").unwrap_err().to_string();
         assert!(e.contains("below 5s"), "{e}");
-        jfr.window = Some(Duration::from_secs(60));
-        jfr.keep_windows = Some(0);
+        jfr.tune.window = Some(Duration::from_secs(60));
+        jfr.tune.keep_windows = Some(0);
         assert!(jfr.validate("t").is_err());
-        jfr.keep_windows = None;
+        jfr.tune.keep_windows = None;
         jfr.windows = None;
         let e = jfr.validate("t").unwrap_err().to_string();
         assert!(e.contains("windows:"), "{e}");
@@ -482,7 +473,7 @@ mod tests {
             .into_iter()
             .find(|p| p.name == "heap");
         let mut heap = heap.unwrap();
-        heap.window = Some(Duration::from_secs(60));
+        heap.tune.window = Some(Duration::from_secs(60));
         assert!(heap.validate("t").is_err());
     }
 

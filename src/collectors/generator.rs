@@ -10,13 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Map};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 use super::error::CollectorError;
 use super::store::{Jsonl, PhaseTracker};
 use crate::profile::collectors::GeneratorConfig;
 use crate::vocab::collectors::{ErrorInfo, GeneratorSummary};
+use crate::vocab::samples::{GeneratorSample, Stamped};
 
 const PROBE_SLEEP: Duration = Duration::from_millis(5);
 
@@ -46,29 +46,35 @@ impl GeneratorSummary {
         };
     }
 
+    /// Count one second's sample, stamped `t` s into the run.
+    fn add(&mut self, t: f64, g: &GeneratorSample) {
+        let s = self;
+        let cpu = g.cpu_pct.unwrap_or(0.0);
+        s.samples += 1;
+        s.max_cpu_pct = s.max_cpu_pct.max(cpu);
+        s.max_rss_bytes = s.max_rss_bytes.max(g.rss_bytes.unwrap_or(0));
+        s.max_lag_ms = s.max_lag_ms.max(g.lag_max_ms.unwrap_or(0.0));
+        s.max_lag_p99_ms = s.max_lag_p99_ms.max(g.lag_p99_ms.unwrap_or(0.0));
+        if g.saturated {
+            s.saturated_seconds += 1;
+            if s.saturated_at.len() < 1000 {
+                s.saturated_at.push(t as u64);
+            }
+        }
+    }
+
     /// The summary again from the rows `generator.jsonl` holds (`brunt
     /// report` on a run that ended before writing its summary); `None`
     /// without a readable row. A torn line is skipped.
     pub fn from_samples(text: &str) -> Option<GeneratorSummary> {
         let mut s = GeneratorSummary::default();
         let mut cpu_sum = 0.0;
-        for v in text
+        for r in text
             .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter_map(|l| serde_json::from_str::<Stamped<GeneratorSample>>(l).ok())
         {
-            let f = |k: &str| v.get(k).and_then(|x| x.as_f64()).unwrap_or(0.0);
-            s.samples += 1;
-            cpu_sum += f("cpu_pct");
-            s.max_cpu_pct = s.max_cpu_pct.max(f("cpu_pct"));
-            s.max_rss_bytes = s.max_rss_bytes.max(f("rss_bytes") as u64);
-            s.max_lag_ms = s.max_lag_ms.max(f("lag_max_ms"));
-            s.max_lag_p99_ms = s.max_lag_p99_ms.max(f("lag_p99_ms"));
-            if v.get("saturated").and_then(|x| x.as_bool()) == Some(true) {
-                s.saturated_seconds += 1;
-                if s.saturated_at.len() < 1000 {
-                    s.saturated_at.push(f("t") as u64);
-                }
-            }
+            cpu_sum += r.row.cpu_pct.unwrap_or(0.0);
+            s.add(r.t, &r.row);
         }
         if s.samples == 0 {
             return None;
@@ -175,17 +181,15 @@ impl Generator {
                             || p99 >= cfg.lag_saturation.as_secs_f64() * 1e3;
                         saturated_now.store(sat, Ordering::Relaxed);
                         let t = tracker.t();
-                        let mut m = Map::new();
-                        m.insert("cpu_pct".into(), json!((cpu * 10.0).round() / 10.0));
-                        m.insert(
-                            "host_cpu_pct".into(),
-                            json!((host_cpu * 10.0).round() / 10.0),
-                        );
-                        m.insert("rss_bytes".into(), json!(rss));
-                        m.insert("lag_p99_ms".into(), json!((p99 * 100.0).round() / 100.0));
-                        m.insert("lag_max_ms".into(), json!((max * 100.0).round() / 100.0));
-                        m.insert("saturated".into(), json!(sat));
-                        if let Err(e) = out.row(t, &tracker.name(), m) {
+                        let row = GeneratorSample {
+                            cpu_pct: Some((cpu * 10.0).round() / 10.0),
+                            host_cpu_pct: Some((host_cpu * 10.0).round() / 10.0),
+                            rss_bytes: Some(rss),
+                            lag_p99_ms: Some((p99 * 100.0).round() / 100.0),
+                            lag_max_ms: Some((max * 100.0).round() / 100.0),
+                            saturated: sat,
+                        };
+                        if let Err(e) = out.row(t, &tracker.name(), &row) {
                             // The first write failure goes to the collectors' errors.
                             write_error.get_or_insert(ErrorInfo {
                                 t,
@@ -194,18 +198,9 @@ impl Generator {
                                 kind: e.kind(),
                             });
                         }
-                        s.samples += 1;
-                        cpu_sum += cpu;
-                        s.max_cpu_pct = s.max_cpu_pct.max(cpu);
-                        s.max_rss_bytes = s.max_rss_bytes.max(rss);
-                        s.max_lag_ms = s.max_lag_ms.max(max);
-                        s.max_lag_p99_ms = s.max_lag_p99_ms.max(p99);
-                        if sat {
-                            s.saturated_seconds += 1;
-                            if s.saturated_at.len() < 1000 {
-                                s.saturated_at.push(t as u64);
-                            }
-                        }
+                        // The figures as written: a rebuild from the file sums the same.
+                        cpu_sum += row.cpu_pct.unwrap_or(0.0);
+                        s.add(t, &row);
                     }
                     s.finalize(cpu_sum);
                     (s, write_error)

@@ -6,9 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Map, Value};
-
 use super::error::CollectorError;
+use crate::vocab::samples::{HostSample, ProcessSample};
 
 #[derive(Debug, Clone, Copy)]
 struct CpuTicks {
@@ -65,12 +64,8 @@ fn sections(text: &str) -> BTreeMap<&str, Vec<&str>> {
     out
 }
 
-fn pct(part: u64, total: u64) -> Value {
-    if total == 0 {
-        Value::Null
-    } else {
-        json!(((part as f64 / total as f64) * 1000.0).round() / 10.0)
-    }
+fn pct(part: u64, total: u64) -> Option<f64> {
+    (total > 0).then(|| ((part as f64 / total as f64) * 1000.0).round() / 10.0)
 }
 
 impl ProcHostParser {
@@ -81,14 +76,11 @@ impl ProcHostParser {
         }
     }
 
-    /// Parse one sample into JSON fields. Returns the fields and the PID whose
-    /// section was present (None = target process absent).
-    pub fn parse(
-        &mut self,
-        text: &str,
-    ) -> Result<(Map<String, Value>, Option<u32>), CollectorError> {
+    /// Parse one sample. Returns it and the PID whose section was present
+    /// (None = target process absent).
+    pub fn parse(&mut self, text: &str) -> Result<(HostSample, Option<u32>), CollectorError> {
         let s = sections(text);
-        let mut m = Map::new();
+        let mut m = HostSample::default();
         let stat = s.get("stat").ok_or_else(|| perr("no @@stat section"))?;
         let cpu = self.stat(stat, &mut m)?;
         let mem = s
@@ -109,28 +101,14 @@ impl ProcHostParser {
     }
 
     /// `/proc/stat`: `ncpu` and the CPU percentages since the previous sample
-    /// (null on the first one).
-    fn stat(
-        &mut self,
-        stat: &[&str],
-        m: &mut Map<String, Value>,
-    ) -> Result<CpuDelta, CollectorError> {
+    /// (none on the first one).
+    fn stat(&mut self, stat: &[&str], m: &mut HostSample) -> Result<CpuDelta, CollectorError> {
         let (cur, ncpu) = cpu_ticks(stat)?;
-        m.insert("ncpu".into(), json!(ncpu));
+        m.ncpu = Some(ncpu as u64);
         let mut dtotal = 0u64;
         if let Some(p) = self.prev_cpu {
             dtotal = cur.total.saturating_sub(p.total);
             cpu_pcts(&cur, &p, dtotal, m);
-        } else {
-            for k in [
-                "cpu_user_pct",
-                "cpu_system_pct",
-                "cpu_iowait_pct",
-                "cpu_steal_pct",
-                "cpu_busy_pct",
-            ] {
-                m.insert(k.into(), Value::Null);
-            }
         }
         self.prev_cpu = Some(cur);
         Ok(CpuDelta { dtotal, ncpu })
@@ -138,7 +116,7 @@ impl ProcHostParser {
 
     /// `/proc/net/tcp{,6}` (raw) and `@@tcp-counts` (counted on the target):
     /// connections per state, for the host and for the service port.
-    fn tcp(&self, s: &BTreeMap<&str, Vec<&str>>, m: &mut Map<String, Value>) {
+    fn tcp(&self, s: &BTreeMap<&str, Vec<&str>>, m: &mut HostSample) {
         let mut all = StateCounts::new();
         let mut port = StateCounts::new();
         for line in s.get("tcp").map(Vec::as_slice).unwrap_or_default() {
@@ -147,10 +125,11 @@ impl ProcHostParser {
         for line in s.get("tcp-counts").map(Vec::as_slice).unwrap_or_default() {
             self.tcp_count_line(line, &mut all, &mut port);
         }
-        m.insert("tcp".into(), json!(all));
+        let named = |c: StateCounts| c.into_iter().map(|(k, v)| (k.to_string(), v)).collect();
+        m.tcp = named(all);
         if let Some(p) = self.port {
-            m.insert("port".into(), json!(p));
-            m.insert("port_tcp".into(), json!(port));
+            m.port = Some(p);
+            m.port_tcp = Some(named(port));
         }
     }
 
@@ -198,39 +177,38 @@ impl ProcHostParser {
         status: &[&str],
         s: &BTreeMap<&str, Vec<&str>>,
         cpu: CpuDelta,
-        m: &mut Map<String, Value>,
+        m: &mut HostSample,
     ) -> Option<u32> {
         let pid = kv_u64(status, "Pid").map(|p| p as u32);
-        let mut p = Map::new();
-        p.insert("pid".into(), json!(pid));
-        p.insert("rss_kb".into(), json!(kv_u64(status, "VmRSS")));
-        p.insert("hwm_kb".into(), json!(kv_u64(status, "VmHWM")));
-        p.insert("threads".into(), json!(kv_u64(status, "Threads")));
-        let fds = s
-            .get("pid-fd")
-            .and_then(|v| v.first())
-            .and_then(|x| x.trim().parse::<u64>().ok());
-        p.insert("fds".into(), json!(fds));
         let ticks = s
             .get("pid-stat")
             .and_then(|v| v.first())
             .and_then(|l| pid_ticks(l));
-        p.insert("cpu_pct".into(), self.process_cpu(pid, ticks, cpu));
-        m.insert("proc".into(), Value::Object(p));
+        m.process = Some(ProcessSample {
+            pid,
+            rss_kb: kv_u64(status, "VmRSS"),
+            hwm_kb: kv_u64(status, "VmHWM"),
+            threads: kv_u64(status, "Threads"),
+            fds: s
+                .get("pid-fd")
+                .and_then(|v| v.first())
+                .and_then(|x| x.trim().parse::<u64>().ok()),
+            cpu_pct: self.process_cpu(pid, ticks, cpu),
+        });
         pid
     }
 
     /// The process's CPU % of one core since the previous sample of the same PID.
-    fn process_cpu(&mut self, pid: Option<u32>, ticks: Option<u64>, cpu: CpuDelta) -> Value {
+    fn process_cpu(&mut self, pid: Option<u32>, ticks: Option<u64>, cpu: CpuDelta) -> Option<f64> {
         let (Some(t), Some(pid)) = (ticks, pid) else {
-            return Value::Null;
+            return None;
         };
-        let mut out = Value::Null;
+        let mut out = None;
         if let Some((ppid, pt)) = self.prev_proc {
             if ppid == pid && cpu.dtotal > 0 {
                 // % of one core: process ticks over (all-cpu ticks / ncpu).
                 let v = t.saturating_sub(pt) as f64 / (cpu.dtotal as f64 / cpu.ncpu as f64) * 100.0;
-                out = json!((v * 10.0).round() / 10.0);
+                out = Some((v * 10.0).round() / 10.0);
             }
         }
         self.prev_proc = Some((pid, t));
@@ -284,37 +262,28 @@ fn cpu_ticks(stat: &[&str]) -> Result<(CpuTicks, usize), CollectorError> {
 }
 
 /// CPU percentages between two `/proc/stat` samples `dtotal` ticks apart.
-fn cpu_pcts(cur: &CpuTicks, p: &CpuTicks, dtotal: u64, m: &mut Map<String, Value>) {
+fn cpu_pcts(cur: &CpuTicks, p: &CpuTicks, dtotal: u64, m: &mut HostSample) {
     let d = |a: u64, b: u64| a.saturating_sub(b);
-    m.insert("cpu_user_pct".into(), pct(d(cur.user, p.user), dtotal));
-    m.insert(
-        "cpu_system_pct".into(),
-        pct(d(cur.system, p.system), dtotal),
-    );
-    m.insert(
-        "cpu_iowait_pct".into(),
-        pct(d(cur.iowait, p.iowait), dtotal),
-    );
-    m.insert("cpu_steal_pct".into(), pct(d(cur.steal, p.steal), dtotal));
+    m.cpu_user_pct = pct(d(cur.user, p.user), dtotal);
+    m.cpu_system_pct = pct(d(cur.system, p.system), dtotal);
+    m.cpu_iowait_pct = pct(d(cur.iowait, p.iowait), dtotal);
+    m.cpu_steal_pct = pct(d(cur.steal, p.steal), dtotal);
     let idle = d(cur.idle, p.idle) + d(cur.iowait, p.iowait);
-    m.insert(
-        "cpu_busy_pct".into(),
-        pct(dtotal.saturating_sub(idle), dtotal),
-    );
+    m.cpu_busy_pct = pct(dtotal.saturating_sub(idle), dtotal);
 }
 
 /// `/proc/meminfo` (kB): total, available and used memory.
-fn meminfo(mem: &[&str], m: &mut Map<String, Value>) -> Result<(), CollectorError> {
+fn meminfo(mem: &[&str], m: &mut HostSample) -> Result<(), CollectorError> {
     let total = kv_u64(mem, "MemTotal").ok_or_else(|| perr("no MemTotal"))?;
     let avail = kv_u64(mem, "MemAvailable").ok_or_else(|| perr("no MemAvailable"))?;
-    m.insert("mem_total_kb".into(), json!(total));
-    m.insert("mem_available_kb".into(), json!(avail));
-    m.insert("mem_used_kb".into(), json!(total.saturating_sub(avail)));
+    m.mem_total_kb = Some(total);
+    m.mem_available_kb = Some(avail);
+    m.mem_used_kb = Some(total.saturating_sub(avail));
     Ok(())
 }
 
 /// `/proc/loadavg`: the 1, 5 and 15 minute load averages.
-fn loadavg(la: &str, m: &mut Map<String, Value>) -> Result<(), CollectorError> {
+fn loadavg(la: &str, m: &mut HostSample) -> Result<(), CollectorError> {
     let l: Vec<f64> = la
         .split_whitespace()
         .take(3)
@@ -323,9 +292,9 @@ fn loadavg(la: &str, m: &mut Map<String, Value>) -> Result<(), CollectorError> {
     if l.len() != 3 {
         return Err(perr(format!("bad loadavg `{la}`")));
     }
-    m.insert("load1".into(), json!(l[0]));
-    m.insert("load5".into(), json!(l[1]));
-    m.insert("load15".into(), json!(l[2]));
+    m.load1 = Some(l[0]);
+    m.load5 = Some(l[1]);
+    m.load15 = Some(l[2]);
     Ok(())
 }
 
@@ -392,25 +361,26 @@ Threads:\t42
         let mut p = ProcHostParser::new(Some(8080));
         let (m, pid) = p.parse(A).unwrap();
         assert_eq!(pid, Some(4242));
-        assert_eq!(m["mem_used_kb"], json!(500000));
-        assert_eq!(m["load1"], json!(0.5));
-        assert_eq!(m["tcp"]["ESTABLISHED"], json!(2));
-        assert_eq!(m["port_tcp"]["ESTABLISHED"], json!(1));
-        assert_eq!(m["port_tcp"]["CLOSE_WAIT"], json!(1));
-        assert_eq!(m["port_tcp"]["LISTEN"], json!(1));
-        assert_eq!(m["proc"]["threads"], json!(42));
-        assert_eq!(m["proc"]["fds"], json!(77));
-        assert!(m["cpu_busy_pct"].is_null());
+        assert_eq!(m.mem_used_kb, Some(500000));
+        assert_eq!(m.load1, Some(0.5));
+        assert_eq!(m.tcp["ESTABLISHED"], 2);
+        assert_eq!(m.connections("ESTABLISHED"), Some(1));
+        assert_eq!(m.connections("CLOSE_WAIT"), Some(1));
+        assert_eq!(m.connections("LISTEN"), Some(1));
+        let proc = m.process.as_ref().expect("the target process");
+        assert_eq!(proc.threads, Some(42));
+        assert_eq!(proc.fds, Some(77));
+        assert!(m.cpu_busy_pct.is_none());
         // 100 more ticks: 60 user, 20 system, 20 idle; process +50 ticks.
         let b = A
             .replace("cpu  100 0 50 800", "cpu  160 0 70 820")
             .replace("0 100 20 0 0 20", "0 140 30 0 0 20");
         let (m, _) = p.parse(&b).unwrap();
-        assert_eq!(m["cpu_user_pct"], json!(60.0));
-        assert_eq!(m["cpu_system_pct"], json!(20.0));
-        assert_eq!(m["cpu_busy_pct"], json!(80.0));
+        assert_eq!(m.cpu_user_pct, Some(60.0));
+        assert_eq!(m.cpu_system_pct, Some(20.0));
+        assert_eq!(m.cpu_busy_pct, Some(80.0));
         // 50 ticks over (100/2 cores) = 100 % of one core.
-        assert_eq!(m["proc"]["cpu_pct"], json!(100.0));
+        assert_eq!(m.process.and_then(|p| p.cpu_pct), Some(100.0));
     }
 
     #[test]
@@ -421,10 +391,10 @@ Threads:\t42
             "@@tcp-counts\nall 06 4000\nall 01 3\nport 01 2\nport 0A 1\n@@pid-status",
         );
         let (m, _) = p.parse(&text).unwrap();
-        assert_eq!(m["tcp"]["TIME_WAIT"], json!(4000));
-        assert_eq!(m["tcp"]["ESTABLISHED"], json!(5));
-        assert_eq!(m["port_tcp"]["ESTABLISHED"], json!(3));
-        assert_eq!(m["port_tcp"]["LISTEN"], json!(2));
+        assert_eq!(m.tcp["TIME_WAIT"], 4000);
+        assert_eq!(m.tcp["ESTABLISHED"], 5);
+        assert_eq!(m.connections("ESTABLISHED"), Some(3));
+        assert_eq!(m.connections("LISTEN"), Some(2));
     }
 
     #[test]

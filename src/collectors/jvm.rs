@@ -5,12 +5,12 @@
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde_json::{json, Map, Value};
 
 use super::error::CollectorError;
 use super::quote::sh_quote;
 use super::transport::{Transport, HELPER_ENV};
 use crate::profile::collectors::TargetConfig;
+use crate::vocab::samples::{HeapInfoSample, HeapSpace};
 
 /// Processes that match a `pgrep -f` pattern only because the pattern is on
 /// their command line (the shell running our command, ssh, sudo), and the JDK
@@ -126,7 +126,7 @@ fn to_kb(n: &str, unit: &str) -> Option<u64> {
 }
 
 /// Parse `GC.heap_info` into heap used/committed (kB), metaspace, and per-space figures.
-pub fn parse_heap_info(text: &str) -> Result<Map<String, Value>, CollectorError> {
+pub fn parse_heap_info(text: &str) -> Result<HeapInfoSample, CollectorError> {
     static RES: OnceLock<Option<[Regex; 4]>> = OnceLock::new();
     let res = RES
         .get_or_init(|| {
@@ -146,23 +146,25 @@ pub fn parse_heap_info(text: &str) -> Result<Map<String, Value>, CollectorError>
     let mut used = 0u64;
     let mut committed = 0u64;
     let mut found = false;
-    let mut spaces = Map::new();
-    let mut m = Map::new();
+    let mut m = HeapInfoSample::default();
     for line in text.lines() {
         if let Some(c) = res[0].captures(line) {
             let (Some(t), Some(u)) = (to_kb(&c[2], &c[3]), to_kb(&c[4], &c[5])) else {
                 continue;
             };
-            spaces.insert(
+            m.spaces.insert(
                 c[1].trim().to_string(),
-                json!({"total_kb": t, "used_kb": u}),
+                HeapSpace {
+                    total_kb: t,
+                    used_kb: u,
+                },
             );
             committed += t;
             used += u;
             found = true;
         } else if let Some(c) = res[1].captures(line) {
-            m.insert("metaspace_used_kb".into(), json!(to_kb(&c[1], &c[2])));
-            m.insert("metaspace_committed_kb".into(), json!(to_kb(&c[3], &c[4])));
+            m.metaspace_used_kb = to_kb(&c[1], &c[2]);
+            m.metaspace_committed_kb = to_kb(&c[3], &c[4]);
         } else if let Some(c) = res[2].captures(line) {
             used += to_kb(&c[1], &c[2]).unwrap_or(0);
             committed += to_kb(&c[3], &c[4]).unwrap_or(0);
@@ -181,9 +183,8 @@ pub fn parse_heap_info(text: &str) -> Result<Map<String, Value>, CollectorError>
             msg: format!("no heap figures in `{head}`"),
         });
     }
-    m.insert("heap_used_kb".into(), json!(used));
-    m.insert("heap_committed_kb".into(), json!(committed));
-    m.insert("spaces".into(), Value::Object(spaces));
+    m.heap_used_kb = Some(used);
+    m.heap_committed_kb = Some(committed);
     Ok(m)
 }
 
@@ -195,18 +196,18 @@ mod tests {
     fn g1_heap_info() {
         let t = "4242:\n garbage-first heap   total 129024K, used 10240K [0x00000000f8000000, 0x0000000100000000)\n  region size 1024K, 11 young (11264K), 0 survivors (0K)\n Metaspace       used 6500K, committed 6720K, reserved 1114112K\n  class space    used 600K, committed 704K, reserved 1048576K\n";
         let m = parse_heap_info(t).unwrap();
-        assert_eq!(m["heap_used_kb"], json!(10240));
-        assert_eq!(m["heap_committed_kb"], json!(129024));
-        assert_eq!(m["metaspace_used_kb"], json!(6500));
+        assert_eq!(m.heap_used_kb, Some(10240));
+        assert_eq!(m.heap_committed_kb, Some(129024));
+        assert_eq!(m.metaspace_used_kb, Some(6500));
     }
 
     #[test]
     fn parallel_and_zgc_heap_info() {
         let p = " PSYoungGen      total 76288K, used 3932K [0x1, 0x2)\n  eden space 65536K, 6% used [0x1)\n ParOldGen       total 175104K, used 100K [0x3)\n";
         let m = parse_heap_info(p).unwrap();
-        assert_eq!(m["heap_used_kb"], json!(4032));
+        assert_eq!(m.heap_used_kb, Some(4032));
         let z = " ZHeap           used 10M, capacity 64M, max capacity 1024M\n";
-        assert_eq!(parse_heap_info(z).unwrap()["heap_used_kb"], json!(10240));
+        assert_eq!(parse_heap_info(z).unwrap().heap_used_kb, Some(10240));
         assert!(parse_heap_info("Could not attach").is_err());
     }
 

@@ -19,7 +19,7 @@
 //!
 //! Its settings are the profile's `collectors:` section ([`crate::profile::collectors`]).
 //!
-//! Use: [`validate`] when the run spec is compiled, [`start`] before the load, hand
+//! Use: [`compile`] when the run spec is compiled, [`start_with`] before the load, hand
 //! [`CollectorSet::observer`] to the run,
 //! [`CollectorSet::finish`] after it for the [`CollectorsSummary`].
 
@@ -67,7 +67,9 @@ pub struct CollectorContext {
     /// The budgets' p99 threshold: a 1-s p99 above it fires `on_trigger` probes
     /// (the profile's `collectors.trigger_p99` wins when set).
     pub p99_threshold: Option<Duration>,
-    /// Directory that relative definition paths are resolved against (the profile's).
+    /// Directory that relative definition paths are resolved against (the
+    /// profile's) when [`start`] compiles the section; a compiled
+    /// [`CollectorsSpec`] has resolved them already.
     pub base_dir: Option<PathBuf>,
 }
 
@@ -118,15 +120,27 @@ impl RunObserver for CollectorObserver {
     }
 }
 
-/// Check a `collectors:` section without starting anything or touching the
+/// A `collectors:` section compiled: checked, its definitions loaded (the
+/// profile's overrides applied), its Prometheus queries filled in. The run
+/// spec holds one; [`start_with`] runs it.
+#[derive(Debug, Clone)]
+pub struct CollectorsSpec {
+    /// The section as written (transport, target, timings).
+    pub config: CollectorsConfig,
+    pub definitions: Vec<definition::Definition>,
+    /// Empty without a `prometheus:` source.
+    pub prometheus: Vec<prometheus::Compiled>,
+}
+
+/// Compile a `collectors:` section without starting anything or touching the
 /// network: definitions load, overrides name real probes, placeholders are
 /// known, the transport has what it needs (key file, passphrase variable),
 /// and probes that need the target process have a way to find it. Every
 /// error here satisfies [`CollectorError::is_bad_input`] (exit code 2).
-pub fn validate(
+pub fn compile(
     cfg: &CollectorsConfig,
     base_dir: Option<&Path>,
-) -> Result<Vec<definition::Definition>, CollectorError> {
+) -> Result<CollectorsSpec, CollectorError> {
     let definitions = cfg
         .collect
         .iter()
@@ -141,9 +155,10 @@ pub fn validate(
             cfg.remote_dir
         )));
     }
-    if let Some(p) = &cfg.prometheus {
-        prometheus::compile(p, base_dir)?;
-    }
+    let prometheus = match &cfg.prometheus {
+        Some(p) => prometheus::compile(p, base_dir)?,
+        None => Vec::new(),
+    };
     if let Some(pat) = &cfg.target.jcmd_match {
         regex::Regex::new(pat)
             .map_err(|e| CollectorError::Config(format!("target.jcmd_match: {e}")))?;
@@ -151,7 +166,7 @@ pub fn validate(
     let t = &cfg.target;
     let findable = t.pid.is_some() || t.pgrep.is_some() || t.jcmd_match.is_some();
     for d in &definitions {
-        for p in d.probes.iter().filter(|p| p.enabled) {
+        for p in d.probes.iter().filter(|p| p.enabled()) {
             if p.uses("pid") && p.pid == definition::PidUse::Required && !findable {
                 return Err(CollectorError::Config(format!(
                     "collector {} probe {} needs the target process: set target.pid, target.pgrep or target.jcmd_match",
@@ -173,7 +188,11 @@ pub fn validate(
             }
         }
     }
-    Ok(definitions)
+    Ok(CollectorsSpec {
+        config: cfg.clone(),
+        definitions,
+        prometheus,
+    })
 }
 
 /// A JFR recording of an hour or more would grow with the run (≈ 200 MB per
@@ -187,10 +206,10 @@ fn auto_windows(defs: &mut [definition::Definition], phases: &[PhaseInfo]) {
         .max()
         .unwrap_or_default();
     for p in defs.iter_mut().flat_map(|d| d.probes.iter_mut()) {
-        if p.kind != ProbeKind::Jfr || p.window.is_some() || p.windows.is_none() {
+        if p.kind != ProbeKind::Jfr || p.tune.window.is_some() || p.windows.is_none() {
             continue;
         }
-        let span = match p.phase.as_deref().unwrap_or("run") {
+        let span = match p.tune.phase.as_deref().unwrap_or("run") {
             "run" => run,
             name => phases
                 .iter()
@@ -199,29 +218,34 @@ fn auto_windows(defs: &mut [definition::Definition], phases: &[PhaseInfo]) {
                 .unwrap_or_default(),
         };
         if span >= definition::AUTO_WINDOW_FROM {
-            p.window = Some(definition::AUTO_WINDOW);
+            p.tune.window = Some(definition::AUTO_WINDOW);
         }
     }
 }
 
-/// Start the collectors for a run: [`validate`], then start the collector
-/// threads. Transports connect on those threads, so this never blocks on the
-/// network; an unreachable target shows up as a gap, not as an error here.
+/// Start the collectors of a section no run spec compiled (examples, tests):
+/// [`compile`] it against `ctx.base_dir`, then [`start_with`] without a JFR
+/// window reader.
 pub fn start(
     cfg: &CollectorsConfig,
     ctx: CollectorContext,
 ) -> Result<CollectorSet, CollectorError> {
-    start_with(cfg, ctx, lanes::no_window_reader)
+    let spec = compile(cfg, ctx.base_dir.as_deref())?;
+    start_with(&spec, ctx, lanes::no_window_reader)
 }
 
-/// [`start`], with the reader that turns each JFR window (`window:`) into
-/// its figures as it arrives (a run passes the diagnosis's JFR reader).
+/// Start the collector threads of a compiled section, with the reader that
+/// turns each JFR window (`window:`) into its figures as it arrives (a run
+/// passes the diagnosis's JFR reader). Transports connect on those threads,
+/// so this never blocks on the network; an unreachable target shows up as a
+/// gap, not as an error here.
 pub fn start_with(
-    cfg: &CollectorsConfig,
+    spec: &CollectorsSpec,
     ctx: CollectorContext,
     window_reader: lanes::WindowReader,
 ) -> Result<CollectorSet, CollectorError> {
-    let mut definitions = validate(cfg, ctx.base_dir.as_deref())?;
+    let cfg = &spec.config;
+    let mut definitions = spec.definitions.clone();
     auto_windows(&mut definitions, &ctx.phases);
     let diag = ctx.run_dir.join(crate::vocab::files::DIAGNOSTICS);
     std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
@@ -237,7 +261,7 @@ pub fn start_with(
             .map(|d| {
                 let mut d = d.clone();
                 d.probes.retain(|p| {
-                    p.enabled
+                    p.enabled()
                         && matches!(p.kind, ProbeKind::Sample | ProbeKind::Tail)
                             == (lane == "samples")
                 });
@@ -281,7 +305,7 @@ pub fn start_with(
                     .as_ref()
                     .and_then(|v| std::env::var(v).ok()),
                 every: p.every,
-                queries: prometheus::compile(p, ctx.base_dir.as_deref())?,
+                queries: spec.prometheus.clone(),
                 tracker: tracker.clone(),
                 diag_dir: diag.clone(),
             };
@@ -400,8 +424,8 @@ mod tests {
     fn jfr(window: Option<Duration>, phase: &str) -> Vec<definition::Definition> {
         let mut d = definition::parse(definition::BUILTIN[1].1, "jvm").expect("jvm.yaml");
         for p in &mut d.probes {
-            p.window = window;
-            p.phase = Some(phase.into());
+            p.tune.window = window;
+            p.tune.phase = Some(phase.into());
         }
         vec![d]
     }
@@ -410,7 +434,7 @@ mod tests {
         d[0].probes
             .iter()
             .find(|p| p.name == "jfr")
-            .and_then(|p| p.window)
+            .and_then(|p| p.tune.window)
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! queries against a Prometheus server every `every`, on a thread of its
 //! own (or, `mode: range`, one range query per query once the load has
 //! ended, at `every` steps), each answer one row of `diagnostics/prometheus.jsonl`
-//! (`{"t", "phase", "query", "series", "value"}`, `t` on the run clock from
+//! (a [`PromSample`]: query, series, value; `t` on the run clock from
 //! the answer's own timestamp). `rundir::evidence` turns the rows into
 //! evidence series under each query's `series` name, so the knee's cause,
 //! the leak trends and the report read them like the SSH-sampled ones.
@@ -25,6 +25,7 @@ use super::error::CollectorError;
 use super::store::{Jsonl, PhaseTracker};
 use super::{CollectorErrorKind, CollectorsSummary, ErrorInfo, GapInfo, StreamInfo};
 use crate::profile::collectors::{PromMode, PromQuery, PrometheusSource};
+use crate::vocab::samples::PromSample;
 use crate::vocab::series;
 
 /// Built-in query sets: name → YAML text (the files in `collectors/`).
@@ -58,6 +59,17 @@ pub struct Compiled {
     pub name: String,
     pub promql: String,
     pub series: String,
+}
+
+impl Compiled {
+    /// Its row in `prometheus.jsonl` for an answer `value`.
+    fn sample(&self, value: f64) -> PromSample {
+        PromSample {
+            query: self.name.clone(),
+            series: self.series.clone(),
+            value,
+        }
+    }
 }
 
 /// Errors kept in the summary per query source (the total counts all).
@@ -218,12 +230,8 @@ impl Source {
                 let t = self.tracker.t();
                 match query(&agent, &endpoint, self.token.as_deref(), &q.promql) {
                     Ok((ts, v)) => {
-                        let mut m = serde_json::Map::new();
-                        m.insert("query".into(), q.name.clone().into());
-                        m.insert("series".into(), q.series.clone().into());
-                        m.insert("value".into(), v.into());
                         let at = if ts > 0.0 { ts - start_unix } else { t };
-                        if let Err(e) = out.row(at, &self.tracker.name(), m) {
+                        if let Err(e) = out.row(at, &self.tracker.name(), q.sample(v)) {
                             note(&mut rep, t, &q.name, e.to_string(), self.every);
                         }
                     }
@@ -285,12 +293,8 @@ impl Source {
                 Ok(points) => {
                     for (ts, v) in points {
                         let at = ts - start_unix;
-                        let mut m = serde_json::Map::new();
-                        m.insert("query".into(), q.name.clone().into());
-                        m.insert("series".into(), q.series.clone().into());
-                        m.insert("value".into(), v.into());
                         let phase = phase_at(self.tracker.phases(), at);
-                        if let Err(e) = out.row(at, &phase, m) {
+                        if let Err(e) = out.row(at, &phase, q.sample(v)) {
                             note(rep, t, &q.name, e.to_string(), self.every);
                             break;
                         }
@@ -316,21 +320,9 @@ fn phase_at(phases: &[crate::vocab::PhaseInfo], t: f64) -> String {
 
 /// The points of a range query's one series (non-finite values dropped).
 pub fn parse_range(code: u16, text: &str) -> Result<Vec<(f64, f64)>, String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|_| {
-        format!(
-            "HTTP {code}: not a Prometheus API answer: {}",
-            text.chars().take(120).collect::<String>()
-        )
-    })?;
-    if v.get("status").and_then(|s| s.as_str()) != Some("success") {
-        let err = v
-            .get("error")
-            .and_then(|e| e.as_str())
-            .unwrap_or("unknown error");
-        return Err(format!("HTTP {code}: {err}"));
-    }
-    let r = v
-        .pointer("/data/result")
+    let data = api_data(code, text)?;
+    let r = data
+        .get("result")
         .and_then(|r| r.as_array())
         .ok_or("answer without a result")?;
     let series = match r.len() {
@@ -412,22 +404,35 @@ fn query(
     parse_answer(code, &text)
 }
 
-/// The one number of a Prometheus API answer.
-pub fn parse_answer(code: u16, text: &str) -> Result<(f64, f64), String> {
-    let v: serde_json::Value = serde_json::from_str(text).map_err(|_| {
+/// The envelope of a Prometheus HTTP API answer.
+#[derive(Deserialize)]
+struct ApiAnswer {
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    data: Option<serde_json::Value>,
+}
+
+/// The `data` of a successful API answer; what went wrong otherwise.
+fn api_data(code: u16, text: &str) -> Result<serde_json::Value, String> {
+    let a: ApiAnswer = serde_json::from_str(text).map_err(|_| {
         format!(
             "HTTP {code}: not a Prometheus API answer: {}",
             text.chars().take(120).collect::<String>()
         )
     })?;
-    if v.get("status").and_then(|s| s.as_str()) != Some("success") {
-        let err = v
-            .get("error")
-            .and_then(|e| e.as_str())
-            .unwrap_or("unknown error");
+    if a.status != "success" {
+        let err = a.error.as_deref().unwrap_or("unknown error");
         return Err(format!("HTTP {code}: {err}"));
     }
-    let data = v.get("data").ok_or("answer without data")?;
+    a.data.ok_or_else(|| "answer without data".into())
+}
+
+/// The one number of a Prometheus API answer.
+pub fn parse_answer(code: u16, text: &str) -> Result<(f64, f64), String> {
+    let data = api_data(code, text)?;
     let pair = match data.get("resultType").and_then(|t| t.as_str()) {
         Some("scalar") => data.get("result"),
         Some("vector") => {

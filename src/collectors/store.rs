@@ -10,9 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde::Serialize;
 
 use super::error::CollectorError;
+use crate::vocab::samples::Stamped;
 use crate::vocab::{PhaseInfo, RunClock};
 
 /// Which phase is running, readable from any collector thread.
@@ -92,36 +93,22 @@ impl Jsonl {
         })
     }
 
-    /// Write `{"t":…, "phase":…, …fields}`.
-    pub fn row(
-        &mut self,
-        t: f64,
-        phase: &str,
-        fields: Map<String, Value>,
-    ) -> Result<(), CollectorError> {
-        let mut m = Map::new();
-        m.insert("t".into(), Value::from((t * 1000.0).round() / 1000.0));
-        m.insert("phase".into(), Value::from(phase));
-        m.extend(fields);
-        let line = Value::Object(m).to_string();
+    /// Write a typed row (a [`crate::vocab::samples`] row) as
+    /// `{"t":…, "phase":…, …its fields}`, `t` rounded to the millisecond.
+    pub fn row<R: Serialize>(&mut self, t: f64, phase: &str, row: R) -> Result<(), CollectorError> {
+        let stamped = Stamped {
+            t: (t * 1000.0).round() / 1000.0,
+            phase: phase.to_string(),
+            row,
+        };
+        // Through a JSON value: its keys come out sorted, as the files have always had them.
+        let line = serde_json::to_value(&stamped)
+            .map_err(|e| CollectorError::Other(format!("a sample row: {e}")))?
+            .to_string();
         let res = writeln!(self.w, "{line}").and_then(|_| self.w.flush());
         res.map_err(|e| CollectorError::io(&self.path, e))?;
         self.rows += 1;
         Ok(())
-    }
-
-    /// Write a typed row (a `vocab` sample row): `{"t":…, "phase":…, …its fields}`.
-    pub fn typed_row<R: serde::Serialize>(
-        &mut self,
-        t: f64,
-        phase: &str,
-        row: &R,
-    ) -> Result<(), CollectorError> {
-        match serde_json::to_value(row) {
-            Ok(Value::Object(m)) => self.row(t, phase, m),
-            Ok(_) => self.row(t, phase, Map::new()),
-            Err(e) => Err(CollectorError::Other(format!("a sample row: {e}"))),
-        }
     }
 }
 

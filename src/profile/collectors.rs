@@ -244,15 +244,21 @@ pub struct CollectEntry {
     pub probes: BTreeMap<String, ProbeOverride>,
 }
 
-/// Overrides for one probe of a definition; unset fields keep the definition's value.
+/// When and how a probe runs: in a definition (`collectors/*.yaml`) its
+/// settings, in a profile's `collect:` entry overrides of them; unset fields
+/// keep the definition's value.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeOverride {
+    /// Default: on.
     pub enabled: Option<bool>,
+    /// Run this often.
     #[serde(default, with = "humantime_serde::option")]
     pub every: Option<Duration>,
+    /// Run when a phase starts; when a 1-s p99 crosses the threshold (default: no).
     pub at_phase_start: Option<bool>,
     pub on_trigger: Option<bool>,
+    /// At most this many runs in the whole run.
     pub max: Option<u32>,
     /// `jfr`: phase name to record, or `run` for the whole run.
     pub phase: Option<String>,
@@ -266,6 +272,27 @@ pub struct ProbeOverride {
     pub window: Option<Duration>,
     /// `jfr` windows: window files kept on the local disk (default 12).
     pub keep_windows: Option<u32>,
+}
+
+impl ProbeOverride {
+    /// Take every setting `o` sets.
+    pub fn overlay(&mut self, o: &ProbeOverride) {
+        fn take<T: Clone>(to: &mut Option<T>, from: &Option<T>) {
+            if from.is_some() {
+                to.clone_from(from);
+            }
+        }
+        take(&mut self.enabled, &o.enabled);
+        take(&mut self.every, &o.every);
+        take(&mut self.at_phase_start, &o.at_phase_start);
+        take(&mut self.on_trigger, &o.on_trigger);
+        take(&mut self.max, &o.max);
+        take(&mut self.phase, &o.phase);
+        take(&mut self.settings, &o.settings);
+        take(&mut self.file, &o.file);
+        take(&mut self.window, &o.window);
+        take(&mut self.keep_windows, &o.keep_windows);
+    }
 }
 
 /// Thresholds for calling the generator saturated.

@@ -11,6 +11,8 @@ use crate::diagnosis::model::{ThreadDump, ThreadState};
 use crate::metrics::series::Row;
 use crate::report::live::{RunView, ServerFigures};
 use crate::rundir::{self, tail::last_json_line, tail::newest_dump};
+use crate::vocab::samples::HostSample;
+use serde::Deserialize;
 
 /// The server figures of a run directory, read again each second.
 pub struct ServerWatch {
@@ -38,11 +40,12 @@ impl ServerWatch {
 
     fn read(&mut self) {
         let diag = self.dir.join(rundir::DIAGNOSTICS);
-        if let Some(v) = last_json_line(&diag.join(rundir::HOST_SAMPLES)) {
-            let f = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
-            self.server.host_cpu_pct = f(&v, "cpu_busy_pct").or(self.server.host_cpu_pct);
-            if let Some(p) = v.get("proc") {
-                self.server.process_cpu_pct = f(p, "cpu_pct").or(self.server.process_cpu_pct);
+        let last = last_json_line(&diag.join(rundir::HOST_SAMPLES))
+            .and_then(|v| HostSample::deserialize(v).ok());
+        if let Some(h) = last {
+            self.server.host_cpu_pct = h.cpu_busy_pct.or(self.server.host_cpu_pct);
+            if let Some(p) = h.process {
+                self.server.process_cpu_pct = p.cpu_pct.or(self.server.process_cpu_pct);
             }
         }
         let Some((path, size)) = newest_dump(&diag) else {

@@ -408,7 +408,7 @@ fn load(
     let collectors = if opts.shard.index == 0 {
         Some(
             crate::collectors::start_with(
-                &spec.profile.collectors,
+                &spec.collectors,
                 crate::collectors::CollectorContext {
                     clock,
                     run_dir: dir.to_path_buf(),

@@ -28,7 +28,7 @@ use crate::rundir::{self, RunData};
 use crate::vocab::Say;
 
 /// The collectors' own event log inside `diagnostics/`.
-const COLLECTOR_EVENTS: &str = "collectors.jsonl";
+const COLLECTOR_EVENTS: &str = rundir::COLLECTOR_EVENTS;
 
 /// A run directory judged again: the summary, and the data it was judged
 /// from (what the renderers draw).
@@ -135,11 +135,10 @@ pub fn collectors_from_files(diag: &Path, cfg: &CollectorsConfig) -> Option<Coll
             continue;
         };
         let text = std::fs::read_to_string(diag.join(name)).unwrap_or_default();
-        let rows = json_rows(&text);
         match name.as_str() {
             COLLECTOR_EVENTS => {
                 found = true;
-                events_into(&mut c, rows);
+                events_into(&mut c, &text);
             }
             rundir::GENERATOR_SAMPLES => {
                 found = true;
@@ -150,7 +149,7 @@ pub fn collectors_from_files(diag: &Path, cfg: &CollectorsConfig) -> Option<Coll
                 c.streams.push(StreamInfo {
                     name: stream.to_string(),
                     file: format!("{}/{name}", rundir::DIAGNOSTICS),
-                    rows: rows.count() as u64,
+                    rows: json_rows(&text).count() as u64,
                 });
             }
         }
@@ -167,98 +166,95 @@ fn json_rows(text: &str) -> impl Iterator<Item = Value> + '_ {
 }
 
 /// Fold the collectors' event log into the index.
-fn events_into(c: &mut CollectorsSummary, rows: impl Iterator<Item = Value>) {
+fn events_into(c: &mut CollectorsSummary, text: &str) {
+    use crate::vocab::samples::{CollectorEvent, EventRow, Stamped};
     // Links down and not (yet) back, per lane: (t, reason).
     let mut down: Vec<(String, f64, String)> = vec![];
     let mut last_t = 0.0f64;
-    for v in rows {
-        let t = v.get("t").and_then(Value::as_f64).unwrap_or(0.0);
+    let rows = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Stamped<EventRow>>(l).ok());
+    for Stamped { t, phase, row } in rows {
         last_t = last_t.max(t);
-        let s = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-        let lane = v
-            .get("lane")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown")
-            .to_string();
-        match v.get("event").and_then(Value::as_str) {
-            Some("artifact") => {
-                let a = v
-                    .get("artifact")
-                    .and_then(|a| serde_json::from_value::<ArtifactInfo>(a.clone()).ok())
-                    .unwrap_or_else(|| ArtifactInfo {
-                        probe: s("probe"),
-                        kind: if s("reason").starts_with("jfr") {
-                            "jfr"
-                        } else {
-                            "artifact"
-                        }
-                        .into(),
-                        file: s("file"),
-                        t,
-                        phase: s("phase"),
-                        bytes: v.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-                        reason: s("reason"),
-                        ..Default::default()
-                    });
+        let lane = row.lane;
+        match row.event {
+            CollectorEvent::Artifact {
+                probe,
+                file,
+                bytes,
+                reason,
+                artifact,
+            } => {
+                let a = artifact.unwrap_or_else(|| ArtifactInfo {
+                    probe,
+                    kind: if reason.starts_with("jfr") {
+                        "jfr"
+                    } else {
+                        "artifact"
+                    }
+                    .into(),
+                    file,
+                    t,
+                    phase,
+                    bytes,
+                    reason,
+                    ..Default::default()
+                });
                 c.artifacts.push(a);
             }
             // A JFR window file pruned to bound the disk: no longer listed.
-            Some("artifact-pruned") => {
-                let file = s("file");
-                c.artifacts.retain(|a| a.file != file);
+            CollectorEvent::ArtifactPruned { file } => c.artifacts.retain(|a| a.file != file),
+            CollectorEvent::TargetPid { pid } if !c.target_pids.iter().any(|p| p.pid == pid) => {
+                c.target_pids.push(PidInfo {
+                    t,
+                    pid,
+                    java_major: None,
+                });
             }
-            Some("target-pid") => {
-                if let Some(pid) = v.get("pid").and_then(Value::as_u64) {
-                    let pid = pid as u32;
-                    if !c.target_pids.iter().any(|p| p.pid == pid) {
-                        c.target_pids.push(PidInfo {
-                            t,
-                            pid,
-                            java_major: None,
-                        });
-                    }
-                }
-            }
-            Some("error") => {
+            CollectorEvent::Error {
+                probe,
+                message,
+                kind,
+            } => {
                 c.errors_total += 1;
                 c.errors.push(ErrorInfo {
                     t,
-                    probe: s("probe"),
-                    message: s("message"),
-                    kind: v
-                        .get("kind")
-                        .and_then(|k| serde_json::from_value(k.clone()).ok())
-                        .unwrap_or_default(),
+                    probe,
+                    message,
+                    kind,
                 });
             }
-            Some("trigger") => c.triggers += 1,
-            Some("link-down") => down.push((lane, t, s("message"))),
-            Some("reconnected") => {
+            CollectorEvent::Trigger { .. } => c.triggers += 1,
+            CollectorEvent::LinkDown { message } => down.push((lane, t, message)),
+            CollectorEvent::Reconnected { from_t, missed } => {
                 let at = down.iter().position(|(l, _, _)| *l == lane);
                 let (from_t, reason) = match at.map(|i| down.remove(i)) {
                     Some((_, from, why)) => (from, why),
-                    None => (
-                        v.get("from_t").and_then(Value::as_f64).unwrap_or(t),
-                        String::new(),
-                    ),
+                    None => (from_t.unwrap_or(t), String::new()),
                 };
                 c.gaps.push(GapInfo {
                     lane,
                     from_t,
                     to_t: t,
                     reason,
-                    missed: v.get("missed").and_then(Value::as_u64).unwrap_or(0),
+                    missed,
                     probe: None,
                 });
             }
             // One probe's data lost (a JFR recording with its JVM).
-            Some("gap") => c.gaps.push(GapInfo {
+            CollectorEvent::Gap {
+                probe,
+                from_t,
+                to_t,
+                reason,
+                missed,
+            } => c.gaps.push(GapInfo {
                 lane,
-                from_t: v.get("from_t").and_then(Value::as_f64).unwrap_or(t),
-                to_t: v.get("to_t").and_then(Value::as_f64).unwrap_or(t),
-                reason: s("reason"),
-                missed: v.get("missed").and_then(Value::as_u64).unwrap_or(0),
-                probe: Some(s("probe")),
+                from_t: from_t.unwrap_or(t),
+                to_t: to_t.unwrap_or(t),
+                reason,
+                missed,
+                probe: Some(probe),
             }),
             _ => {}
         }

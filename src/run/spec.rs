@@ -18,7 +18,7 @@ use std::sync::Arc;
 use thiserror::Error;
 
 use crate::budgets::Budget;
-use crate::collectors::definition::Definition;
+use crate::collectors::CollectorsSpec;
 use crate::diagnosis::PoolPattern;
 use crate::engine::{EngineConfig, EngineError, Shard};
 use crate::profile::{Plan, Profile, ProfileError};
@@ -81,8 +81,9 @@ pub struct RunSpec {
     /// The engine's compiled part: target and TLS, requests, mix, feeders.
     pub engine: Arc<EngineConfig>,
     pub budgets: Vec<Budget>,
-    /// The collector definitions, loaded and checked.
-    pub collectors: Vec<Definition>,
+    /// The collectors' section compiled: definitions loaded and checked,
+    /// Prometheus queries filled in. The run starts the collectors from it.
+    pub collectors: CollectorsSpec,
     /// The profile's extra pool recognisers.
     pub pool_patterns: Vec<PoolPattern>,
 }
@@ -171,7 +172,7 @@ impl RunSpec {
         // Collector definitions may live beside the profile: check them now,
         // not halfway into a run.
         let collectors =
-            crate::collectors::validate(&profile.collectors, inputs.base_dir.as_deref())
+            crate::collectors::compile(&profile.collectors, inputs.base_dir.as_deref())
                 .map_err(|e| invalid(format!("collectors: {e}")))?;
         let url = match (asked.as_str(), &inputs.builtin_url) {
             ("builtin", Some(u)) => u.clone(),

@@ -11,8 +11,9 @@ use super::{
 use crate::evidence::ServerSide;
 use crate::vocab::findings::{FindingKind, Severity};
 use crate::vocab::jfr::JfrWindowRow;
+use crate::vocab::samples::{GeneratorSample, HeapInfoSample, HostSample, PromSample, Stamped};
 use crate::vocab::series::{self, Series};
-use serde::Deserialize;
+use serde::de::DeserializeOwned;
 
 fn path(dir: &Path) -> PathBuf {
     dir.join(DIAGNOSTICS).join(EVIDENCE)
@@ -65,61 +66,55 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
                 .push((t, v));
         }
     };
-    for_rows(&diag.join(HOST_SAMPLES), |t, r| {
-        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
-        push(series::TARGET_HOST_CPU, t, f("cpu_busy_pct"));
-        push(
-            series::TARGET_MEM_USED,
-            t,
-            f("mem_used_kb").map(|k| k * 1024.0),
-        );
-        push(series::TARGET_LOAD1, t, f("load1"));
+    for_rows(&diag.join(HOST_SAMPLES), |t, h: HostSample| {
+        let kb = |k: Option<u64>| k.map(|k| k as f64 * 1024.0);
+        let n = |v: Option<u64>| v.map(|v| v as f64);
+        push(series::TARGET_HOST_CPU, t, h.cpu_busy_pct);
+        push(series::TARGET_MEM_USED, t, kb(h.mem_used_kb));
+        push(series::TARGET_LOAD1, t, h.load1);
         // Connections of the service port when known, else of the whole host.
-        let tcp = r.get("port_tcp").or_else(|| r.get("tcp"));
-        let state = |s: &str| tcp.and_then(|m| m.get(s)).and_then(|v| v.as_f64());
-        push(series::TARGET_TCP_ESTABLISHED, t, state("ESTABLISHED"));
-        push(series::TARGET_TCP_CLOSE_WAIT, t, state("CLOSE_WAIT"));
-        push(series::TARGET_TCP_TIME_WAIT, t, state("TIME_WAIT"));
-        if let Some(p) = r.get("proc") {
-            let g = |k: &str| p.get(k).and_then(|v| v.as_f64());
-            push(series::TARGET_RSS, t, g("rss_kb").map(|k| k * 1024.0));
-            push(series::TARGET_THREADS, t, g("threads"));
-            push(series::TARGET_FDS, t, g("fds"));
-            push(series::TARGET_PROCESS_CPU_OF_CORE, t, g("cpu_pct"));
+        push(
+            series::TARGET_TCP_ESTABLISHED,
+            t,
+            n(h.connections("ESTABLISHED")),
+        );
+        push(
+            series::TARGET_TCP_CLOSE_WAIT,
+            t,
+            n(h.connections("CLOSE_WAIT")),
+        );
+        push(
+            series::TARGET_TCP_TIME_WAIT,
+            t,
+            n(h.connections("TIME_WAIT")),
+        );
+        if let Some(p) = h.process {
+            push(series::TARGET_RSS, t, kb(p.rss_kb));
+            push(series::TARGET_THREADS, t, n(p.threads));
+            push(series::TARGET_FDS, t, n(p.fds));
+            push(series::TARGET_PROCESS_CPU_OF_CORE, t, p.cpu_pct);
             // The process's share of the host (0–100), comparable with
             // `target.host_cpu_pct`: tells a CPU-bound service from a busy host.
-            let ncpu = f("ncpu").filter(|n| *n >= 1.0);
+            let ncpu = h.ncpu.filter(|n| *n >= 1);
             push(
                 series::TARGET_PROCESS_CPU_OF_HOST,
                 t,
-                g("cpu_pct").zip(ncpu).map(|(c, n)| c / n),
+                p.cpu_pct.zip(ncpu).map(|(c, n)| c / n as f64),
             );
         }
     });
-    for_rows(&diag.join(HEAP_SAMPLES), |t, r| {
-        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
-        push(
-            series::JVM_HEAP_USED,
-            t,
-            f("heap_used_kb").map(|k| k * 1024.0),
-        );
-        push(
-            series::JVM_HEAP_COMMITTED,
-            t,
-            f("heap_committed_kb").map(|k| k * 1024.0),
-        );
+    for_rows(&diag.join(HEAP_SAMPLES), |t, h: HeapInfoSample| {
+        let kb = |k: Option<u64>| k.map(|k| k as f64 * 1024.0);
+        push(series::JVM_HEAP_USED, t, kb(h.heap_used_kb));
+        push(series::JVM_HEAP_COMMITTED, t, kb(h.heap_committed_kb));
     });
-    for_rows(&diag.join(GENERATOR_SAMPLES), |t, r| {
-        let f = |k: &str| r.get(k).and_then(|v| v.as_f64());
-        push(series::GENERATOR_HOST_CPU, t, f("host_cpu_pct"));
-        push(series::GENERATOR_RSS, t, f("rss_bytes"));
-        push(series::GENERATOR_PROBE_LAG, t, f("lag_p99_ms"));
+    for_rows(&diag.join(GENERATOR_SAMPLES), |t, g: GeneratorSample| {
+        push(series::GENERATOR_HOST_CPU, t, g.host_cpu_pct);
+        push(series::GENERATOR_RSS, t, g.rss_bytes.map(|b| b as f64));
+        push(series::GENERATOR_PROBE_LAG, t, g.lag_p99_ms);
     });
     // JFR windows: each window's totals over its length, at its middle.
-    for_rows(&diag.join(JFR_WINDOWS), |_, r| {
-        let Ok(w) = JfrWindowRow::deserialize(r) else {
-            return;
-        };
+    for_rows(&diag.join(JFR_WINDOWS), |_, w: JfrWindowRow| {
         let (from, to) = (w.from_t, w.to_t);
         let span = to - from;
         if !span.is_finite() || span < 1.0 {
@@ -168,22 +163,17 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
     }
     // The Prometheus source: each row names the series it feeds.
     let mut waiting = Vec::new();
-    for_rows(&diag.join(PROMETHEUS_SAMPLES), |t, r| {
-        let (Some(name), Some(v)) = (
-            r.get("series").and_then(|s| s.as_str()),
-            r.get("value").and_then(|v| v.as_f64()),
-        ) else {
-            return;
-        };
+    for_rows(&diag.join(PROMETHEUS_SAMPLES), |t, p: PromSample| {
+        let v = p.value;
         if !v.is_finite() {
             return;
         }
-        if name == series::TARGET_POOL_WAITERS.name && v >= 1.0 {
-            let q = r.get("query").and_then(|q| q.as_str()).unwrap_or("?");
+        if p.series == series::TARGET_POOL_WAITERS.name && v >= 1.0 {
+            let q = if p.query.is_empty() { "?" } else { &p.query };
             waiting.push((t, v, q.to_string()));
         }
         out.series
-            .entry(series::current_name(name).to_string())
+            .entry(series::current_name(&p.series).to_string())
             .or_default()
             .push((t, v));
     });
@@ -204,17 +194,15 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
     out
 }
 
-/// Call `f(t, row)` for each parseable row of a JSON-lines file; a torn or
-/// foreign line is skipped (a killed run may end mid-line).
-fn for_rows(path: &Path, mut f: impl FnMut(f64, &serde_json::Value)) {
+/// Call `f(t, row)` for each row of a JSON-lines file that reads as a
+/// stamped `R`; a torn or foreign line is skipped (a killed run may end mid-line).
+fn for_rows<R: DeserializeOwned>(path: &Path, mut f: impl FnMut(f64, R)) {
     let Ok(text) = std::fs::read_to_string(path) else {
         return;
     };
     for line in text.lines() {
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
-            if let Some(t) = v.get("t").and_then(|t| t.as_f64()) {
-                f(t, &v);
-            }
+        if let Ok(r) = serde_json::from_str::<Stamped<R>>(line) {
+            f(r.t, r.row);
         }
     }
 }

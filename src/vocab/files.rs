@@ -16,6 +16,9 @@ pub const EXPORT_LOG: &str = "export.jsonl";
 pub const DIAGNOSTICS: &str = "diagnostics";
 /// Inside [`DIAGNOSTICS`].
 pub const EVIDENCE: &str = "evidence.json";
+/// The collectors' event log inside [`DIAGNOSTICS`] (artifacts, target
+/// PIDs, errors, link gaps).
+pub const COLLECTOR_EVENTS: &str = "collectors.jsonl";
 /// The collectors' sample streams, inside [`DIAGNOSTICS`] (a stream is named
 /// after its probe: `host` writes `host.jsonl`).
 pub const HOST_SAMPLES: &str = "host.jsonl";

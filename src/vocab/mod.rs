@@ -13,6 +13,7 @@
 //! | [`export`] | the remote-write push log's row (`export.jsonl`) |
 //! | [`findings`] | a finding's severity and kind |
 //! | [`jfr`] | a JFR recording's totals and the `jfr-windows.jsonl` row |
+//! | [`samples`] | the rows of the collectors' `diagnostics/*.jsonl` files (host, heap, generator, Prometheus, the event log) |
 //! | [`files`] | the names of a run directory's files |
 //! | [`status`] | PASS / FAIL / NO DATA of every gate |
 //! | [`say`] | notices (warnings, progress lines) the library hands the caller to show |
@@ -25,6 +26,7 @@ pub mod files;
 pub mod findings;
 pub mod jfr;
 pub mod phase;
+pub mod samples;
 pub mod say;
 pub mod series;
 pub mod status;

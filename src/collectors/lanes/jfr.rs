@@ -12,10 +12,10 @@
 //! A recording in windows (`window:`) is dumped window by window instead
 //! (`jfr_window`): its stop dumps the last window and writes nothing else.
 
-use serde_json::json;
+use crate::vocab::samples::CollectorEvent;
 
 use super::jfr_window::WindowCut;
-use super::probes::Taken;
+use super::probes::{Fill, Taken};
 use super::{JfrActive, JfrLost, Lane};
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
@@ -47,12 +47,17 @@ impl Lane {
             // Windows: bounded in the JVM, nothing written at the stop.
             Some(w) if windowed => {
                 let maxage = self.window_maxage(i);
-                let cmd = self.render_with(i, &w.start_command, pid, "", 0, &[("maxage", maxage)]);
+                let maxage = [("maxage", maxage)];
+                let fill = Fill {
+                    extra: &maxage,
+                    ..Fill::pid(pid, "")
+                };
+                let cmd = self.render(i, &w.start_command, fill);
                 (String::new(), cmd)
             }
             _ => {
                 let remote = self.remote_file(i);
-                let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, &remote, 0);
+                let cmd = self.render(i, &self.probes[i].def.command, Fill::pid(pid, &remote));
                 (remote, cmd)
             }
         };
@@ -61,13 +66,15 @@ impl Lane {
             Ok(_) => {
                 let phase = self.probes[i]
                     .def
+                    .tune
                     .phase
                     .clone()
                     .unwrap_or_else(|| "run".into());
-                self.event(
-                    "jfr-start",
-                    json!({"remote": remote, "pid": pid, "window_s": self.window_of(i)}),
-                );
+                self.event(CollectorEvent::JfrStart {
+                    remote: remote.clone(),
+                    pid,
+                    window_s: self.window_of(i),
+                });
                 let cut = self.window_of(i).map(|w| WindowCut {
                     t,
                     unix: f64::NEG_INFINITY,
@@ -140,7 +147,10 @@ impl Lane {
         };
         let name = format!("{}/{}", self.probes[i].collector, self.probes[i].def.name);
         self.error(&name, &CollectorError::Other(reason.clone()));
-        self.event("jfr-lost", json!({"pid": active.pid, "from_t": from_t}));
+        self.event(CollectorEvent::JfrLost {
+            pid: active.pid,
+            from_t,
+        });
         self.probes[i].jfr_lost = Some(JfrLost { from_t, reason });
         // Start again as soon as a JVM is found (while its phase runs).
         self.probes[i].next_due = None;
@@ -157,11 +167,13 @@ impl Lane {
 
     pub(super) fn push_jfr_gap(&mut self, i: usize, from_t: f64, to_t: f64, reason: String) {
         // Whole, so `brunt report` can rebuild the gap from the event log.
-        self.event(
-            "gap",
-            json!({"probe": self.probes[i].def.name, "from_t": from_t, "to_t": to_t,
-                   "reason": reason, "missed": 1}),
-        );
+        self.event(CollectorEvent::Gap {
+            probe: self.probes[i].def.name.clone(),
+            from_t: Some(from_t),
+            to_t: Some(to_t),
+            reason: reason.clone(),
+            missed: 1,
+        });
         self.rep.gaps.push(GapInfo {
             lane: self.lane.to_string(),
             from_t,
@@ -206,7 +218,7 @@ impl Lane {
         let pid = active.pid;
         let res = (|| -> Result<(String, u64), CollectorError> {
             let stop = self.probes[i].def.stop_command.clone().unwrap_or_default();
-            let cmd = self.render(i, &stop, pid, &active.remote, 0);
+            let cmd = self.render(i, &stop, Fill::pid(pid, &active.remote));
             self.t.exec(&cmd)?.check(&cmd)?;
             let p = &self.probes[i];
             let name = artifact_name(
@@ -258,7 +270,7 @@ impl Lane {
             .as_ref()
             .map(|w| w.stop_command.clone())
             .unwrap_or_default();
-        let cmd = self.render(i, &stop, pid, "", 0);
+        let cmd = self.render(i, &stop, Fill::pid(pid, ""));
         if let Err(e) = self.t.exec(&cmd).and_then(|o| o.check(&cmd)) {
             self.fail(i, e);
         }

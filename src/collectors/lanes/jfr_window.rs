@@ -19,9 +19,9 @@
 
 use std::path::Path;
 
-use serde_json::json;
+use crate::vocab::samples::CollectorEvent;
 
-use super::probes::Taken;
+use super::probes::{Fill, Taken};
 use super::Lane;
 use crate::collectors::error::CollectorError;
 use crate::collectors::jvm;
@@ -134,14 +134,12 @@ impl Lane {
             return false;
         };
         let remote = self.remote_file(i);
-        let cmd = self.render_with(
-            i,
-            &template,
-            pid,
-            &remote,
-            0,
-            &[("begin", format!("-{back}s"))],
-        );
+        let begin = [("begin", format!("-{back}s"))];
+        let fill = Fill {
+            extra: &begin,
+            ..Fill::pid(pid, &remote)
+        };
+        let cmd = self.render(i, &template, fill);
         let n = self.probes[i].windows.n + 1;
         let name = format!("{}-window", self.probes[i].def.name);
         let file = artifact_name(&name, cut.t, &phase, n, &self.probes[i].def.extension);
@@ -216,7 +214,7 @@ impl Lane {
             )
         };
         let written = match self.probes[i].stream.as_mut() {
-            Some((_, s)) => s.typed_row(to_t, &phase, &row),
+            Some((_, s)) => s.row(to_t, &phase, &row),
             None => Ok(()),
         };
         if let Err(e) = written {
@@ -260,6 +258,7 @@ impl Lane {
     fn prune_windows(&mut self, i: usize, file: String) {
         let keep = self.probes[i]
             .def
+            .tune
             .keep_windows
             .unwrap_or(crate::collectors::definition::DEFAULT_KEEP_WINDOWS)
             as usize;
@@ -271,7 +270,7 @@ impl Lane {
             let _ = std::fs::remove_file(self.dir.join(&old));
             let listed = format!("diagnostics/{old}");
             self.rep.artifacts.retain(|a| a.file != listed);
-            self.event("artifact-pruned", json!({"file": listed}));
+            self.event(CollectorEvent::ArtifactPruned { file: listed });
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The lane's link to the target: reconnects with back-off, the gaps an
 //! outage leaves, keepalives, and what a probe failure or success does to them.
 
-use serde_json::json;
+use crate::vocab::samples::CollectorEvent;
 
 use super::{Lane, FIRST_BACKOFF};
 use crate::collectors::error::CollectorError;
@@ -56,10 +56,10 @@ impl Lane {
                 missed: std::mem::take(&mut self.missed),
                 probe: None,
             };
-            self.event(
-                "reconnected",
-                json!({"from_t": gap.from_t, "missed": gap.missed}),
-            );
+            self.event(CollectorEvent::Reconnected {
+                from_t: Some(gap.from_t),
+                missed: gap.missed,
+            });
             self.rep.gaps.push(gap);
         }
         self.backoff = FIRST_BACKOFF;
@@ -70,7 +70,9 @@ impl Lane {
         if self.down_since.is_none() {
             self.down_since = Some(now);
             self.down_reason = e.to_string();
-            self.event("link-down", json!({"message": e.to_string()}));
+            self.event(CollectorEvent::LinkDown {
+                message: e.to_string(),
+            });
         }
         self.next_retry = now;
         self.backoff = FIRST_BACKOFF;

@@ -31,8 +31,6 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{json, Value};
-
 use super::definition::{Definition, ProbeDef, ProbeKind};
 use super::error::CollectorError;
 use super::host::ProcHostParser;
@@ -40,6 +38,7 @@ use super::store::{safe, Jsonl, PhaseTracker};
 use super::transport::Transport;
 use super::{CollectorsSummary, ErrorInfo, GapInfo, StreamInfo};
 use crate::profile::collectors::TargetConfig;
+use crate::vocab::samples::{CollectorEvent, EventRow};
 
 /// Messages from the run (via the observer) to the collector thread.
 #[derive(Debug)]
@@ -119,12 +118,12 @@ impl Probe {
         };
         Ok(Probe {
             collector: collector.to_string(),
-            next_due: p.every.map(|_| 0.0),
+            next_due: p.tune.every.map(|_| 0.0),
             forced: None,
             count: 0,
             stream,
             parser,
-            jfr_want: p.kind == ProbeKind::Jfr && p.phase.as_deref().unwrap_or("run") == "run",
+            jfr_want: p.kind == ProbeKind::Jfr && p.tune.phase.as_deref().unwrap_or("run") == "run",
             jfr: None,
             jfr_lost: None,
             windows: jfr_window::Windows::default(),
@@ -191,10 +190,10 @@ const FIRST_BACKOFF: f64 = 0.5;
 
 impl Lane {
     pub fn new(s: LaneSetup) -> Result<Self, CollectorError> {
-        let events = Jsonl::open(&s.diag_dir.join("collectors.jsonl"))?;
+        let events = Jsonl::open(&s.diag_dir.join(crate::vocab::files::COLLECTOR_EVENTS))?;
         let mut probes = Vec::new();
         for d in &s.definitions {
-            for p in d.probes.iter().filter(|p| p.enabled) {
+            for p in d.probes.iter().filter(|p| p.enabled()) {
                 probes.push(Probe::new(&d.name, p, &s.diag_dir, s.target.port)?);
             }
         }
@@ -240,14 +239,16 @@ impl Lane {
         self.tracker.t()
     }
 
-    fn event(&mut self, kind: &str, fields: Value) {
+    fn event(&mut self, event: CollectorEvent) {
         let t = self.now();
         let phase = self.tracker.name();
-        if let (Some(ev), Value::Object(mut m)) = (self.events.as_mut(), fields) {
-            m.insert("event".into(), json!(kind));
+        if let Some(ev) = self.events.as_mut() {
             // The lane lets `brunt report` rebuild gaps per lane from this file.
-            m.insert("lane".into(), json!(self.lane));
-            if ev.row(t, &phase, m).is_err() {
+            let row = EventRow {
+                event,
+                lane: self.lane.to_string(),
+            };
+            if ev.row(t, &phase, row).is_err() {
                 self.events = None;
             }
         }
@@ -270,10 +271,11 @@ impl Lane {
                 kind: e.kind(),
             });
         }
-        self.event(
-            "error",
-            json!({"probe": probe, "message": e.to_string(), "kind": e.kind()}),
-        );
+        self.event(CollectorEvent::Error {
+            probe: probe.to_string(),
+            message: e.to_string(),
+            kind: e.kind(),
+        });
     }
 
     /// Run until the load finishes (or the observer goes away).
@@ -353,7 +355,7 @@ impl Lane {
         for i in 0..self.probes.len() {
             let p = &mut self.probes[i];
             if p.def.kind == ProbeKind::Jfr {
-                let target = p.def.phase.clone().unwrap_or_else(|| "run".into());
+                let target = p.def.tune.phase.clone().unwrap_or_else(|| "run".into());
                 // Windows of a run-long recording end at phase starts too:
                 // no window mixes two phases (unless one is too short for its own).
                 if let Some(c) = p.jfr.as_mut().and_then(|a| a.cut.as_mut()) {
@@ -370,14 +372,14 @@ impl Lane {
                         self.jfr_gap(i, "until its phase ended");
                     }
                 }
-            } else if p.def.at_phase_start {
+            } else if p.def.at_phase_start() {
                 p.forced = Some("phase-start");
             }
         }
     }
 
     fn on_trigger(&mut self, second: u64, p99_us: u64) {
-        if !self.probes.iter().any(|p| p.def.on_trigger) {
+        if !self.probes.iter().any(|p| p.def.on_trigger()) {
             return;
         }
         let now = self.now();
@@ -386,10 +388,10 @@ impl Lane {
         }
         self.last_trigger = Some(now);
         self.rep.triggers += 1;
-        self.event("trigger", json!({"second": second, "p99_us": p99_us}));
+        self.event(CollectorEvent::Trigger { second, p99_us });
         for p in &mut self.probes {
             // A pending phase-start run keeps its reason: one dump serves both.
-            if p.def.on_trigger && p.def.kind != ProbeKind::Jfr && p.forced.is_none() {
+            if p.def.on_trigger() && p.def.kind != ProbeKind::Jfr && p.forced.is_none() {
                 p.forced = Some("trigger");
             }
         }
@@ -448,7 +450,7 @@ impl Lane {
                 (None, false) => continue,
             };
             if scheduled {
-                if let (Some(every), Some(due)) = (p.def.every, p.next_due) {
+                if let (Some(every), Some(due)) = (p.def.tune.every, p.next_due) {
                     let e = every.as_secs_f64();
                     // Keep to the grid; after a long stall, skip ahead instead of bursting.
                     let mut n = due + e;
@@ -458,7 +460,7 @@ impl Lane {
                     p.next_due = Some(n);
                 }
             }
-            if p.def.max.is_some_and(|m| p.count >= m) {
+            if p.def.tune.max.is_some_and(|m| p.count >= m) {
                 continue;
             }
             self.run_probe(i, reason);

@@ -5,7 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 
-use serde_json::{json, Map};
+use serde::Serialize;
 
 use super::{Lane, Parser};
 use crate::collectors::definition::{render, PidUse, ProbeKind};
@@ -14,6 +14,30 @@ use crate::collectors::jvm;
 use crate::collectors::quote::sh_quote;
 use crate::collectors::store::{artifact_name, safe};
 use crate::collectors::{ArtifactInfo, PidInfo};
+use crate::vocab::samples::{CollectorEvent, LinesSample, NoSample, ProbeRow};
+
+/// The values of a probe command's run-time placeholders.
+#[derive(Default)]
+pub(super) struct Fill<'a> {
+    pub pid: Option<u32>,
+    /// `{remote_file}`
+    pub remote: &'a str,
+    /// `{offset}`
+    pub offset: u64,
+    /// Further placeholders (`maxage`, `begin`).
+    pub extra: &'a [(&'a str, String)],
+}
+
+impl<'a> Fill<'a> {
+    /// `{pid}` (empty when `None`) and `{remote_file}`.
+    pub fn pid(pid: Option<u32>, remote: &'a str) -> Self {
+        Fill {
+            pid,
+            remote,
+            ..Fill::default()
+        }
+    }
+}
 
 /// A file brought back from the target, as [`Lane::record_artifact`] lists it.
 pub(super) struct Taken {
@@ -41,7 +65,7 @@ impl Lane {
                 pid,
                 java_major: None,
             });
-            self.event("target-pid", json!({"pid": pid}));
+            self.event(CollectorEvent::TargetPid { pid });
         }
         Ok(found)
     }
@@ -71,37 +95,25 @@ impl Lane {
                 // Not an error: this JVM simply lacks the feature.
                 self.probes[i].disabled = true;
                 let name = self.probes[i].def.name.clone();
-                self.event(
-                    "probe-disabled",
-                    json!({"probe": name, "java_major": v, "min_java": min}),
-                );
+                self.event(CollectorEvent::ProbeDisabled {
+                    probe: name,
+                    java_major: v,
+                    min_java: min,
+                });
                 return Err(CollectorError::Other(String::new()));
             }
         }
         Ok(pid)
     }
 
-    pub(super) fn render(
-        &self,
-        i: usize,
-        template: &str,
-        pid: Option<u32>,
-        remote: &str,
-        offset: u64,
-    ) -> String {
-        self.render_with(i, template, pid, remote, offset, &[])
-    }
-
-    /// As [`Self::render`], with values of further placeholders (`maxage`, `begin`).
-    pub(super) fn render_with(
-        &self,
-        i: usize,
-        template: &str,
-        pid: Option<u32>,
-        remote: &str,
-        offset: u64,
-        extra: &[(&str, String)],
-    ) -> String {
+    /// Probe `i`'s `template` with its placeholders filled in (quoted).
+    pub(super) fn render(&self, i: usize, template: &str, fill: Fill) -> String {
+        let Fill {
+            pid,
+            remote,
+            offset,
+            extra,
+        } = fill;
         let d = &self.probes[i].def;
         let jcmd = self.target.jcmd.clone();
         let port = self.target.port;
@@ -110,8 +122,8 @@ impl Lane {
             "port" => port.map(|p| p.to_string()),
             "jcmd" => Some(jcmd.clone()),
             "remote_file" => Some(remote.to_string()),
-            "settings" => d.settings.clone(),
-            "file" => d.file.clone(),
+            "settings" => d.tune.settings.clone(),
+            "file" => d.tune.file.clone(),
             "offset" => Some(offset.to_string()),
             k => extra.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()),
         })
@@ -154,38 +166,50 @@ impl Lane {
     }
 
     fn sample(&mut self, i: usize, pid: Option<u32>) -> Result<(), CollectorError> {
-        let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, "", 0);
-        let t = self.now();
-        let phase = self.tracker.name();
+        let cmd = self.render(i, &self.probes[i].def.command, Fill::pid(pid, ""));
+        let at = (self.now(), self.tracker.name());
         let out = self.t.exec(&cmd)?.check(&cmd)?;
         let text = out.stdout_str();
-        let p = &mut self.probes[i];
-        let mut fields = match &mut p.parser {
+        match &mut self.probes[i].parser {
             Parser::Host(h) => {
-                let (m, seen) = h.parse(&text)?;
+                let (sample, seen) = h.parse(&text)?;
                 if pid.is_some() && seen.is_none() {
                     // The target process went away: find it again next time.
                     self.pid = None;
                     self.java_major = None;
                 }
-                m
+                self.store_sample(i, &at, pid, sample)
             }
-            Parser::Heap => jvm::parse_heap_info(&text)?,
+            Parser::Heap => {
+                let sample = jvm::parse_heap_info(&text)?;
+                self.store_sample(i, &at, pid, sample)
+            }
             Parser::Lines => {
-                let mut m = Map::new();
-                m.insert("lines".into(), json!(text.lines().collect::<Vec<_>>()));
-                m
+                let lines = text.lines().map(str::to_string).collect();
+                self.store_sample(i, &at, pid, LinesSample { lines })
             }
-            Parser::None => Map::new(),
+            Parser::None => self.store_sample(i, &at, pid, NoSample {}),
+        }
+    }
+
+    /// One row of probe `i`'s stream: the sample whose command started at
+    /// `at` (run time, phase).
+    fn store_sample<S: Serialize>(
+        &mut self,
+        i: usize,
+        (t, phase): &(f64, String),
+        pid: Option<u32>,
+        sample: S,
+    ) -> Result<(), CollectorError> {
+        let row = ProbeRow {
+            sample,
+            pid,
+            took_ms: ((self.now() - t) * 1000.0).round(),
         };
-        if let Some(pid) = pid {
-            fields.entry("pid").or_insert(json!(pid));
+        match self.probes[i].stream.as_mut() {
+            Some((_, s)) => s.row(*t, phase, row),
+            None => Ok(()),
         }
-        fields.insert("took_ms".into(), json!(((self.now() - t) * 1000.0).round()));
-        if let Some((_, s)) = self.probes[i].stream.as_mut() {
-            s.row(t, &phase, fields)?;
-        }
-        Ok(())
     }
 
     fn artifact(&mut self, i: usize, pid: Option<u32>, reason: &str) -> Result<(), CollectorError> {
@@ -197,7 +221,7 @@ impl Lane {
         } else {
             String::new()
         };
-        let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, &remote, 0);
+        let cmd = self.render(i, &self.probes[i].def.command, Fill::pid(pid, &remote));
         let out = self.t.exec(&cmd)?.check(&cmd)?;
         let p = &self.probes[i];
         let name = artifact_name(&p.def.name, t, &phase, p.count + 1, &p.def.extension);
@@ -264,17 +288,20 @@ impl Lane {
             reason: reason.to_string(),
             pid,
         };
-        self.event(
-            "artifact",
-            // The whole entry, so `brunt report` can rebuild the index from this file.
-            json!({"probe": a.probe, "file": a.file, "bytes": a.bytes, "reason": a.reason, "artifact": a}),
-        );
+        // The whole entry, so `brunt report` can rebuild the index from this file.
+        self.event(CollectorEvent::Artifact {
+            probe: a.probe.clone(),
+            file: a.file.clone(),
+            bytes: a.bytes,
+            reason: a.reason.clone(),
+            artifact: Some(a.clone()),
+        });
         self.rep.artifacts.push(a);
         Ok(())
     }
 
     fn tail(&mut self, i: usize, pid: Option<u32>) -> Result<(), CollectorError> {
-        let file = self.probes[i].def.file.clone().unwrap_or_default();
+        let file = self.probes[i].def.tune.file.clone().unwrap_or_default();
         let Some(offset) = self.probes[i].tail_offset else {
             // Start at the current end: only lines written during the run.
             let cmd = format!("wc -c < {} 2>/dev/null || echo 0", sh_quote(&file));
@@ -283,7 +310,11 @@ impl Lane {
             self.probes[i].tail_offset = Some(size + 1);
             return Ok(());
         };
-        let cmd = self.render(i, &self.probes[i].def.command.clone(), pid, "", offset);
+        let fill = Fill {
+            offset,
+            ..Fill::pid(pid, "")
+        };
+        let cmd = self.render(i, &self.probes[i].def.command, fill);
         let out = self.t.exec(&cmd)?.check(&cmd)?;
         if out.stdout.is_empty() {
             return Ok(());
@@ -312,7 +343,11 @@ impl Lane {
             .map_err(|e| CollectorError::io(&path, e))?;
         }
         self.probes[i].tail_offset = Some(offset + out.stdout.len() as u64);
-        self.event("tail", json!({"probe": self.probes[i].def.name, "file": format!("diagnostics/{name}"), "bytes": out.stdout.len()}));
+        self.event(CollectorEvent::Tail {
+            probe: self.probes[i].def.name.clone(),
+            file: format!("{}/{name}", crate::vocab::files::DIAGNOSTICS),
+            bytes: out.stdout.len() as u64,
+        });
         Ok(())
     }
 }
