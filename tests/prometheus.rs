@@ -307,24 +307,10 @@ fn a_bad_listen_address_or_remote_write_url_is_refused_before_the_load() {
 #[test]
 fn an_unreachable_remote_write_is_counted_never_fatal() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
     let dead = free_port(); // nothing listens there
-    let p = load::profile(
-        "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { path: \"/\" } ]\nshape: { constant: { rate: 50/s, duration: 3s } }\n",
-        &srv.base_url(),
-    );
     let dir = tempfile::tempdir().expect("tempdir");
     let t0 = Instant::now();
-    let r = execute(
-        &p,
-        RunOptions {
-            out: Some(dir.path().join("run")),
-            progress: Progress::Quiet,
-            remote_write: Some(format!("http://127.0.0.1:{dead}/api/v1/write")),
-            ..Default::default()
-        },
-    )
-    .expect("the run completes");
+    let r = run_pushing_to(dead, "3s", dir.path());
     assert_eq!(r.summary.totals.offered, 150);
     assert_eq!(r.summary.totals.ok, 150, "{:?}", r.summary.totals.by_class);
     assert!(t0.elapsed() < Duration::from_secs(15), "{:?}", t0.elapsed());
@@ -350,6 +336,22 @@ fn an_unreachable_remote_write_is_counted_never_fatal() {
     assert_eq!(rebuilt.export, r.summary.export);
 }
 
+/// 50/s against a demo target for `duration`, pushing to 127.0.0.1:`port`.
+fn run_pushing_to(port: u16, duration: &str, dir: &Path) -> brunt::run::RunResult {
+    let srv = load::demo(DemoConfig::default());
+    let p = load::profile(&load::fast("x", "{url}", "50/s", duration), &srv.base_url());
+    execute(
+        &p,
+        RunOptions {
+            out: Some(dir.join("run")),
+            progress: Progress::Quiet,
+            remote_write: Some(format!("http://127.0.0.1:{port}/api/v1/write")),
+            ..Default::default()
+        },
+    )
+    .expect("the run completes")
+}
+
 fn push_rows(dir: &Path) -> Vec<brunt::vocab::export::PushRow> {
     std::fs::read_to_string(dir.join(brunt::vocab::files::EXPORT_LOG))
         .expect("export.jsonl")
@@ -363,7 +365,6 @@ fn push_rows(dir: &Path) -> Vec<brunt::vocab::export::PushRow> {
 #[test]
 fn a_hanging_remote_write_receiver_delays_the_end_by_a_bounded_time() {
     let _g = load::serial();
-    let srv = load::demo(DemoConfig::default());
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let keep = held.clone();
@@ -373,22 +374,9 @@ fn a_hanging_remote_write_receiver_delays_the_end_by_a_bounded_time() {
             k.push(c);
         }
     });
-    let p = load::profile(
-        "name: x\ntarget: { url: \"{url}\" }\nrequests: [ { path: \"/\" } ]\nshape: { constant: { rate: 50/s, duration: 2s } }\n",
-        &srv.base_url(),
-    );
     let dir = tempfile::tempdir().expect("tempdir");
     let t0 = Instant::now();
-    let r = execute(
-        &p,
-        RunOptions {
-            out: Some(dir.path().join("run")),
-            progress: Progress::Quiet,
-            remote_write: Some(format!("http://127.0.0.1:{port}/api/v1/write")),
-            ..Default::default()
-        },
-    )
-    .expect("the run completes");
+    let r = run_pushing_to(port, "2s", dir.path());
     let took = t0.elapsed();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     h.join().expect("server thread");
