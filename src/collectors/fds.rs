@@ -18,6 +18,18 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::host::tcp_state;
 use crate::collectors::CollectorError;
+use crate::vocab::growth::{FdRow, SocketCount};
+
+/// The `proc-fds` parser: the probe's output as a sample row's fields.
+pub fn parse_row(text: &str) -> Result<serde_json::Map<String, serde_json::Value>, CollectorError> {
+    match serde_json::to_value(FdCensus::parse(text)?.row()) {
+        Ok(serde_json::Value::Object(m)) => Ok(m),
+        _ => Err(CollectorError::Parse {
+            parser: "proc-fds".into(),
+            msg: "the census did not serialize as an object".into(),
+        }),
+    }
+}
 
 /// One set of the process's TCP sockets: one state, one peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +98,24 @@ impl FdCensus {
         c.sockets
             .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.peer.cmp(&b.peer)));
         Ok(c)
+    }
+
+    /// The sample row of `diagnostics/fds.jsonl`.
+    pub fn row(&self) -> FdRow {
+        FdRow {
+            kinds: self.kinds.clone(),
+            sockets: self
+                .sockets
+                .iter()
+                .map(|s| SocketCount {
+                    inbound: s.inbound,
+                    state: s.state.to_string(),
+                    local_port: s.local_port,
+                    peer: s.peer.clone(),
+                    count: s.count,
+                })
+                .collect(),
+        }
     }
 
     /// All descriptors counted.

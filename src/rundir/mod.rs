@@ -22,6 +22,7 @@
 //! [`read::measured_noting`] says so.
 
 pub mod evidence;
+pub mod fds;
 pub mod read;
 pub mod tail;
 

@@ -24,6 +24,8 @@ pub const GENERATOR_SAMPLES: &str = "generator.jsonl";
 pub const JFR_WINDOWS: &str = "jfr-windows.jsonl";
 /// The Prometheus source's answers (`collectors.prometheus`).
 pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";
+/// The target's descriptors by kind and sockets by state and peer (`linux-host`'s `fds`).
+pub const FD_SAMPLES: &str = "fds.jsonl";
 
 /// Keep file-name parts to `[A-Za-z0-9._-]`.
 pub fn safe(s: &str) -> String {

@@ -12,6 +12,7 @@
 //! | [`exit`] | exit codes |
 //! | [`findings`] | a finding's severity and kind |
 //! | [`jfr`] | a JFR recording's totals and the `jfr-windows.jsonl` row |
+//! | [`growth`] | what grows in a soak: parts over time (heap class, thread group, sockets, fd kind, native category) and the judged items |
 //! | [`files`] | the names of a run directory's files |
 //! | [`status`] | PASS / FAIL / NO DATA of every gate |
 //! | [`say`] | notices (warnings, progress lines) the library hands the caller to show |
@@ -21,6 +22,7 @@ pub mod collectors;
 pub mod exit;
 pub mod files;
 pub mod findings;
+pub mod growth;
 pub mod jfr;
 pub mod phase;
 pub mod say;

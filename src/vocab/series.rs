@@ -131,10 +131,32 @@ pub const JVM_HEAP_COMMITTED: Series = target(
     Unit::Bytes,
     "JVM heap committed",
 );
+/// After full (or old-generation) collections only, when the recording
+/// says which collector ran; after every GC when it does not.
 pub const JVM_HEAP_AFTER_GC: Series = target(
     "jvm.heap_after_gc_bytes",
     Unit::Bytes,
-    "JVM heap used right after each GC",
+    "JVM heap used right after each full GC",
+);
+/// After young collections: it creeps up while the old generation fills
+/// with garbage the next full GC frees, so no leak is judged on it.
+pub const JVM_HEAP_AFTER_YOUNG_GC: Series = target(
+    "jvm.heap_after_young_gc_bytes",
+    Unit::Bytes,
+    "JVM heap used right after each young GC",
+);
+/// The live set: a class histogram's total, taken right after the full
+/// collection `GC.class_histogram` forces.
+pub const JVM_LIVE_SET: Series = target(
+    "jvm.live_set_bytes",
+    Unit::Bytes,
+    "JVM live set (class histogram total)",
+);
+/// Native Memory Tracking's committed total.
+pub const JVM_NMT_COMMITTED: Series = target(
+    "jvm.nmt_committed_bytes",
+    Unit::Bytes,
+    "JVM native memory committed (NMT)",
 );
 /// `jvm.threads.<state>` (`runnable`, `blocked`, `waiting`, `timed_waiting`), count per dump.
 pub const JVM_THREADS_PREFIX: &str = "jvm.threads.";
@@ -214,6 +236,9 @@ pub const ALL: &[Series] = &[
     JVM_HEAP_USED,
     JVM_HEAP_COMMITTED,
     JVM_HEAP_AFTER_GC,
+    JVM_HEAP_AFTER_YOUNG_GC,
+    JVM_LIVE_SET,
+    JVM_NMT_COMMITTED,
     JFR_BLOCKED_RATE,
     JFR_BLOCKED_THREADS,
     JFR_PARK_RATE,

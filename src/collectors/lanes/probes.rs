@@ -171,6 +171,7 @@ impl Lane {
                 m
             }
             Parser::Heap => jvm::parse_heap_info(&text)?,
+            Parser::Fds => super::super::fds::parse_row(&text)?,
             Parser::Lines => {
                 let mut m = Map::new();
                 m.insert("lines".into(), json!(text.lines().collect::<Vec<_>>()));
