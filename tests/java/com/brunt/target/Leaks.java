@@ -16,7 +16,7 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * Leaks of known kind and size for brunt's soak tests, one per request
  * (truth by construction: the rate × the size):
- * /grow/entries?kb=N — one {@link CacheEntry} holding a byte[N KiB], kept;
+ * /grow/entries?kb=N[&n=K] — one (or K) {@link CacheEntry} holding a byte[N KiB], kept;
  * /grow/threads — one thread `export-worker-N` parked forever in {@link Exporter#run};
  * /grow/sockets — one client socket to {@link #PEER}, which closes its end at once,
  *   kept open: CLOSE_WAIT to 127.0.0.1:PEER-port;
@@ -62,8 +62,11 @@ final class Leaks {
 
     static Target.Reply entries(Map<String, String> q) {
         int kb = (int) Target.num(q, "kb", 10);
+        long n = Target.num(q, "n", 1);
         synchronized (ENTRIES) {
-            ENTRIES.add(new CacheEntry(ENTRIES.size(), kb * 1024));
+            for (long i = 0; i < n; i++) {
+                ENTRIES.add(new CacheEntry(ENTRIES.size(), kb * 1024));
+            }
             return Target.reply(200, "entries " + ENTRIES.size());
         }
     }
