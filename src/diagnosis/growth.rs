@@ -44,7 +44,7 @@ pub struct MemorySample {
 }
 
 /// One dump's thread groups.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GroupSample {
     pub file: String,
     pub time_unix: Option<f64>,

@@ -155,11 +155,12 @@ pub struct Analysis {
     /// `findings.json`: they are written beside the recording, see [`flame`]).
     #[serde(skip)]
     pub flames: Vec<jfr::FoldedStacks>,
-    /// Class histograms and NMT summaries, in the order read.
+    /// Class histograms and NMT summaries, in the order read (not in
+    /// `findings.json`: thousands of rows each; the files stay in `diagnostics/`).
     #[serde(skip)]
     pub memory: Vec<growth::MemorySample>,
     /// Each dump's threads grouped by name pattern.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub thread_groups: Vec<growth::GroupSample>,
 }
 

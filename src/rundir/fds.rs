@@ -30,6 +30,9 @@ pub fn parts(dir: &Path) -> Vec<PartSeries> {
         else {
             continue;
         };
+        if row.kinds.is_empty() {
+            continue; // no target process: no census (not a process with no descriptors)
+        }
         let mut s: BTreeMap<String, (f64, Option<String>)> = BTreeMap::new();
         for c in &row.sockets {
             s.entry(c.part_name()).or_insert((0.0, None)).0 += c.count as f64;
@@ -62,6 +65,8 @@ mod tests {
         std::fs::create_dir_all(&diag).expect("mkdir");
         let rows = [
             r#"{"t":1.0,"phase":"soak","kinds":{"socket":3,"pipe":2},"sockets":[{"inbound":true,"state":"LISTEN","local_port":8080,"peer":"0.0.0.0","count":1}]}"#,
+            // No target process then: no census, skipped.
+            r#"{"t":3.0,"phase":"soak","kinds":{},"sockets":[]}"#,
             r#"{"t":6.0,"phase":"soak","kinds":{"socket":13,"pipe":2},"sockets":[{"inbound":false,"state":"CLOSE_WAIT","peer":"127.0.0.1:9000","count":10}]}"#,
             r#"{"t":11.0,"#,
         ];
