@@ -201,8 +201,9 @@ impl ServerSide {
 
 /// The diagnosis' view as evidence: findings placed on the run's clock
 /// (`start_unix` is the run start), thread states per dump as
-/// `jvm.threads.<state>`, and heap after each GC (from JFR) as
-/// `jvm.heap_after_gc_bytes`.
+/// `jvm.threads.<state>`, heap after each full GC (from JFR) as
+/// `jvm.heap_after_gc_bytes` (after a young GC: `jvm.heap_after_young_gc_bytes`),
+/// and the parts a soak watches grow ([`crate::diagnosis::growth`]).
 pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerSide {
     let mut out = ServerSide::default();
     for f in &a.findings {

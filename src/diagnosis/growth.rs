@@ -169,13 +169,6 @@ pub fn add_to(
     ));
 }
 
-/// Whether NMT answered "not enabled" in some summary of the run.
-pub fn nmt_off(a: &Analysis) -> bool {
-    a.memory
-        .iter()
-        .any(|m| matches!(m.report, MemoryReport::NativeOff))
-}
-
 fn push(series: &mut BTreeMap<String, Vec<(f64, f64)>>, name: &str, t: f64, v: f64) {
     series.entry(name.to_string()).or_default().push((t, v));
 }
