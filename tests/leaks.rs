@@ -43,18 +43,22 @@ const LEAK_THRESHOLDS: &str = "{ rss: 2000MB/h, heap_after_gc: 1000MB/h, threads
 /// The request rate of every soak here.
 const RATE: f64 = 50.0;
 
-/// The shipped collectors aimed at `t`: host every second, the whole-run
+/// The shipped collectors aimed at `t`: host every second, the fd census
+/// every 4 s (so a 62-s window holds ≥ 15 of them), the whole-run
 /// JFR recording (its GC events tell young from full collections), thread
-/// dumps every 5 s when `dumps`, and `memory` (the jvm-memory probes' overrides).
+/// dumps every 4 s when `dumps`, and `memory` (the jvm-memory probes' overrides).
 fn collectors(
     t: &java::JavaTarget,
     remote: &Path,
     dumps: bool,
     memory: Option<Vec<(&str, ProbeOverride)>>,
 ) -> CollectorsConfig {
-    let dump = if dumps { every(5000) } else { off() };
+    let dump = if dumps { every(4000) } else { off() };
     let mut collect = vec![
-        collect::entry("linux-host", probes(vec![("host", every(1000))])),
+        collect::entry(
+            "linux-host",
+            probes(vec![("host", every(1000)), ("fds", every(4000))]),
+        ),
         collect::entry(
             "jvm",
             probes(vec![
@@ -106,26 +110,19 @@ fn soak(
 ) -> Soak {
     let m = t.proc.jdk.major;
     let mut profile = load::profile(
-        &format!(
-            r#"
-name: leaks-{tag}
-target: {{ url: "{{url}}", timeout: 10s }}
-requests: [ {requests} ]
-load: {{ connections: 8 }}
-shape: {{ soak: {{ rate: {RATE}/s, duration: 68s, warmup: 6s }} }}
-budgets: [ "p99 < 2s" ]
-verdicts:
-  leaks: {LEAK_THRESHOLDS}
-"#
+        &java::soak_yaml(
+            &format!("leaks-{tag}"),
+            requests,
+            RATE as u32,
+            "2s",
+            LEAK_THRESHOLDS,
         ),
         &t.url(),
     );
-    let dir = tempfile::tempdir().expect("tempdir");
-    let remote = dir.path().join("remote-tmp");
-    std::fs::create_dir_all(&remote).expect("remote dir");
+    let (dir, remote, run_dir) = collect::run_dirs();
     profile.collectors = cfg(&remote);
     let t0 = Instant::now();
-    let r = load::run(&profile, &dir.path().join("run"));
+    let r = load::run(&profile, &run_dir);
     let v = r.summary.verdicts.clone().expect("verdicts");
     let so = v.soak.expect("a soak verdict");
     for tr in &so.trends {

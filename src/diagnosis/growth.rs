@@ -47,6 +47,9 @@ pub struct MemorySample {
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GroupSample {
     pub file: String,
+    /// The dump's index in its file.
+    #[serde(default)]
+    pub index: usize,
     pub time_unix: Option<f64>,
     /// A JSON dump (JDK 21+, taken beside the text one): used only when a
     /// run has no text dumps, so two formats' counts never interleave.
@@ -144,7 +147,14 @@ pub fn add_to(
         .iter()
         .filter(|g| g.json != text)
         .filter_map(|g| {
-            let t = g.time_unix? - start_unix;
+            // The dump's time as the analysis has it (retimed to when it was
+            // asked for: a text dump's header has whole seconds only).
+            let retimed = a
+                .dumps
+                .iter()
+                .find(|d| d.file == g.file && d.index == g.index)
+                .and_then(|d| d.time_unix);
+            let t = retimed.or(g.time_unix)? - start_unix;
             dump_files.insert(g.file.clone());
             let m = g
                 .groups

@@ -587,6 +587,7 @@ impl Analysis {
         for (d, fs) in dumps.iter().zip(per_dump) {
             self.thread_groups.push(growth::GroupSample {
                 file: d.source.clone(),
+                index: d.index,
                 time_unix: d.time_unix,
                 json: d.format == model::DumpFormat::Json,
                 groups: thread_groups::groups(d),
