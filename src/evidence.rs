@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::vocab::findings::{FindingKind, Severity};
+use crate::vocab::growth::PartSeries;
 use crate::vocab::series;
 use crate::vocab::threads::{Activity, JfrPhase};
 
@@ -49,6 +50,10 @@ pub struct ServerSide {
     pub findings: Vec<FindingRef>,
     #[serde(default, skip_serializing_if = "ThreadEvidence::is_empty")]
     pub threads: ThreadEvidence,
+    /// The parts a soak watches grow (heap classes, thread groups, sockets
+    /// by state and peer, fd kinds, NMT categories), see [`crate::vocab::growth`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<PartSeries>,
 }
 
 /// Thread dumps and JFR waits as the per-phase thread table reads them.
@@ -125,6 +130,10 @@ impl ServerSide {
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
         self.series.retain(|_, p| !p.is_empty());
+        for p in &mut self.parts {
+            p.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            p.instances.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
     }
 
     /// Fold another source in (e.g. the collectors' series, then the
@@ -136,12 +145,16 @@ impl ServerSide {
         self.findings.extend(other.findings);
         self.threads.dumps.extend(other.threads.dumps);
         self.threads.jfr.extend(other.threads.jfr);
+        self.parts.extend(other.parts);
         self.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
         self.normalize();
     }
 
     pub fn is_empty(&self) -> bool {
-        self.series.is_empty() && self.findings.is_empty() && self.threads.is_empty()
+        self.series.is_empty()
+            && self.findings.is_empty()
+            && self.threads.is_empty()
+            && self.parts.is_empty()
     }
 
     /// Anything seen on the target (not only brunt's own `generator.*` figures).
@@ -188,8 +201,9 @@ impl ServerSide {
 
 /// The diagnosis' view as evidence: findings placed on the run's clock
 /// (`start_unix` is the run start), thread states per dump as
-/// `jvm.threads.<state>`, and heap after each GC (from JFR) as
-/// `jvm.heap_after_gc_bytes`.
+/// `jvm.threads.<state>`, heap after each full GC (from JFR) as
+/// `jvm.heap_after_gc_bytes` (after a young GC: `jvm.heap_after_young_gc_bytes`),
+/// and the parts a soak watches grow ([`crate::diagnosis::growth`]).
 pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerSide {
     let mut out = ServerSide::default();
     for f in &a.findings {
@@ -236,11 +250,17 @@ pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerS
         }
     }
     for h in a.heap.iter().filter(|h| h.when == "After GC") {
+        // Only a full (or old) collection's heap is the live set.
+        let s = match crate::diagnosis::growth::is_young(h) {
+            true => series::JVM_HEAP_AFTER_YOUNG_GC,
+            false => series::JVM_HEAP_AFTER_GC,
+        };
         out.series
-            .entry(series::JVM_HEAP_AFTER_GC.name.into())
+            .entry(s.name.into())
             .or_default()
             .push(((h.unix - start_unix).max(0.0), h.heap_used as f64));
     }
+    crate::diagnosis::growth::add_to(a, start_unix, &mut out.series, &mut out.parts);
     out.threads.jfr = a.jfr_phases.clone();
     out.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     out.normalize();

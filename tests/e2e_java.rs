@@ -252,17 +252,12 @@ fn soak(jdk: &Jdk, path: &str, tag: &str) -> SoakRun {
     let t = target(jdk, &["-Xms64m", "-Xmx1g", "-XX:+UseG1GC"], tag);
     t.warm("/fast", 200);
     let mut profile = load::profile(
-        &format!(
-            r#"
-name: e2e-soak-{tag}
-target: {{ url: "{{url}}", timeout: 10s }}
-requests: [ {{ path: "{path}" }} ]
-load: {{ connections: 8 }}
-shape: {{ soak: {{ rate: 50/s, duration: 68s, warmup: 6s }} }}
-budgets: [ "p99 < 1s" ]
-verdicts:
-  leaks: {LEAK_THRESHOLDS}
-"#
+        &java::soak_yaml(
+            &format!("e2e-soak-{tag}"),
+            &format!(r#"{{ path: "{path}" }}"#),
+            50,
+            "1s",
+            LEAK_THRESHOLDS,
         ),
         &t.url(),
     );

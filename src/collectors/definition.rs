@@ -26,6 +26,10 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
     ("jvm", include_str!("../../collectors/jvm.yaml")),
     ("jvm-extra", include_str!("../../collectors/jvm-extra.yaml")),
+    (
+        "jvm-memory",
+        include_str!("../../collectors/jvm-memory.yaml"),
+    ),
 ];
 
 /// One collector definition file.
@@ -74,7 +78,7 @@ pub struct ProbeDef {
     pub command: String,
     /// `jfr`: the command that ends the recording.
     pub stop_command: Option<String>,
-    /// `sample`: built-in parser: `proc-host`, `gc-heap-info`, `lines`.
+    /// `sample`: built-in parser: `proc-host`, `gc-heap-info`, `lines`, `proc-fds`.
     pub parser: Option<String>,
     /// `sample`: name of the `.jsonl` series (default: the probe name).
     pub stream: Option<String>,
@@ -128,7 +132,7 @@ fn d_ext() -> String {
 }
 
 /// Parsers known to the lanes.
-pub const PARSERS: &[&str] = &["proc-host", "gc-heap-info", "lines"];
+pub const PARSERS: &[&str] = &["proc-host", "gc-heap-info", "lines", "proc-fds"];
 const PLACEHOLDERS: &[&str] = &[
     "pid",
     "port",

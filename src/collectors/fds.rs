@@ -18,6 +18,7 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use super::host::tcp_state;
 use crate::collectors::CollectorError;
+use crate::vocab::growth::{FdRow, SocketCount};
 
 /// One set of the process's TCP sockets: one state, one peer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,6 +87,24 @@ impl FdCensus {
         c.sockets
             .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.peer.cmp(&b.peer)));
         Ok(c)
+    }
+
+    /// The sample row of `diagnostics/fds.jsonl`.
+    pub fn row(&self) -> FdRow {
+        FdRow {
+            kinds: self.kinds.clone(),
+            sockets: self
+                .sockets
+                .iter()
+                .map(|s| SocketCount {
+                    inbound: s.inbound,
+                    state: s.state.to_string(),
+                    local_port: s.local_port,
+                    peer: s.peer.clone(),
+                    count: s.count,
+                })
+                .collect(),
+        }
     }
 
     /// All descriptors counted.

@@ -14,6 +14,7 @@
 //! | [`findings`] | what it all means: contention, pool waits, pinning, deadlocks, clusters, persistence |
 //! | [`phases`] | what each dump's threads were doing, and JFR waits per load phase |
 //! | [`memory`] | class histograms and Native Memory Tracking summaries (what a soak's memory is made of) |
+//! | [`growth`] | the parts a soak watches grow, lined up over the run (classes, thread groups, NMT categories); young vs full GCs |
 //! | [`thread_groups`] | threads grouped by name pattern (`export-worker-N`) with their common frame |
 //!
 //! Input from outside never panics the parser: unreadable parts become
@@ -48,6 +49,7 @@
 
 pub mod findings;
 pub mod flame;
+pub mod growth;
 pub mod jfr;
 pub mod json;
 pub mod memory;
@@ -87,6 +89,8 @@ pub enum DiagError {
     /// Refused from its first bytes: not text, and not a JFR recording.
     #[error("{file}: not a thread dump, JFR recording or pinning trace: binary data ({why})")]
     Binary { file: String, why: String },
+    #[error("{file}: {message}")]
+    Memory { file: String, message: String },
     #[error("no diagnostics could be read: {0}")]
     NoInput(String),
 }
@@ -99,6 +103,8 @@ pub enum InputKind {
     ThreadDumpJson,
     Jfr,
     PinningTrace,
+    /// A class histogram or a Native Memory Tracking summary.
+    Memory,
     Unreadable,
 }
 
@@ -149,6 +155,13 @@ pub struct Analysis {
     /// `findings.json`: they are written beside the recording, see [`flame`]).
     #[serde(skip)]
     pub flames: Vec<jfr::FoldedStacks>,
+    /// Class histograms and NMT summaries, in the order read (not in
+    /// `findings.json`: thousands of rows each; the files stay in `diagnostics/`).
+    #[serde(skip)]
+    pub memory: Vec<growth::MemorySample>,
+    /// Each dump's threads grouped by name pattern.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thread_groups: Vec<growth::GroupSample>,
 }
 
 pub const ANALYSIS_VERSION: u32 = 1;
@@ -175,6 +188,7 @@ enum Parsed {
     Dumps(Vec<ThreadDump>),
     Pins(Vec<pinning::PinEvent>),
     Jfr(Box<JfrRecording>),
+    Memory(growth::MemoryReport),
 }
 
 fn io_err(file: &str) -> impl Fn(std::io::Error) -> DiagError + '_ {
@@ -204,6 +218,9 @@ fn parse_file(
         })?;
         let w = rec.warnings.clone();
         return Ok((InputKind::Jfr, Parsed::Jfr(Box::new(rec)), w));
+    }
+    if let Some(m) = memory_report(path, &name)? {
+        return Ok((InputKind::Memory, Parsed::Memory(m), vec![]));
     }
     // Only a file that can be one of the text formats is read whole.
     sniff_text(path, &name)?;
@@ -243,6 +260,37 @@ fn parse_file(
         }
     }
     Err(DiagError::Unrecognized { file: name })
+}
+
+/// A class histogram or an NMT summary, told by its header in the first
+/// 4 KiB (`#instances … #bytes`, `Native Memory Tracking`); `None` for
+/// anything else. A cut or garbled one is an error for this file.
+fn memory_report(path: &Path, name: &str) -> Result<Option<growth::MemoryReport>, DiagError> {
+    let mut head = vec![0u8; 4096];
+    let n = fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .map_err(io_err(name))?;
+    let head = String::from_utf8_lossy(&head[..n]);
+    let hist = head.contains("#instances") && head.contains("#bytes");
+    let nmt = head.contains("Native Memory Tracking")
+        || head.contains("Native memory tracking is not enabled");
+    if !hist && !nmt {
+        return Ok(None);
+    }
+    let text = fs::read_to_string(path).map_err(io_err(name))?;
+    let bad = |e: memory::MemoryError| DiagError::Memory {
+        file: name.to_string(),
+        message: e.to_string(),
+    };
+    Ok(Some(if hist {
+        growth::MemoryReport::Histogram(memory::ClassHistogram::parse(&text).map_err(bad)?)
+    } else {
+        match memory::NativeMemory::parse(&text) {
+            Ok(m) => growth::MemoryReport::Native(m),
+            Err(memory::MemoryError::NmtOff) => growth::MemoryReport::NativeOff,
+            Err(e) => return Err(bad(e)),
+        }
+    }))
 }
 
 /// Flame-graph files brunt wrote beside a recording: outputs, not inputs.
@@ -454,6 +502,13 @@ impl Analysis {
                             input.events = r.events;
                             recs.push(*r);
                         }
+                        Parsed::Memory(report) => a.memory.push(growth::MemorySample {
+                            at_s: f.file_name().and_then(|n| {
+                                crate::vocab::files::artifact_time(&n.to_string_lossy())
+                            }),
+                            file: input.file.clone(),
+                            report,
+                        }),
                     }
                     a.inputs.push(input);
                 }
@@ -530,6 +585,13 @@ impl Analysis {
             self.findings.extend(findings::persistence(&ds, &fs));
         }
         for (d, fs) in dumps.iter().zip(per_dump) {
+            self.thread_groups.push(growth::GroupSample {
+                file: d.source.clone(),
+                index: d.index,
+                time_unix: d.time_unix,
+                json: d.format == model::DumpFormat::Json,
+                groups: thread_groups::groups(d),
+            });
             for f in &fs {
                 if let Detail::ThreadStates { total, states, .. } = &f.detail {
                     self.dumps.push(DumpStates {

@@ -10,7 +10,7 @@ use super::findings::app_frame;
 use super::model::{ThreadDump, ThreadState};
 
 /// One name pattern in one dump.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ThreadGroup {
     /// The folded name: `export-worker-N`.
     pub pattern: String,

@@ -264,6 +264,7 @@ mod tests {
                 p99_drift: None,
                 p99_drift_limit: 0.5,
                 text: "LEAK: target.rss_bytes +80MB/h".into(),
+                grows: vec![],
             }),
             ..Default::default()
         }

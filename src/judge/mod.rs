@@ -34,6 +34,7 @@
 //! | [`stress`], [`cause`] | the stress verdict's table and the cause at the first breach |
 //! | [`overload`], [`spike`], [`soak`] | one file per shape |
 //! | [`trend`] | slopes and fits of server-side series |
+//! | [`growth`] | what grows in a soak, named: heap class, thread group, sockets, fd kind, native category |
 //! | [`threads`] | the per-phase thread table (dumps and JFR, phase by phase) |
 //!
 //! Every verdict is computed from data in memory: the measured histograms
@@ -42,6 +43,7 @@
 pub mod cause;
 pub mod finish;
 pub mod gates;
+pub mod growth;
 pub mod knee;
 pub mod overload;
 pub mod rules;

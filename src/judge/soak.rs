@@ -1,6 +1,7 @@
 //! The soak verdict: per-hour trends of every server-side series after the
 //! warm-up, p99 drift first vs last fifth of the run (merged histograms), and
-//! a leak verdict against the profile's `verdicts.leaks` thresholds.
+//! a leak verdict against the profile's `verdicts.leaks` thresholds, led by
+//! what grows, named ([`super::growth`]).
 
 use super::rules::*;
 use super::trend::{per_hour, trend, MIN_LEAK_POINTS, MIN_LEAK_WINDOW_S};
@@ -79,6 +80,14 @@ pub(super) fn soak(
         ),
         _ => "p99 drift not measured (too short a window)".into(),
     };
+    // What grows, named: leads the text.
+    let parts = super::growth::judge(server, &trends, from, to, th);
+    let leaking: Vec<String> = parts
+        .grows
+        .iter()
+        .map(|g| g.text.clone())
+        .chain(leaking)
+        .collect();
     let status = if !leaking.is_empty() {
         LeakStatus::Leak
     } else if drifted {
@@ -135,6 +144,10 @@ pub(super) fn soak(
             }
         ),
     };
+    let text = std::iter::once(text)
+        .chain(parts.notes)
+        .collect::<Vec<_>>()
+        .join("; ");
     let rising = rising_jfr(&trends, th, to - from);
     let text = if rising.is_empty() {
         text
@@ -154,6 +167,7 @@ pub(super) fn soak(
         p99_drift: drift,
         p99_drift_limit: th.p99_drift.0,
         text,
+        grows: parts.grows,
     })
 }
 

@@ -242,4 +242,8 @@ pub struct SoakVerdict {
     pub p99_drift: Option<f64>,
     pub p99_drift_limit: f64,
     pub text: String,
+    /// What grows, named (a heap class, a thread group, sockets to a peer,
+    /// an fd kind, a native category), most of the growth first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grows: Vec<crate::vocab::growth::Growth>,
 }

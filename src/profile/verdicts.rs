@@ -61,7 +61,9 @@ impl LeakThresholds {
     pub fn for_series(&self, name: &str) -> Option<(&'static str, f64)> {
         Some(match series::current_name(name) {
             s if s == series::TARGET_RSS.name => ("rss", self.rss.0),
-            s if s == series::JVM_HEAP_AFTER_GC.name => ("heap_after_gc", self.heap_after_gc.0),
+            s if s == series::JVM_HEAP_AFTER_GC.name || s == series::JVM_LIVE_SET.name => {
+                ("heap_after_gc", self.heap_after_gc.0)
+            }
             s if s == series::TARGET_THREADS.name => ("threads", self.threads.0),
             s if s == series::TARGET_FDS.name => ("fds", self.fds.0),
             s if s == series::TARGET_TCP_ESTABLISHED.name => ("established", self.established.0),

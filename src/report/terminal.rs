@@ -458,6 +458,10 @@ fn verdicts(o: &mut String, v: &Verdicts) {
         );
     }
     if let Some(so) = &v.soak {
+        // What grows, named, before the series it shows in.
+        for g in &so.grows {
+            let _ = writeln!(o, "    GROWS {}", g.text);
+        }
         for t in so.trends.iter().filter(|t| t.note.is_none()) {
             let _ = writeln!(
                 o,

@@ -147,6 +147,7 @@ pub fn from_collector_streams(dir: &Path) -> ServerSide {
         }
         push(series::JFR_GC_PAUSE, t, rate(w.gc_pause_ms));
     });
+    out.parts.extend(super::fds::parts(dir));
     // The engine's own view, per second: scheduler lateness and the busiest
     // worker's event-loop share (a worker near 100% cannot start requests on time).
     if let Ok(rows) = super::read::rows(dir) {

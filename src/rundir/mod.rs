@@ -27,6 +27,7 @@
 
 pub mod data;
 pub mod evidence;
+pub mod fds;
 pub mod read;
 pub mod tail;
 pub mod writer;

@@ -32,6 +32,8 @@ pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";
 /// How a flame graph's collapsed stacks file ends, inside [`DIAGNOSTICS`]
 /// beside its recording (`<recording>.<phase>.<cpu|wait>.folded`).
 pub const FLAME_STACKS: &str = ".folded";
+/// The target's descriptors by kind and sockets by state and peer (`linux-host`'s `fds`).
+pub const FD_SAMPLES: &str = "fds.jsonl";
 
 /// Keep file-name parts to `[A-Za-z0-9._-]`.
 pub fn safe(s: &str) -> String {

@@ -14,6 +14,7 @@
 //! | [`findings`] | a finding's severity and kind |
 //! | [`jfr`] | a JFR recording's totals and the `jfr-windows.jsonl` row |
 //! | [`samples`] | the rows of the collectors' `diagnostics/*.jsonl` files (host, heap, generator, Prometheus, the event log) |
+//! | [`growth`] | what grows in a soak: parts over time (heap class, thread group, sockets, fd kind, native category) and the judged items |
 //! | [`files`] | the names of a run directory's files |
 //! | [`status`] | PASS / FAIL / NO DATA of every gate |
 //! | [`say`] | notices (warnings, progress lines) the library hands the caller to show |
@@ -24,6 +25,7 @@ pub mod exit;
 pub mod export;
 pub mod files;
 pub mod findings;
+pub mod growth;
 pub mod jfr;
 pub mod phase;
 pub mod samples;

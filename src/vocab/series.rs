@@ -67,8 +67,9 @@ pub struct Series {
 /// Declares each series as a constant and lists them all in [`ALL`] (so no
 /// series is left out of it): `NAME = Side("name", Unit, "what it measures");`.
 macro_rules! series {
-    ($($name:ident = $side:ident($key:literal, $unit:ident, $what:literal);)*) => {
+    ($($(#[$doc:meta])* $name:ident = $side:ident($key:literal, $unit:ident, $what:literal);)*) => {
         $(
+            $(#[$doc])*
             pub const $name: Series = Series {
                 name: $key,
                 unit: Unit::$unit,
@@ -96,7 +97,17 @@ series! {
     TARGET_POOL_WAITERS = Target("target.pool_waiters", Count, "threads waiting for a pooled connection");
     JVM_HEAP_USED = Target("jvm.heap_used_bytes", Bytes, "JVM heap used");
     JVM_HEAP_COMMITTED = Target("jvm.heap_committed_bytes", Bytes, "JVM heap committed");
-    JVM_HEAP_AFTER_GC = Target("jvm.heap_after_gc_bytes", Bytes, "JVM heap used right after each GC");
+    /// After full (or old-generation) collections only, when the recording
+    /// says which collector ran; after every GC when it does not.
+    JVM_HEAP_AFTER_GC = Target("jvm.heap_after_gc_bytes", Bytes, "JVM heap used right after each full GC");
+    /// After young collections: it creeps up while the old generation fills
+    /// with garbage the next full GC frees, so no leak is judged on it.
+    JVM_HEAP_AFTER_YOUNG_GC = Target("jvm.heap_after_young_gc_bytes", Bytes, "JVM heap used right after each young GC");
+    /// The live set: a class histogram's total, taken right after the full
+    /// collection `GC.class_histogram` forces.
+    JVM_LIVE_SET = Target("jvm.live_set_bytes", Bytes, "JVM live set (class histogram total)");
+    /// Native Memory Tracking's committed total.
+    JVM_NMT_COMMITTED = Target("jvm.nmt_committed_bytes", Bytes, "JVM native memory committed (NMT)");
     JFR_BLOCKED_RATE = Target("jvm.jfr.monitor_blocked_per_s", PerSecond, "monitor entries that blocked (JFR window)");
     JFR_BLOCKED_THREADS = Target("jvm.jfr.monitor_blocked_threads", Count, "threads blocked on monitors, mean over a JFR window");
     JFR_PARK_RATE = Target("jvm.jfr.park_waits_per_s", PerSecond, "park waits outside idle pools: pool, lock, latch (JFR window)");

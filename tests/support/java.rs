@@ -563,6 +563,24 @@ impl JavaTarget {
     }
 }
 
+/// A soak profile compressed to 68 s (6 s of warm-up) named `name`: `rate`
+/// requests per second of `requests` (YAML list items) against `{url}`,
+/// the budget `p99 < {p99}` and `verdicts.leaks` `leaks`.
+pub fn soak_yaml(name: &str, requests: &str, rate: u32, p99: &str, leaks: &str) -> String {
+    format!(
+        r#"
+name: {name}
+target: {{ url: "{{url}}", timeout: 10s }}
+requests: [ {requests} ]
+load: {{ connections: 8 }}
+shape: {{ soak: {{ rate: {rate}/s, duration: 68s, warmup: 6s }} }}
+budgets: [ "p99 < {p99}" ]
+verdicts:
+  leaks: {leaks}
+"#
+    )
+}
+
 pub fn http_get(addr: SocketAddr, path: &str, timeout: Duration) -> std::io::Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&addr, timeout)?;
     s.set_read_timeout(Some(timeout))?;

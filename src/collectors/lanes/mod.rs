@@ -53,6 +53,7 @@ enum Parser {
     Host(ProcHostParser),
     Heap,
     Lines,
+    Fds,
 }
 
 struct JfrActive {
@@ -114,6 +115,7 @@ impl Probe {
             Some("proc-host") => Parser::Host(ProcHostParser::new(port)),
             Some("gc-heap-info") => Parser::Heap,
             Some("lines") => Parser::Lines,
+            Some("proc-fds") => Parser::Fds,
             _ => Parser::None,
         };
         Ok(Probe {

@@ -184,6 +184,10 @@ impl Lane {
                 let sample = jvm::parse_heap_info(&text)?;
                 self.store_sample(i, &at, pid, sample)
             }
+            Parser::Fds => {
+                let sample = super::super::fds::FdCensus::parse(&text)?.row();
+                self.store_sample(i, &at, pid, sample)
+            }
             Parser::Lines => {
                 let lines = text.lines().map(str::to_string).collect();
                 self.store_sample(i, &at, pid, LinesSample { lines })

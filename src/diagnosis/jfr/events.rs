@@ -99,6 +99,16 @@ pub(super) fn handle_event(
             }
         }
         "jdk.GarbageCollection" => {
+            let id = chunk.int(chunk.get(v, "gcId")).unwrap_or(-1);
+            // `name` is a `jdk.types.GCName` constant: its own `name` is the text.
+            let name = chunk.get(v, "name").and_then(|n| {
+                chunk
+                    .string(n)
+                    .or_else(|| chunk.get(n, "name").and_then(|x| chunk.string(x)))
+            });
+            if let Some(name) = name {
+                rec.gc_names.insert(id, name);
+            }
             let pause = chunk
                 .int(chunk.get(v, "sumOfPauses"))
                 .map(|d| chunk.ticks_to_ms(d).max(0.0))
@@ -140,5 +150,6 @@ fn heap_sample(v: &Value, chunk: &Chunk, unix: f64) -> HeapSample {
         gc_id: chunk.int(chunk.get(v, "gcId")).unwrap_or(-1),
         when,
         heap_used: chunk.int(chunk.get(v, "heapUsed")).unwrap_or(0).max(0) as u64,
+        gc: None,
     }
 }

@@ -169,6 +169,6 @@ fn parse_inner<R: Read + Seek>(
         rec.duration_s = (end_unix - s).max(0.0);
     }
     agg.finish(&mut rec);
-    rec.heap.sort_by(|a, b| a.unix.total_cmp(&b.unix));
+    rec.name_gcs();
     Ok(rec)
 }

@@ -54,6 +54,11 @@ pub struct HeapSample {
     /// `Before GC` or `After GC`.
     pub when: String,
     pub heap_used: u64,
+    /// The collector that ran this GC (`jdk.GarbageCollection`'s name:
+    /// `G1New`, `G1Full`, `DefNew`, `SerialOld`, `ZGC`…), when the
+    /// recording has that event: it tells a young collection from a full one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gc: Option<String>,
 }
 
 /// What brunt reads from one recording.
@@ -70,6 +75,10 @@ pub struct JfrRecording {
     /// VirtualThreadPinned sites, by total time.
     pub pinned: Vec<JfrSite>,
     pub heap: Vec<HeapSample>,
+    /// `jdk.GarbageCollection`'s collector name by GC id (joined into
+    /// [`HeapSample::gc`] once the recording is read).
+    #[serde(skip)]
+    pub gc_names: BTreeMap<i64, String>,
     /// Top frames of jdk.ExecutionSample, most samples first.
     pub hot_methods: Vec<(String, u64)>,
     /// `jdk.ExecutionSample` events read.
@@ -188,6 +197,14 @@ fn merge_sites(sites: &mut Vec<JfrSite>, other: Vec<JfrSite>) {
 }
 
 impl JfrRecording {
+    /// Joins each heap summary to its collector's name (by GC id), in time order.
+    pub(super) fn name_gcs(&mut self) {
+        for h in &mut self.heap {
+            h.gc = h.gc.take().or_else(|| self.gc_names.get(&h.gc_id).cloned());
+        }
+        self.heap.sort_by(|a, b| a.unix.total_cmp(&b.unix));
+    }
+
     /// Adds the next window of the same recording (a windowed JFR collector
     /// dumps one file per window) so its facts are read once, not once per
     /// window: sites, samples, flame graphs and totals add up; top-N lists
@@ -207,7 +224,9 @@ impl JfrRecording {
         merge_sites(&mut self.sites, other.sites);
         merge_sites(&mut self.pinned, other.pinned);
         self.heap.extend(other.heap);
-        self.heap.sort_by(|a, b| a.unix.total_cmp(&b.unix));
+        self.gc_names.extend(other.gc_names);
+        // A GC's event and its heap summary can fall in different windows.
+        self.name_gcs();
         let keep = self.hot_methods.len().max(other.hot_methods.len());
         merge_counts(&mut self.hot_methods, other.hot_methods, keep);
         let keep = self.hot_total.len().max(other.hot_total.len());

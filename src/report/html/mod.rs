@@ -20,6 +20,7 @@
 
 mod charts;
 mod flame;
+mod growth;
 mod server;
 mod threads;
 
@@ -463,6 +464,7 @@ fn verdict_details(o: &mut String, v: &Verdicts) {
     }
     if let Some(so) = &v.soak {
         soak_trends(o, so);
+        growth::section(o, so);
     }
 }
 

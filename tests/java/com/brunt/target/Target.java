@@ -98,6 +98,7 @@ public final class Target {
         server.createContext("/leak", ex -> t.handle(ex, t::leak));
         server.createContext("/deadlock", ex -> t.handle(ex, t::deadlock));
         server.createContext("/cpu", ex -> t.handle(ex, t::cpu));
+        Leaks.register(server, t);
         server.start();
         System.out.println("LISTENING " + server.getAddress().getPort());
         System.out.flush();
