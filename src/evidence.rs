@@ -42,7 +42,7 @@ use crate::vocab::threads::{Activity, JfrPhase};
 
 /// Everything seen on the server side during a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct ServerSide {
+pub struct ServerEvidence {
     /// Name → samples `(seconds since run start, value)`, in time order.
     #[serde(default)]
     pub series: BTreeMap<String, Vec<(f64, f64)>>,
@@ -108,7 +108,7 @@ impl FindingRef {
     }
 }
 
-impl ServerSide {
+impl ServerEvidence {
     /// Drop non-finite samples and sort by time: collectors append as they
     /// go, possibly out of order after a reconnect.
     /// Series written under an earlier name take today's name.
@@ -138,7 +138,7 @@ impl ServerSide {
 
     /// Fold another source in (e.g. the collectors' series, then the
     /// diagnosis' findings): samples of the same series are merged in time order.
-    pub fn merge(&mut self, other: ServerSide) {
+    pub fn merge(&mut self, other: ServerEvidence) {
         for (k, pts) in other.series {
             self.series.entry(k).or_default().extend(pts);
         }
@@ -204,8 +204,8 @@ impl ServerSide {
 /// `jvm.threads.<state>`, heap after each full GC (from JFR) as
 /// `jvm.heap_after_gc_bytes` (after a young GC: `jvm.heap_after_young_gc_bytes`),
 /// and the parts a soak watches grow ([`crate::diagnosis::growth`]).
-pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerSide {
-    let mut out = ServerSide::default();
+pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerEvidence {
+    let mut out = ServerEvidence::default();
     for f in &a.findings {
         let Some(at) = f.evidence.time_unix else {
             continue;
@@ -273,9 +273,9 @@ mod tests {
 
     #[test]
     fn merge_interleaves_samples() {
-        let mut a = ServerSide::default();
+        let mut a = ServerEvidence::default();
         a.series.insert("x".into(), vec![(0.0, 1.0), (2.0, 3.0)]);
-        let mut b = ServerSide::default();
+        let mut b = ServerEvidence::default();
         b.series.insert("x".into(), vec![(1.0, 2.0)]);
         b.series.insert("y".into(), vec![(1.0, 9.0)]);
         a.merge(b);
@@ -285,7 +285,7 @@ mod tests {
 
     #[test]
     fn non_finite_samples_are_dropped() {
-        let mut s = ServerSide::default();
+        let mut s = ServerEvidence::default();
         s.series
             .insert("a".into(), vec![(1.0, f64::NAN), (f64::INFINITY, 1.0)]);
         s.series

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use brunt::demo::DemoConfig;
-use brunt::evidence::{FindingRef, ServerSide};
+use brunt::evidence::{FindingRef, ServerEvidence};
 use brunt::judge::Summary;
 use brunt::judge::{trend, Cause, CheckStatus, LeakStatus, OverloadVerdict};
 use brunt::profile::verdicts::LeakThresholds;
@@ -101,7 +101,7 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
         (step.start + step.duration).as_secs_f64(),
     );
     let end = b1.ceil() as u32 + 1;
-    let mut ev = ServerSide::default();
+    let mut ev = ServerEvidence::default();
     ev.series.insert("target.cpu_pct".into(), flat(end, 22.0));
     ev.series.insert(
         "jvm.threads.blocked".into(),
@@ -440,7 +440,7 @@ verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
     assert_eq!(so.window_start_s, 2.0);
     // RSS leaking 0.5 MB/s (1.8 GB/h) after a warm-up spike; heap after GC
     // flat. 60 s after the warm-up: the least a per-hour leak verdict takes.
-    let mut ev = ServerSide::default();
+    let mut ev = ServerEvidence::default();
     ev.series.insert(
         "target.rss_bytes".into(),
         (0..124)
@@ -555,7 +555,7 @@ fn html_report_renders_in_headless_chromium() {
         .map(|p| (p.start + p.duration).as_secs())
         .max()
         .unwrap_or(10) as u32;
-    let mut ev = ServerSide::default();
+    let mut ev = ServerEvidence::default();
     ev.series.insert(
         "target.cpu_pct".into(),
         (0..end)

@@ -129,7 +129,7 @@ pub struct CollectorsSpec {
     pub config: CollectorsConfig,
     pub definitions: Vec<definition::Definition>,
     /// Empty without a `prometheus:` source.
-    pub prometheus: Vec<prometheus::Compiled>,
+    pub prometheus: Vec<prometheus::FilledQuery>,
 }
 
 /// Compile a `collectors:` section without starting anything or touching the

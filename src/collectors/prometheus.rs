@@ -55,13 +55,13 @@ pub struct QuerySet {
 
 /// A query ready to run: placeholders filled, series chosen.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Compiled {
+pub struct FilledQuery {
     pub name: String,
     pub promql: String,
     pub series: String,
 }
 
-impl Compiled {
+impl FilledQuery {
     /// Its row in `prometheus.jsonl` for an answer `value`.
     fn sample(&self, value: f64) -> PromSample {
         PromSample {
@@ -80,7 +80,7 @@ const MAX_ERRORS: usize = 20;
 pub fn compile(
     src: &PrometheusSource,
     base_dir: Option<&Path>,
-) -> Result<Vec<Compiled>, CollectorError> {
+) -> Result<Vec<FilledQuery>, CollectorError> {
     let cfg = |msg: String| CollectorError::Config(format!("collectors.prometheus: {msg}"));
     let ok_url = url::Url::parse(&src.url)
         .ok()
@@ -111,7 +111,7 @@ pub fn compile(
             "no queries: add `queries:` or `use: [prometheus-node]`".into(),
         ));
     }
-    let mut out: Vec<Compiled> = Vec::new();
+    let mut out: Vec<FilledQuery> = Vec::new();
     for q in queries {
         let ok_name = !q.name.is_empty()
             && q.name
@@ -135,7 +135,7 @@ pub fn compile(
                 series::TARGET_POOL_WAITERS.name
             )));
         }
-        out.push(Compiled {
+        out.push(FilledQuery {
             promql: q
                 .query
                 .replace("{instance}", &src.instance)
@@ -177,7 +177,7 @@ pub struct Source {
     pub url: String,
     pub token: Option<String>,
     pub every: Duration,
-    pub queries: Vec<Compiled>,
+    pub queries: Vec<FilledQuery>,
     pub tracker: Arc<PhaseTracker>,
     pub diag_dir: PathBuf,
 }

@@ -20,7 +20,7 @@ use super::jfr::HeapSample;
 use super::memory::{ClassHistogram, NativeMemory};
 use super::thread_groups::ThreadGroup;
 use super::Analysis;
-use crate::vocab::growth::{line_up, PartKind, PartSeries, Sample};
+use crate::vocab::growth::{line_up, GrowthSample, PartKind, PartSeries};
 use crate::vocab::series;
 
 /// A class histogram or an NMT summary read from one file.
@@ -122,7 +122,7 @@ pub fn add_to(
         );
     }
     parts.extend(class_parts(&hists, &evidence(PartKind::HeapClass)));
-    let cats: Vec<Sample> = nmts
+    let cats: Vec<GrowthSample> = nmts
         .iter()
         .map(|(t, n)| {
             let m = n
@@ -142,7 +142,7 @@ pub fn add_to(
     ));
     let mut dump_files = BTreeSet::new();
     let text = a.thread_groups.iter().any(|g| !g.json);
-    let mut groups: Vec<Sample> = a
+    let mut groups: Vec<GrowthSample> = a
         .thread_groups
         .iter()
         .filter(|g| g.json != text)

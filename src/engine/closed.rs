@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::client::{Conn, Pool};
+use super::client::{LaneConn, Pool};
 use super::{is_stopped, send_one, EngineConfig, Event, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 
@@ -145,7 +145,7 @@ pub(super) async fn run(w: Worker) {
 async fn vu(
     cfg: Arc<EngineConfig>,
     (v, slot): (u64, usize),
-    mut conn: Conn,
+    mut conn: LaneConn,
     state: Rc<State>,
     rec: Rc<RefCell<WorkerRecorder>>,
     stop: Arc<AtomicBool>,

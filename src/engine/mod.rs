@@ -523,7 +523,7 @@ async fn h2c_preface(tcp: &mut tokio::net::TcpStream, within: Duration) -> std::
 /// feeder has run out (and the run's stop flag is set).
 async fn send_one(
     cfg: &EngineConfig,
-    conn: &mut client::Conn,
+    conn: &mut client::LaneConn,
     phase: usize,
     request: usize,
     intended: Instant,

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
-use super::client::{Conn, Pool};
+use super::client::{LaneConn, Pool};
 use super::{is_stopped, send_one, share, EngineConfig, Event, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 use crate::profile::{Arrival, Phase};
@@ -283,7 +283,7 @@ async fn sleep_checking(when: Instant, stop: &AtomicBool) -> bool {
 async fn lane(
     cfg: Arc<EngineConfig>,
     id: usize,
-    mut conn: Conn,
+    mut conn: LaneConn,
     lanes: Rc<Lanes>,
     rec: Rc<RefCell<WorkerRecorder>>,
 ) {

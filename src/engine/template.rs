@@ -27,7 +27,7 @@ use crate::profile::template::{Expr, Part, Template};
 use crate::profile::Profile;
 
 #[derive(Debug, Error)]
-pub enum TemplateError {
+pub enum BindError {
     #[error("environment variable `{name}` is not set (used in `{field}`); export it or pass --env {name}=VALUE")]
     MissingEnv { name: String, field: String },
     #[error("`{field}`: {source}")]
@@ -74,13 +74,13 @@ enum Seg {
 
 /// A field compiled into segments.
 #[derive(Debug, Clone)]
-pub struct Compiled {
+pub struct CompiledField {
     segs: Vec<Seg>,
     /// Percent-encode generated values (path and query).
     encode: bool,
 }
 
-impl Compiled {
+impl CompiledField {
     /// The whole text when nothing in it varies per request.
     fn literal(&self) -> Option<Bytes> {
         match self.segs.as_slice() {
@@ -205,8 +205,8 @@ fn compile(
     inputs: &Inputs,
     feeders: &[Feeder],
     vars: &[String],
-) -> Result<Compiled, TemplateError> {
-    let invalid = |message: String| TemplateError::Invalid {
+) -> Result<CompiledField, BindError> {
+    let invalid = |message: String| BindError::Invalid {
         field: field.into(),
         message,
     };
@@ -237,7 +237,7 @@ fn compile(
                 let v = inputs
                     .var(name)
                     .or_else(|| default.clone())
-                    .ok_or_else(|| TemplateError::MissingEnv {
+                    .ok_or_else(|| BindError::MissingEnv {
                         name: name.clone(),
                         field: field.into(),
                     })?;
@@ -264,7 +264,7 @@ fn compile(
                     .enumerate()
                     .find(|(_, f)| &f.name == feeder)
                     .ok_or_else(|| invalid(format!("no feeder named `{feeder}`")))?;
-                let col = f.column(column).map_err(|source| TemplateError::Feeder {
+                let col = f.column(column).map_err(|source| BindError::Feeder {
                     field: field.into(),
                     source,
                 })?;
@@ -275,7 +275,7 @@ fn compile(
         segs.push(seg);
     }
     flush(&mut lit, &mut segs);
-    Ok(Compiled { segs, encode })
+    Ok(CompiledField { segs, encode })
 }
 
 /// The variables a scenario's steps extract, in a fixed order (their index
@@ -295,13 +295,13 @@ pub fn open_feeders(
     profile: &Profile,
     inputs: &Inputs,
     shard: Shard,
-) -> Result<Vec<Feeder>, TemplateError> {
+) -> Result<Vec<Feeder>, BindError> {
     profile
         .feeders
         .iter()
         .map(|(name, spec)| Feeder::open(name, spec, inputs.base_dir.as_deref(), shard))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(TemplateError::from)
+        .map_err(BindError::from)
 }
 
 /// The templated parts of one request of the mix.
@@ -309,9 +309,9 @@ pub struct Dynamic {
     /// The request as pre-built, with the static fields in place.
     base: Request<Full<Bytes>>,
     /// The whole path and query (base prefix included), when templated.
-    path: Option<Compiled>,
-    headers: Vec<(HeaderName, Compiled)>,
-    body: Option<Compiled>,
+    path: Option<CompiledField>,
+    headers: Vec<(HeaderName, CompiledField)>,
+    body: Option<CompiledField>,
     /// Feeders this request takes a row from (each once per request).
     feeders: Vec<usize>,
 }
@@ -321,9 +321,9 @@ pub struct RequestFields {
     pub path: Bytes,
     pub headers: Vec<(String, Bytes)>,
     pub body: Bytes,
-    pub dynamic_path: Option<Compiled>,
-    pub dynamic_headers: Vec<(String, Compiled)>,
-    pub dynamic_body: Option<Compiled>,
+    pub dynamic_path: Option<CompiledField>,
+    pub dynamic_headers: Vec<(String, CompiledField)>,
+    pub dynamic_body: Option<CompiledField>,
 }
 
 /// Compile the path (`base` + `path`), headers and body of a request.
@@ -337,7 +337,7 @@ pub fn compile_fields(
     inputs: &Inputs,
     feeders: &[Feeder],
     vars: &[String],
-) -> Result<RequestFields, TemplateError> {
+) -> Result<RequestFields, BindError> {
     let p = compile(
         &format!("{base}{path}"),
         &format!("{key}.path"),
@@ -367,7 +367,7 @@ pub fn compile_fields(
                 .collect();
             p.render(&mut w, feeders, &rows, &sample, &mut buf);
             if let Err(e) = hyper::Uri::try_from(buf.as_slice()) {
-                return Err(TemplateError::Invalid {
+                return Err(BindError::Invalid {
                     field: format!("{key}.path"),
                     message: format!("not a valid path once filled in: {e}"),
                 });
@@ -396,9 +396,9 @@ impl Dynamic {
     /// `None` when nothing varies.
     pub fn new(
         base: Request<Full<Bytes>>,
-        path: Option<Compiled>,
-        headers: Vec<(HeaderName, Compiled)>,
-        body: Option<Compiled>,
+        path: Option<CompiledField>,
+        headers: Vec<(HeaderName, CompiledField)>,
+        body: Option<CompiledField>,
     ) -> Option<Dynamic> {
         if path.is_none() && headers.is_empty() && body.is_none() {
             return None;

@@ -15,7 +15,7 @@
 
 use super::trend::{theil_sen, trend, MIN_LEAK_POINTS};
 use super::verdict::Trend;
-use crate::evidence::ServerSide;
+use crate::evidence::ServerEvidence;
 use crate::profile::verdicts::LeakThresholds;
 use crate::vocab::growth::{Growth, PartKind, PartSeries, MAX_CHART_POINTS};
 use crate::vocab::series::{self, Series};
@@ -69,7 +69,7 @@ fn slope_h(pts: &[(f64, f64)], from: f64, to: f64) -> Option<f64> {
 
 /// Judge the parts of `server` over `[from, to)`; `trends` are the series'.
 pub(super) fn judge(
-    server: Option<&ServerSide>,
+    server: Option<&ServerEvidence>,
     trends: &[Trend],
     from: f64,
     to: f64,
@@ -277,7 +277,13 @@ fn item_text(p: &PartSeries, slope_h: f64, share: Option<f64>, detail: Option<&s
 
 /// What the series say beside the parts: a live set that cannot be judged
 /// (young collections only), RSS that grows outside the Java heap.
-fn notes(sv: &ServerSide, trends: &[Trend], grows: &[Growth], from: f64, to: f64) -> Vec<String> {
+fn notes(
+    sv: &ServerEvidence,
+    trends: &[Trend],
+    grows: &[Growth],
+    from: f64,
+    to: f64,
+) -> Vec<String> {
     let n = |s: Series| {
         sv.series
             .get(s.name)
@@ -379,7 +385,7 @@ mod tests {
             .map(|(t, _)| (*t, 5000.0 + 100.0 * t))
             .collect();
         let flat = part(PartKind::HeapClass, "java.lang.String", |t| 1e5 + (t % 2.0));
-        let mut sv = ServerSide::default();
+        let mut sv = ServerEvidence::default();
         sv.series.insert(
             series::JVM_LIVE_SET.name.into(),
             (0..14)
@@ -405,7 +411,7 @@ mod tests {
 
     #[test]
     fn young_collections_only_are_inconclusive() {
-        let mut sv = ServerSide::default();
+        let mut sv = ServerEvidence::default();
         sv.series.insert(
             series::JVM_HEAP_AFTER_YOUNG_GC.name.into(),
             (0..30).map(|i| (i as f64 * 2.0, 1e6 * i as f64)).collect(),

@@ -6,7 +6,7 @@
 use super::rules::*;
 use super::trend::{per_hour, trend, MIN_LEAK_POINTS, MIN_LEAK_WINDOW_S};
 use super::verdict::{LeakStatus, SoakVerdict, Trend};
-use crate::evidence::ServerSide;
+use crate::evidence::ServerEvidence;
 use crate::metrics::{LatencyWindows, Measured};
 use crate::profile::verdicts::LeakThresholds;
 use crate::rundir::RunMeta;
@@ -27,7 +27,7 @@ pub(super) fn soak(
     m: &Measured,
     warmup_s: f64,
     th: &LeakThresholds,
-    server: Option<&ServerSide>,
+    server: Option<&ServerEvidence>,
     latency: Option<&dyn LatencyWindows>,
 ) -> Option<SoakVerdict> {
     let si = meta.phase_index("soak")?;

@@ -9,7 +9,7 @@ use super::knee::{step_verdicts, StressResult};
 use super::rules::{ms_q, window};
 use super::verdict::{Cause, StepRow, StressVerdict};
 use crate::budgets::Budget;
-use crate::evidence::ServerSide;
+use crate::evidence::ServerEvidence;
 use crate::metrics::{Class, Measured, Stats};
 use crate::rundir::RunMeta;
 use crate::vocab::series as names;
@@ -20,7 +20,7 @@ pub(super) fn stress_verdict(
     budgets: &[Budget],
     m: &Measured,
     st: &StressResult,
-    server: Option<&ServerSide>,
+    server: Option<&ServerEvidence>,
 ) -> StressVerdict {
     let steps: Vec<StepRow> = meta
         .phases
@@ -65,7 +65,7 @@ fn step_row(
     i: usize,
     p: &PhaseInfo,
     s: &Stats,
-    server: Option<&ServerSide>,
+    server: Option<&ServerEvidence>,
 ) -> StepRow {
     let (from, to) = window(meta, i);
     let secs = s.duration.as_secs_f64().max(1e-9);
@@ -98,7 +98,7 @@ fn step_row(
 }
 
 /// Mean `jvm.threads.<state>` over `[from, to)`, by state.
-fn threads(sv: &ServerSide, from: f64, to: f64) -> BTreeMap<String, f64> {
+fn threads(sv: &ServerEvidence, from: f64, to: f64) -> BTreeMap<String, f64> {
     let mut threads = BTreeMap::new();
     for k in sv.series.keys() {
         if let Some(state) = k.strip_prefix(names::JVM_THREADS_PREFIX) {

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::evidence::{DumpSnapshot, ServerSide};
+use crate::evidence::{DumpSnapshot, ServerEvidence};
 use crate::vocab::threads::JfrPhase;
 use crate::vocab::PhaseInfo;
 
@@ -38,7 +38,7 @@ pub struct PhaseThreads {
 
 /// The table, one row per phase; empty when the run has no thread evidence
 /// (no dump and no recording): nothing to show, rather than a table of "no dump".
-pub fn by_phase(phases: &[PhaseInfo], server: Option<&ServerSide>) -> Vec<PhaseThreads> {
+pub fn by_phase(phases: &[PhaseInfo], server: Option<&ServerEvidence>) -> Vec<PhaseThreads> {
     let Some(ev) = server.map(|s| &s.threads).filter(|t| !t.is_empty()) else {
         return vec![];
     };
@@ -225,7 +225,7 @@ mod tests {
         let ev = crate::evidence::from_analysis(&a, start);
         // Through evidence.json's form and back, as `brunt report` reads it.
         let text = serde_json::to_string(&ev).expect("serialize");
-        let ev: ServerSide = serde_json::from_str(&text).expect("read back");
+        let ev: ServerEvidence = serde_json::from_str(&text).expect("read back");
         let rows = by_phase(&phases, Some(&ev));
         assert_eq!(rows.len(), 3);
         let (r1, r2, r3) = (&rows[0], &rows[1], &rows[2]);
@@ -255,10 +255,10 @@ mod tests {
             r3.dump_text()
         );
         // No thread evidence at all: no table (not a column of "no dump").
-        assert!(by_phase(&phases, Some(&ServerSide::default())).is_empty());
+        assert!(by_phase(&phases, Some(&ServerEvidence::default())).is_empty());
         assert!(by_phase(&phases, None).is_empty());
         // An evidence file written before `threads` existed still reads.
-        let old: ServerSide =
+        let old: ServerEvidence =
             serde_json::from_str(r#"{"series": {}, "findings": []}"#).expect("old");
         assert!(old.threads.is_empty());
     }

@@ -28,7 +28,7 @@ use crate::rundir::RunData;
 
 /// One phase of one run.
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Side {
+pub struct PhaseFigures {
     pub requests: u64,
     pub ok: u64,
     pub shed: u64,
@@ -45,8 +45,8 @@ pub struct Side {
     pub latency: Percentiles,
 }
 
-impl Side {
-    fn of(hist: &Histogram<u64>, counts: &BTreeMap<Class, u64>, duration_s: f64) -> Side {
+impl PhaseFigures {
+    fn of(hist: &Histogram<u64>, counts: &BTreeMap<Class, u64>, duration_s: f64) -> PhaseFigures {
         let n = |c: Class| counts.get(&c).copied().unwrap_or(0);
         let requests: u64 = counts.values().sum();
         let per_s = |v: u64| {
@@ -56,7 +56,7 @@ impl Side {
                 0.0
             }
         };
-        Side {
+        PhaseFigures {
             requests,
             ok: n(Class::Ok),
             shed: n(Class::Shed),
@@ -77,8 +77,8 @@ impl Side {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct PhaseRow {
     pub phase: String,
-    pub a: Option<Side>,
-    pub b: Option<Side>,
+    pub a: Option<PhaseFigures>,
+    pub b: Option<PhaseFigures>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -109,7 +109,7 @@ impl Comparison {
 }
 
 /// One run's phases in plan order, and each measured phase's figures.
-fn sides(data: &RunData) -> (Vec<String>, BTreeMap<String, Side>) {
+fn sides(data: &RunData) -> (Vec<String>, BTreeMap<String, PhaseFigures>) {
     let meta = &data.meta;
     // How far the load got: a phase cut short by a stop counts its measured part only.
     let elapsed = data.seconds.iter().map(|s| s.t + 1).max().unwrap_or(0) as f64;
@@ -128,10 +128,10 @@ fn sides(data: &RunData) -> (Vec<String>, BTreeMap<String, Side>) {
             }
             run.2 += secs;
         }
-        out.insert(phase.clone(), Side::of(&l.all, &l.counts, secs));
+        out.insert(phase.clone(), PhaseFigures::of(&l.all, &l.counts, secs));
     }
     if !run.1.is_empty() {
-        out.insert("run".into(), Side::of(&run.0, &run.1, run.2));
+        out.insert("run".into(), PhaseFigures::of(&run.0, &run.1, run.2));
     }
     let order = meta.phases.iter().map(|p| p.name.clone()).collect();
     (order, out)
@@ -278,7 +278,7 @@ pub struct ConditionError {
 
 /// What a condition measures in each run.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Metric {
+pub enum Measure {
     /// A latency percentile (0.5 … 0.999), or the max / mean: milliseconds.
     Latency(LatencyStat),
     /// Ok answers per second.
@@ -303,34 +303,34 @@ pub enum LatencyStat {
     Mean,
 }
 
-impl Metric {
-    fn parse(s: &str) -> Option<Metric> {
+impl Measure {
+    fn parse(s: &str) -> Option<Measure> {
         use LatencyStat as L;
         Some(match s {
-            "p50" | "median" => Metric::Latency(L::P50),
-            "p90" => Metric::Latency(L::P90),
-            "p95" => Metric::Latency(L::P95),
-            "p99" => Metric::Latency(L::P99),
-            "p99.9" | "p999" => Metric::Latency(L::P999),
-            "max" => Metric::Latency(L::Max),
-            "mean" => Metric::Latency(L::Mean),
-            "throughput" => Metric::Throughput,
-            "rps" => Metric::Rps,
-            "requests" => Metric::Requests,
-            "errors" => Metric::Errors,
-            "shed" => Metric::Shed,
-            "error_rate" => Metric::ErrorRate,
+            "p50" | "median" => Measure::Latency(L::P50),
+            "p90" => Measure::Latency(L::P90),
+            "p95" => Measure::Latency(L::P95),
+            "p99" => Measure::Latency(L::P99),
+            "p99.9" | "p999" => Measure::Latency(L::P999),
+            "max" => Measure::Latency(L::Max),
+            "mean" => Measure::Latency(L::Mean),
+            "throughput" => Measure::Throughput,
+            "rps" => Measure::Rps,
+            "requests" => Measure::Requests,
+            "errors" => Measure::Errors,
+            "shed" => Measure::Shed,
+            "error_rate" => Measure::ErrorRate,
             _ => return None,
         })
     }
 
     /// The value in one run, `None` when there is nothing to measure it on.
-    fn of(self, s: &Side) -> Option<f64> {
+    fn of(self, s: &PhaseFigures) -> Option<f64> {
         use LatencyStat as L;
         let l = &s.latency;
         match self {
-            Metric::Latency(_) if l.count == 0 => None,
-            Metric::Latency(q) => Some(match q {
+            Measure::Latency(_) if l.count == 0 => None,
+            Measure::Latency(q) => Some(match q {
                 L::P50 => l.p50,
                 L::P90 => l.p90,
                 L::P95 => l.p95,
@@ -339,14 +339,14 @@ impl Metric {
                 L::Max => l.max,
                 L::Mean => l.mean,
             }),
-            Metric::Throughput | Metric::Rps if s.duration_s <= 0.0 => None,
-            Metric::Throughput => Some(s.throughput),
-            Metric::Rps => Some(s.rps),
-            Metric::ErrorRate if s.requests == 0 => None,
-            Metric::ErrorRate => Some(s.error_rate),
-            Metric::Requests => Some(s.requests as f64),
-            Metric::Errors => Some(s.errors as f64),
-            Metric::Shed => Some(s.shed as f64),
+            Measure::Throughput | Measure::Rps if s.duration_s <= 0.0 => None,
+            Measure::Throughput => Some(s.throughput),
+            Measure::Rps => Some(s.rps),
+            Measure::ErrorRate if s.requests == 0 => None,
+            Measure::ErrorRate => Some(s.error_rate),
+            Measure::Requests => Some(s.requests as f64),
+            Measure::Errors => Some(s.errors as f64),
+            Measure::Shed => Some(s.shed as f64),
         }
     }
 
@@ -354,16 +354,16 @@ impl Metric {
     fn signed(self, d: f64) -> String {
         let sign = if d < 0.0 { "-" } else { "+" };
         match self {
-            Metric::ErrorRate => format!("{sign}{:.2}pp", d.abs() * 100.0),
+            Measure::ErrorRate => format!("{sign}{:.2}pp", d.abs() * 100.0),
             m => format!("{sign}{}", m.show(d.abs())),
         }
     }
 
     fn show(self, v: f64) -> String {
         match self {
-            Metric::Latency(_) => ms(v),
-            Metric::Throughput | Metric::Rps => format!("{v:.1}/s"),
-            Metric::ErrorRate => format!("{:.2}%", v * 100.0),
+            Measure::Latency(_) => ms(v),
+            Measure::Throughput | Measure::Rps => format!("{v:.1}/s"),
+            Measure::ErrorRate => format!("{:.2}%", v * 100.0),
             _ => format!("{v:.0}"),
         }
     }
@@ -387,7 +387,7 @@ pub enum Change {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Condition {
     pub text: String,
-    pub metric: Metric,
+    pub metric: Measure,
     /// `true` for `>` / `>=`.
     pub above: bool,
     pub inclusive: bool,
@@ -418,7 +418,7 @@ impl std::str::FromStr for Condition {
             err("expected METRIC > CHANGE or METRIC < CHANGE, e.g. `p99 > +10%`".into())
         })?;
         let name = expr[..at].trim();
-        let metric = Metric::parse(name).ok_or_else(|| {
+        let metric = Measure::parse(name).ok_or_else(|| {
             err(format!(
                 "unknown metric `{name}`: use p50, p90, p95, p99, p99.9, max, mean, throughput, rps, requests, errors, shed or error_rate"
             ))
@@ -445,17 +445,17 @@ impl std::str::FromStr for Condition {
             })?;
         let change = match (metric, unit) {
             (_, "%") => Change::Percent(v),
-            (Metric::Latency(_), "ms") => Change::Absolute(v),
-            (Metric::Latency(_), "s") => Change::Absolute(v * 1000.0),
-            (Metric::Latency(_), "us" | "µs") => Change::Absolute(v / 1000.0),
-            (Metric::Throughput | Metric::Rps, "/s") => Change::Absolute(v),
-            (Metric::ErrorRate, "pp") => Change::Absolute(v / 100.0),
-            (Metric::Requests | Metric::Errors | Metric::Shed, "") => Change::Absolute(v),
+            (Measure::Latency(_), "ms") => Change::Absolute(v),
+            (Measure::Latency(_), "s") => Change::Absolute(v * 1000.0),
+            (Measure::Latency(_), "us" | "µs") => Change::Absolute(v / 1000.0),
+            (Measure::Throughput | Measure::Rps, "/s") => Change::Absolute(v),
+            (Measure::ErrorRate, "pp") => Change::Absolute(v / 100.0),
+            (Measure::Requests | Measure::Errors | Measure::Shed, "") => Change::Absolute(v),
             (m, u) => {
                 let want = match m {
-                    Metric::Latency(_) => "a percentage (+10%) or a time (+50ms)",
-                    Metric::Throughput | Metric::Rps => "a percentage (-5%) or a rate (-20/s)",
-                    Metric::ErrorRate => {
+                    Measure::Latency(_) => "a percentage (+10%) or a time (+50ms)",
+                    Measure::Throughput | Measure::Rps => "a percentage (-5%) or a rate (-20/s)",
+                    Measure::ErrorRate => {
                         "a percentage (+10%, relative) or percentage points (+1pp)"
                     }
                     _ => "a percentage (+10%) or a count (+100)",
@@ -484,7 +484,7 @@ impl Condition {
     /// DATA when the scope or the metric is missing in either run.
     pub fn judge(&self, c: &Comparison) -> Gate {
         let row = c.phases.iter().find(|r| r.phase == self.scope);
-        let side = |s: Option<&Side>| s.and_then(|s| self.metric.of(s));
+        let side = |s: Option<&PhaseFigures>| s.and_then(|s| self.metric.of(s));
         let (a, b) = match row {
             Some(r) => (side(r.a.as_ref()), side(r.b.as_ref())),
             None => (None, None),
@@ -561,16 +561,16 @@ impl Condition {
 mod tests {
     use super::*;
 
-    fn side(p99: f64, ok: u64, secs: f64) -> Side {
+    fn side(p99: f64, ok: u64, secs: f64) -> PhaseFigures {
         let mut counts = BTreeMap::new();
         counts.insert(Class::Ok, ok);
-        let mut s = Side::of(&new_hist(), &counts, secs);
+        let mut s = PhaseFigures::of(&new_hist(), &counts, secs);
         s.latency.count = ok;
         s.latency.p99 = p99;
         s
     }
 
-    fn cmp(a: Side, b: Side) -> Comparison {
+    fn cmp(a: PhaseFigures, b: PhaseFigures) -> Comparison {
         Comparison {
             a: "a".into(),
             b: "b".into(),

@@ -21,7 +21,7 @@ use super::read::{LogWindows, Second};
 use super::{
     RunMeta, RundirError, DIAGNOSTICS, EVIDENCE, EXPORT_LOG, FLAME_STACKS, LATENCY_LOG, TIME_SERIES,
 };
-use crate::evidence::ServerSide;
+use crate::evidence::ServerEvidence;
 use crate::metrics::{hlog, new_hist, Class, LatencyWindows};
 use crate::vocab::export::{ExportTally, PushRow};
 
@@ -34,7 +34,7 @@ pub struct RunData {
     /// streams the log, so a long soak is never held in memory.
     pub windows: Option<Box<dyn LatencyWindows>>,
     /// `diagnostics/evidence.json`, when it holds anything.
-    pub server: Option<ServerSide>,
+    pub server: Option<ServerEvidence>,
     /// Latency per phase, merged from the log's histograms.
     pub latency: Distributions,
     /// The flame graphs' stacks left beside the recordings in `diagnostics/`.

@@ -8,7 +8,7 @@ use super::{
     RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES, JFR_WINDOWS,
     PROMETHEUS_SAMPLES,
 };
-use crate::evidence::ServerSide;
+use crate::evidence::ServerEvidence;
 use crate::vocab::findings::{FindingKind, Severity};
 use crate::vocab::jfr::JfrWindowRow;
 use crate::vocab::samples::{GeneratorSample, HeapInfoSample, HostSample, PromSample, Stamped};
@@ -20,7 +20,7 @@ fn path(dir: &Path) -> PathBuf {
 }
 
 /// Read `diagnostics/evidence.json`; `Ok(None)` when the run has none.
-pub fn load(dir: &Path) -> Result<Option<ServerSide>, RundirError> {
+pub fn load(dir: &Path) -> Result<Option<ServerEvidence>, RundirError> {
     let path = path(dir);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -32,7 +32,7 @@ pub fn load(dir: &Path) -> Result<Option<ServerSide>, RundirError> {
             })
         }
     };
-    let mut s: ServerSide = serde_json::from_str(&text).map_err(|e| RundirError::Read {
+    let mut s: ServerEvidence = serde_json::from_str(&text).map_err(|e| RundirError::Read {
         path,
         message: format!("not a valid evidence file: {e}"),
     })?;
@@ -41,7 +41,7 @@ pub fn load(dir: &Path) -> Result<Option<ServerSide>, RundirError> {
 }
 
 /// Write it where [`load`] finds it.
-pub fn save(dir: &Path, ev: &ServerSide) -> Result<(), RundirError> {
+pub fn save(dir: &Path, ev: &ServerEvidence) -> Result<(), RundirError> {
     let path = path(dir);
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|source| RundirError::Write {
@@ -55,8 +55,8 @@ pub fn save(dir: &Path, ev: &ServerSide) -> Result<(), RundirError> {
 /// Reads the collectors' sample streams (`diagnostics/{host,heap,generator,jfr-windows}.jsonl`,
 /// rows stamped with `t` seconds since the run start) and the run's own
 /// per-second generator figures into the series names above.
-pub fn from_collector_streams(dir: &Path) -> ServerSide {
-    let mut out = ServerSide::default();
+pub fn from_collector_streams(dir: &Path) -> ServerEvidence {
+    let mut out = ServerEvidence::default();
     let diag = dir.join(DIAGNOSTICS);
     let mut push = |s: Series, t: f64, v: Option<f64>| {
         if let Some(v) = v.filter(|v| v.is_finite()) {
@@ -245,7 +245,7 @@ mod tests {
     fn round_trips_and_normalizes() {
         let dir = tempfile::tempdir().expect("tempdir");
         assert!(load(dir.path()).expect("no file is fine").is_none());
-        let mut s = ServerSide::default();
+        let mut s = ServerEvidence::default();
         s.series.insert(
             series::TARGET_HOST_CPU.name.into(),
             vec![(2.0, 30.0), (1.0, 10.0)],

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{DIAGNOSTICS, FD_SAMPLES};
-use crate::vocab::growth::{line_up, FdRow, PartKind, PartSeries, Sample};
+use crate::vocab::growth::{line_up, FdRow, GrowthSample, PartKind, PartSeries};
 use crate::vocab::samples::{ProbeRow, Stamped};
 
 /// Parts kept per kind: the most grown.
@@ -18,8 +18,8 @@ pub fn parts(dir: &Path) -> Vec<PartSeries> {
     let Ok(text) = std::fs::read_to_string(&path) else {
         return vec![];
     };
-    let mut sockets: Vec<Sample> = vec![];
-    let mut kinds: Vec<Sample> = vec![];
+    let mut sockets: Vec<GrowthSample> = vec![];
+    let mut kinds: Vec<GrowthSample> = vec![];
     for line in text.lines() {
         // A torn or foreign line is skipped (a killed run may end mid-line).
         let Ok(Stamped { t, row, .. }) = serde_json::from_str::<Stamped<ProbeRow<FdRow>>>(line)

@@ -53,7 +53,7 @@ pub fn measured_noting(
 }
 
 /// What one phase's second holds in a run directory's files.
-pub enum Part<'a> {
+pub enum SecondPart<'a> {
     /// A tagged line of `latency.hlog`: one class's latency, service time,
     /// request or iteration histogram.
     Hist {
@@ -65,13 +65,13 @@ pub enum Part<'a> {
     Row(&'a Row),
 }
 
-impl Part<'_> {
+impl SecondPart<'_> {
     /// Add it to a phase's stats: histograms by class, and the counts only
     /// the series holds (offered, dropped, shed with `Retry-After`).
     pub fn add_to(&self, st: &mut Stats) {
         match self {
-            Part::Hist { class, kind, hist } => st.add_hist(*class, hist, *kind),
-            Part::Row(r) => {
+            SecondPart::Hist { class, kind, hist } => st.add_hist(*class, hist, *kind),
+            SecondPart::Row(r) => {
                 st.offered += r.offered;
                 st.dropped += r.dropped;
                 st.shed_retry_after += r.shed_retry_after;
@@ -103,7 +103,7 @@ pub struct PartsRead {
 pub fn for_each_part(
     dir: &Path,
     meta: &RunMeta,
-    mut add: impl FnMut(u64, usize, Part<'_>),
+    mut add: impl FnMut(u64, usize, SecondPart<'_>),
 ) -> Result<PartsRead, RundirError> {
     let mut read = PartsRead::default();
     let (rows, skipped) = rows_noting(dir)?;
@@ -140,7 +140,7 @@ pub fn for_each_part(
             return;
         };
         let hist = &iv.hist;
-        add(second, i, Part::Hist { class, kind, hist });
+        add(second, i, SecondPart::Hist { class, kind, hist });
     })?;
     read.last = hlog_read.last;
     read.stray = hlog_read.stray;
@@ -151,7 +151,7 @@ pub fn for_each_part(
     for r in rows.iter().filter(|r| r.second < limit) {
         read.last = read.last.max(r.second + 1);
         match meta.phase_index(&r.phase) {
-            Some(i) => add(r.second, i, Part::Row(r)),
+            Some(i) => add(r.second, i, SecondPart::Row(r)),
             None => {
                 let what = format!("phase `{}` is not in run.json", r.phase);
                 stray(TIME_SERIES, what, &mut read);

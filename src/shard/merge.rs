@@ -22,7 +22,7 @@ use crate::metrics::hlog::{self, HlogWriter};
 use crate::metrics::series::{Row, SeriesWriter};
 use crate::metrics::{GeneratorHealth, Stats};
 use crate::profile::Profile;
-use crate::rundir::read::Part;
+use crate::rundir::read::SecondPart;
 use crate::rundir::{self, RunData, RunMeta, RundirError};
 
 /// What a merge leaves.
@@ -176,7 +176,7 @@ impl Windows {
         let read = rundir::read::for_each_part(&s.dir, &s.meta, |second, p, part| {
             let second = second + shift;
             part.add_to(self.at(second, p));
-            if let Part::Row(r) = part {
+            if let SecondPart::Row(r) = part {
                 *self.in_flight.entry(second).or_default() += r.in_flight;
                 let g = self.generator.entry(second).or_default();
                 g.0 = g.0.max(r.sched_lag_us);

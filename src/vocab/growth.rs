@@ -103,12 +103,17 @@ pub struct Growth {
 pub const MAX_CHART_POINTS: usize = 120;
 
 /// One sample of many parts: its time and `name → (value, detail)`.
-pub type Sample = (f64, BTreeMap<String, (f64, Option<String>)>);
+pub type GrowthSample = (f64, BTreeMap<String, (f64, Option<String>)>);
 
 /// One series per name over samples of `name → (value, detail)`: the
 /// `keep` that grew most from the first sample to the last, 0
 /// where a sample lists a name not, the newest detail kept.
-pub fn line_up(kind: PartKind, samples: &[Sample], evidence: &str, keep: usize) -> Vec<PartSeries> {
+pub fn line_up(
+    kind: PartKind,
+    samples: &[GrowthSample],
+    evidence: &str,
+    keep: usize,
+) -> Vec<PartSeries> {
     let (Some((_, first)), Some((_, last))) = (samples.first(), samples.last()) else {
         return vec![];
     };

@@ -23,7 +23,7 @@ pub(super) enum Sender {
     H1(http1::SendRequest<Full<Bytes>>),
     H2(http2::SendRequest<Full<Bytes>>),
     /// The HTTP/1.1 codec: the connection itself, driven by the lane.
-    Codec(h1::Conn),
+    Codec(h1::CodecConn),
 }
 
 impl Sender {
@@ -79,25 +79,25 @@ impl Pool {
         }
     }
     /// The connection of lane (or virtual user) `lane`.
-    pub fn conn(&self, lane: usize) -> Conn {
+    pub fn conn(&self, lane: usize) -> LaneConn {
         if !self.h2 {
-            return Conn::default();
+            return LaneConn::default();
         }
         let k = lane / self.streams;
         let mut slots = self.slots.borrow_mut();
         while slots.len() <= k {
             slots.push(Rc::new(Slot::default()));
         }
-        Conn {
+        LaneConn {
             slot: Some(slots[k].clone()),
-            ..Conn::default()
+            ..LaneConn::default()
         }
     }
 }
 
 /// A lane's connection: opened lazily, reopened when the server closes it.
 #[derive(Default)]
-pub struct Conn {
+pub struct LaneConn {
     pub(super) sender: Option<Sender>,
     /// HTTP/2: the connection this lane shares.
     pub(super) slot: Option<Rc<Slot>>,
@@ -140,7 +140,7 @@ pub(super) async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
     let codec = t.uses_codec();
     let sender = match &t.tls {
         None if codec && t.http != HttpVersion::Http2 => {
-            Sender::Codec(h1::Conn::new(h1::Io::Tcp(tcp)))
+            Sender::Codec(h1::CodecConn::new(h1::Io::Tcp(tcp)))
         }
         None => handshake(TokioIo::new(tcp), t.http == HttpVersion::Http2).await?,
         Some((connector, name)) => {
@@ -158,7 +158,7 @@ pub(super) async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
                 return Err(Class::ConnectError);
             }
             if codec && !h2 {
-                Sender::Codec(h1::Conn::new(h1::Io::Tls(Box::new(tls))))
+                Sender::Codec(h1::CodecConn::new(h1::Io::Tls(Box::new(tls))))
             } else {
                 handshake(TokioIo::new(tls), h2).await?
             }

@@ -10,7 +10,7 @@ use hyper::header::{HeaderValue, CONNECTION};
 use hyper::{Method, Request};
 
 use super::classify::{classify_error, codec_failed, unprocessed};
-use super::connect::{connect, Conn, Sender};
+use super::connect::{connect, LaneConn, Sender};
 use super::request::{to_h2, Prepared};
 use super::Target;
 use crate::engine::h1;
@@ -38,7 +38,7 @@ impl From<Class> for Answer {
     }
 }
 
-impl Conn {
+impl LaneConn {
     /// Make sure the lane has a live sender: its own, the shared HTTP/2
     /// connection's, or a new connection (its connect time goes to `connected`).
     async fn open(&mut self, t: &Target, connected: &mut Option<Duration>) -> Result<(), Class> {
@@ -72,7 +72,7 @@ impl Conn {
         Ok(())
     }
 
-    /// [`Conn::exchange`] within the request timeout; `None`: it ran out
+    /// [`LaneConn::exchange`] within the request timeout; `None`: it ran out
     /// (the connection is then dropped: its state is unknown).
     pub async fn exchange_within(
         &mut self,
@@ -106,7 +106,7 @@ impl Conn {
     }
 
     /// Send one request and read its whole answer. Dropping this future
-    /// mid-way leaves the connection unusable: call [`Conn::reset`].
+    /// mid-way leaves the connection unusable: call [`LaneConn::reset`].
     /// `msg`: this send's rendered request (templated), or `None` to send
     /// the pre-built one.
     pub async fn exchange(
@@ -272,7 +272,7 @@ impl Conn {
         msg: Option<&Request<Full<Bytes>>>,
         check: bool,
     ) -> Result<Answer, (Class, bool)> {
-        let Conn {
+        let LaneConn {
             sender, wire, body, ..
         } = self;
         let Some(Sender::Codec(c)) = sender.as_mut() else {

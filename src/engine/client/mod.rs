@@ -49,7 +49,7 @@ mod target;
 use thiserror::Error;
 
 pub(crate) use classify::is_reset;
-pub use connect::{Conn, Pool};
+pub use connect::{LaneConn, Pool};
 pub use exchange::Answer;
 pub use request::{prepare, prepare_mix, Extractor, Prepared};
 pub use target::{target_from, Target};
@@ -63,5 +63,5 @@ pub enum ClientError {
     #[error("TLS setup: {0}")]
     Tls(String),
     #[error(transparent)]
-    Template(#[from] super::template::TemplateError),
+    Template(#[from] super::template::BindError),
 }

@@ -57,7 +57,7 @@ impl Failed {
 }
 
 /// An HTTP/1.1 connection driven by the codec.
-pub struct Conn {
+pub struct CodecConn {
     io: Io,
     buf: Box<[u8]>,
     /// Unparsed bytes are `buf[start..end]`.
@@ -67,9 +67,9 @@ pub struct Conn {
     pub served: u64,
 }
 
-impl Conn {
-    pub fn new(io: Io) -> Conn {
-        Conn {
+impl CodecConn {
+    pub fn new(io: Io) -> CodecConn {
+        CodecConn {
             io,
             buf: vec![0; READ_BUF].into_boxed_slice(),
             start: 0,
@@ -98,7 +98,7 @@ impl Conn {
 
     /// Send `wire` (one whole request) and read the final response's head
     /// (interim 1xx answers skipped); `headers`: filled with its headers.
-    /// Read its body next with [`Conn::body`].
+    /// Read its body next with [`CodecConn::body`].
     pub async fn send(
         &mut self,
         wire: &[u8],

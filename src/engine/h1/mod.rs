@@ -22,7 +22,7 @@ mod parse;
 
 use thiserror::Error;
 
-pub use conn::{Conn, Failed, Io};
+pub use conn::{CodecConn, Failed, Io};
 pub use encode::{encodable, encode};
 pub use parse::{parse_head, Body, Framing, Head};
 

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::super::ReportError;
 use super::charts::{esc, fmt_num, linear, Band, Chart, Line};
-use crate::evidence::ServerSide;
+use crate::evidence::ServerEvidence;
 use crate::judge::summary::ServerSideStatus;
 use crate::judge::Summary;
 use crate::vocab::series::{self as names, Side, Unit};
@@ -106,7 +106,7 @@ fn chart_of(name: &str) -> &'static str {
 pub(super) fn server_section(
     o: &mut String,
     s: &Summary,
-    server: Option<&ServerSide>,
+    server: Option<&ServerEvidence>,
     bands: &[Band],
     total: f64,
 ) -> Result<(), ReportError> {
