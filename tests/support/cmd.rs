@@ -120,3 +120,16 @@ pub fn succeeded(c: &mut Command, what: &str) -> Output {
     );
     o
 }
+
+/// A rebuilt run's books close: `offered = requests + dropped + unknown`
+/// in its totals. Returns `unknown` (the outcomes a hard stop lost).
+pub fn books_close(summary: &serde_json::Value) -> u64 {
+    let t = &summary["totals"];
+    let n = |k: &str| t[k].as_u64().unwrap_or(0);
+    assert_eq!(
+        n("offered"),
+        n("requests") + n("dropped") + n("unknown"),
+        "{t}"
+    );
+    n("unknown")
+}
