@@ -75,6 +75,13 @@ fn a_slower_run_fails_the_gate_and_a_repeat_passes() {
     let tput = line(&text, "throughput < -5%");
     assert!(tput.trim_start().starts_with("PASS"), "{tput}");
     assert!(text.contains("result: FAIL — p99 > +10%"), "{text}");
+    // Two profiles (each run here has its own), other requests: said first.
+    assert!(
+        text.contains("warning: A is a run of profile `base`, B of `slower`")
+            && text.contains("warning: the runs sent other request mixes"),
+        "{text}"
+    );
+    assert!(!text.contains("other phases"), "{text}");
 
     // The same gate as JSON, with the merged-histogram p99 of each run.
     let mut c = brunt();

@@ -91,6 +91,10 @@ pub struct Comparison {
     /// NO DATA when either run has nothing to measure it on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gates: Vec<Gate>,
+    /// What makes the two runs unlike (another profile, other phases or
+    /// requests): their deltas may then not mean what they seem.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl Comparison {
@@ -171,7 +175,29 @@ pub fn compare(a: Run<'_>, b: Run<'_>) -> Comparison {
         b: b.0.to_path_buf(),
         phases,
         gates: Vec::new(),
+        warnings: unlike(&a.1.meta, &b.1.meta),
     }
+}
+
+/// How two runs differ in what they were asked to do.
+fn unlike(a: &crate::rundir::RunMeta, b: &crate::rundir::RunMeta) -> Vec<String> {
+    let mut w = Vec::new();
+    if a.name != b.name {
+        w.push(format!(
+            "A is a run of profile `{}`, B of `{}`: compare runs of one profile",
+            a.name, b.name
+        ));
+    }
+    if a.phases != b.phases {
+        w.push("the runs planned other phases (a shape, rate or duration changed, or --time-scale): phase rows compare different loads".into());
+    }
+    if a.requests != b.requests {
+        w.push(
+            "the runs sent other request mixes: latency and throughput compare different work"
+                .into(),
+        );
+    }
+    w
 }
 
 fn delta(a: f64, b: f64, show: fn(f64) -> String) -> (String, String) {
@@ -197,6 +223,9 @@ pub fn render(c: &Comparison) -> String {
         c.a.display(),
         c.b.display()
     );
+    for w in &c.warnings {
+        let _ = writeln!(o, "  warning: {w}");
+    }
     let _ = writeln!(
         o,
         "\n{:<12} {:<9} {:>12} {:>12} {:>12} {:>9}",
@@ -580,6 +609,7 @@ mod tests {
                 b: Some(b),
             }],
             gates: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
