@@ -16,7 +16,7 @@ mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
-use cmd::{out, spawn_run, spawn_run_unheard, write};
+use cmd::{out, spawn_run, spawn_run_unheard, wait_lines, wait_with_limit, write};
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -314,12 +314,8 @@ fn brunt_watch_notices_a_killed_run_within_seconds() {
     .expect("write profile");
     let run = d.path().join("run");
     let mut child = spawn_run_unheard(&p, &run);
-    let t0 = Instant::now();
-    while !run.join("timeseries.csv").exists() {
-        assert!(t0.elapsed() < Duration::from_secs(20), "the run started");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let mut watch = Command::new(BIN)
+    wait_lines(&run.join("timeseries.csv"), 1, Duration::from_secs(20));
+    let watch = Command::new(BIN)
         .arg("watch")
         .arg(&run)
         .stdout(std::process::Stdio::piped())
@@ -331,16 +327,7 @@ fn brunt_watch_notices_a_killed_run_within_seconds() {
     child.wait().expect("reaped");
     let t = Instant::now();
     // Bounded: a watch still waiting after 20 s is killed and fails the test.
-    let o = loop {
-        if watch.try_wait().expect("watch status").is_some() {
-            break watch.wait_with_output().expect("watch output");
-        }
-        if t.elapsed() > Duration::from_secs(20) {
-            let _ = watch.kill();
-            panic!("brunt watch still waiting 20 s after the kill");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let o = wait_with_limit(watch, Duration::from_secs(20));
     assert!(
         t.elapsed() < Duration::from_secs(5),
         "noticed in {:?}",
