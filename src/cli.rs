@@ -126,6 +126,8 @@ enum Cmd {
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff) to stdout: `brunt man > brunt.1; man ./brunt.1`.
     Man,
+    /// Print the profiles' JSON Schema to stdout, for editors: `brunt schema > brunt.schema.json`.
+    Schema,
 }
 
 #[derive(clap::Args)]
@@ -498,6 +500,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         } => compare(&run_a, &run_b, json, &fail_if),
         Cmd::Completions { shell } => generate::completions(shell),
         Cmd::Man => generate::man(),
+        Cmd::Schema => generate::schema(),
     }
 }
 
