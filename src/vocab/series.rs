@@ -116,6 +116,7 @@ series! {
     JFR_ALLOC_RATE = Target("jvm.jfr.alloc_bytes_per_s", BytesPerSecond, "allocation rate (JFR allocation samples)");
     JFR_GC_PAUSE = Target("jvm.jfr.gc_pause_ms_per_s", MillisPerSecond, "GC pause time per second (JFR window)");
     GENERATOR_HOST_CPU = Generator("generator.host_cpu_pct", PctOfHost, "generator host CPU busy");
+    GENERATOR_OTHERS_CPU = Generator("generator.others_cpu_pct", PctOfHost, "generator host CPU used by other processes");
     GENERATOR_RSS = Generator("generator.rss_bytes", Bytes, "brunt's RSS");
     GENERATOR_PROBE_LAG = Generator("generator.probe_lag_ms", Millis, "timer probe lateness p99");
     GENERATOR_SCHED_LAG = Generator("generator.sched_lag_ms", Millis, "open-model scheduler lateness");
