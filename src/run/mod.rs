@@ -9,6 +9,7 @@
 //! and a summary judged from the seconds still in memory could differ from
 //! the one `brunt report` rebuilds on the same directory.
 
+pub mod dashboard;
 mod export;
 pub mod live;
 pub mod rebuild;
@@ -159,6 +160,8 @@ pub struct RunOptions {
     /// After the run, wait at most this long for a scrape of the final
     /// figures (default 15 s, Prometheus' default scrape interval).
     pub metrics_linger: Option<std::time::Duration>,
+    /// `--dashboard`: the live page, bound by the caller; it follows the run directory.
+    pub dashboard: Option<Arc<dashboard::DashboardServer>>,
     /// Where warnings and progress lines go (the CLI prints them; the
     /// default drops them).
     pub say: crate::vocab::Say,
@@ -288,6 +291,9 @@ fn execute_spec(
     let clock = RunClock::now();
     let meta = run_meta(&spec.profile, url, plan, cfg, &clock, scale, &opts);
     rundir::write_json(&dir.join(rundir::RUN_JSON), &meta)?;
+    if let Some(d) = &opts.dashboard {
+        d.follow(&dir);
+    }
     let exporter = export::start(spec, plan, cfg, &dir, &opts)?;
     let outcome = load(spec, plan, cfg, &dir, clock, &opts, exporter.clone())?;
     drop(demo);

@@ -1,0 +1,212 @@
+//! The live dashboard's data and page (`brunt run --dashboard`, `brunt
+//! watch DIR --dashboard`), rendered from what it is handed: the plan
+//! ([`RunMeta`]), each second's rows of `timeseries.csv` as the recorder
+//! wrote them (so every figure is the recorder's own, the ones
+//! `summary.json` adds up), the latest server-side figures and, at the end,
+//! the summary. `run::dashboard` reads the run directory and serves it; this
+//! file opens no file.
+//!
+//! The page (`page.html`, embedded: no CDN, no internet) asks for
+//! `/api/state?since=N` once a second and draws its charts as SVG itself —
+//! polling, like Locust's web UI, rather than a held stream: a browser that
+//! goes away leaves nothing behind, and the state is a few hundred bytes a
+//! second.
+
+use serde::Serialize;
+
+use super::live::ServerFigures;
+use crate::metrics::series::{Row, Second};
+use crate::metrics::CLASSES;
+use crate::rundir::RunMeta;
+use crate::vocab::PhaseInfo;
+
+/// The page, served at `/`.
+pub const PAGE: &str = include_str!("page.html");
+
+/// One second as the page draws it (latencies in ms, from the intended start).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DashSecond {
+    pub t: u64,
+    pub phase: String,
+    pub offered: u64,
+    pub dropped: u64,
+    pub completed: u64,
+    pub ok: u64,
+    pub shed: u64,
+    pub errors: u64,
+    pub in_flight: u64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Answers by outcome class, the classes seen only.
+    pub classes: Vec<(&'static str, u64)>,
+}
+
+impl DashSecond {
+    fn of(s: &Second) -> DashSecond {
+        let ms = |us: u64| us as f64 / 1000.0;
+        DashSecond {
+            t: s.t,
+            phase: s.phase.clone(),
+            offered: s.offered,
+            dropped: s.dropped,
+            completed: s.completed,
+            ok: s.ok,
+            shed: s.shed,
+            errors: s.errors,
+            in_flight: s.in_flight,
+            p50_ms: ms(s.p50_us),
+            p99_ms: ms(s.p99_us),
+            max_ms: ms(s.max_us),
+            classes: CLASSES
+                .iter()
+                .zip(s.counts)
+                .filter(|(_, n)| *n > 0)
+                .map(|(c, n)| (c.name(), n))
+                .collect(),
+        }
+    }
+}
+
+/// The server side's latest figures, as the terminal's live view has them.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct DashServer {
+    pub host_cpu_pct: Option<f64>,
+    pub process_cpu_pct: Option<f64>,
+    pub blocked_threads: Option<usize>,
+    pub threads: Option<usize>,
+    pub dump: Option<String>,
+    pub finding: Option<String>,
+}
+
+/// The plan, sent once.
+#[derive(Debug, Clone, Serialize)]
+pub struct DashPlan {
+    pub name: String,
+    pub target: String,
+    pub shape: &'static str,
+    /// `/s` or ` VUs`: the unit of the phases' levels.
+    pub unit: &'static str,
+    pub planned_s: f64,
+    pub started_at: f64,
+    pub phases: Vec<DashPhase>,
+}
+
+/// A phase of the plan, in seconds from the run start.
+#[derive(Debug, Clone, Serialize)]
+pub struct DashPhase {
+    pub name: String,
+    pub label: String,
+    pub start_s: f64,
+    pub duration_s: f64,
+}
+
+impl DashPhase {
+    fn of(p: &PhaseInfo) -> DashPhase {
+        DashPhase {
+            name: p.name.clone(),
+            label: p.label.clone(),
+            start_s: p.start.as_secs_f64(),
+            duration_s: p.duration.as_secs_f64(),
+        }
+    }
+}
+
+/// What one poll returns: the plan, the seconds from `since` on, the
+/// server figures, and the summary once the run has one.
+#[derive(Debug, Clone, Serialize)]
+pub struct DashState<'a> {
+    pub plan: &'a DashPlan,
+    /// How many seconds the dashboard holds (the next `since`).
+    pub seconds_total: usize,
+    pub seconds: &'a [DashSecond],
+    pub server: &'a DashServer,
+    /// `summary.json` as written, once the run ended.
+    #[serde(rename = "final")]
+    pub final_: Option<&'a serde_json::Value>,
+    /// Why no summary will come (the run's process died), when known.
+    pub ended_without_summary: Option<&'a str>,
+}
+
+/// A run followed second by second.
+pub struct Dashboard {
+    plan: DashPlan,
+    seconds: Vec<DashSecond>,
+    server: DashServer,
+    summary: Option<serde_json::Value>,
+    gone: Option<String>,
+}
+
+impl Dashboard {
+    pub fn new(meta: &RunMeta) -> Dashboard {
+        Dashboard {
+            plan: DashPlan {
+                name: meta.name.clone(),
+                target: meta.target.clone(),
+                shape: meta.shape.name(),
+                unit: meta.model.unit(),
+                planned_s: meta.planned().as_secs_f64(),
+                started_at: meta.started_at,
+                phases: meta.phases.iter().map(DashPhase::of).collect(),
+            },
+            seconds: Vec::new(),
+            server: DashServer::default(),
+            summary: None,
+            gone: None,
+        }
+    }
+
+    /// One second's rows, as written to `timeseries.csv`.
+    pub fn push(&mut self, rows: &[Row]) {
+        if let Some(s) = Second::of(rows) {
+            self.seconds.push(DashSecond::of(&s));
+        }
+    }
+
+    pub fn set_server(&mut self, s: &ServerFigures) {
+        self.server = DashServer {
+            host_cpu_pct: s.host_cpu_pct,
+            process_cpu_pct: s.process_cpu_pct,
+            blocked_threads: s.blocked.map(|b| b.0),
+            threads: s.blocked.map(|b| b.1),
+            dump: s.dump.clone(),
+            finding: s.finding.clone(),
+        };
+    }
+
+    /// The run's summary: the page shows the final figures and gates.
+    pub fn set_summary(&mut self, summary: serde_json::Value) {
+        self.summary = Some(summary);
+    }
+
+    pub fn has_summary(&self) -> bool {
+        self.summary.is_some()
+    }
+
+    /// The run ended without a summary (its process is gone).
+    pub fn set_gone(&mut self, why: String) {
+        self.gone = Some(why);
+    }
+
+    /// The state from second index `since` on.
+    pub fn state(&self, since: usize) -> DashState<'_> {
+        DashState {
+            plan: &self.plan,
+            seconds_total: self.seconds.len(),
+            seconds: self.seconds.get(since..).unwrap_or_default(),
+            server: &self.server,
+            final_: self.summary.as_ref(),
+            ended_without_summary: self.gone.as_deref(),
+        }
+    }
+
+    /// [`Self::state`] as JSON.
+    pub fn json(&self, since: usize) -> String {
+        serde_json::to_string(&self.state(since)).unwrap_or_else(|_| "{}".into())
+    }
+}
+
+/// The state before `run.json` exists (a run about to start).
+pub fn waiting_json() -> &'static str {
+    r#"{"waiting":true}"#
+}
