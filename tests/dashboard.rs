@@ -20,7 +20,7 @@ const PROFILE: &str = "
 name: dash
 target: { url: builtin }
 requests: [ { path: /fast } ]
-shape: { constant: { rate: 100/s, duration: 5s } }
+shape: { constant: { rate: 100/s, duration: 8s } }
 budgets: [ 'p99 < 2s' ]
 ";
 
@@ -122,7 +122,7 @@ fn a_run_serves_its_live_page_with_the_recorders_figures_and_keeps_the_final_pag
         v["seconds_total"].as_u64() >= Some(2)
     });
     assert_eq!(live["plan"]["name"], "dash");
-    assert_eq!(live["plan"]["phases"][0]["duration_s"], 5.0);
+    assert_eq!(live["plan"]["phases"][0]["duration_s"], 8.0);
     assert!(
         live["final"].is_null(),
         "no summary while the load runs: {live}"
@@ -134,6 +134,17 @@ fn a_run_serves_its_live_page_with_the_recorders_figures_and_keeps_the_final_pag
         "the page is self-contained (no CDN)"
     );
     assert_eq!(get(&format!("{base}/nope")).unwrap().0, 404);
+    // A browser mid-run: the clock and the charts, no result yet.
+    let mid = chromium::dump_dom(&format!("{base}/"), Duration::from_millis(1500), d.path());
+    assert!(
+        mid.contains(" s of 8 s ("),
+        "the run's clock: {}",
+        &mid[..mid.len().min(3000)]
+    );
+    assert!(
+        mid.contains("<polyline") && mid.contains(r#"id="final" hidden"#),
+        "charts, no result yet"
+    );
     // `since` returns only what the page has not seen.
     let (_, tail) = get(&format!("{base}/api/state?since=1")).unwrap();
     let tail: Value = serde_json::from_str(&tail).unwrap();
