@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::live::ServerWatch;
 use crate::export::http::{self, Answer};
@@ -20,6 +20,9 @@ use crate::rundir::{self, tail::SeriesTail};
 
 /// How often the run directory is read again.
 const EVERY: Duration = Duration::from_millis(500);
+/// How often, at most, the gates are judged on what the run has so far
+/// (each judging reads the latency log whole: at least ten times its cost apart).
+const JUDGE_EVERY: Duration = Duration::from_secs(5);
 
 /// The dashboard, bound and serving; [`DashboardServer::follow`] gives it
 /// the run directory to show.
@@ -145,6 +148,7 @@ fn feed(dir: &Path, state: &Mutex<Option<Dashboard>>, done: &AtomicBool) {
     if let Ok(mut g) = state.lock() {
         *g = Some(Dashboard::new(&meta));
     }
+    let mut judge_at = Instant::now() + JUDGE_EVERY;
     while !done.load(Ordering::Relaxed) {
         let ended = dir.join(rundir::SUMMARY).exists();
         let secs = tail.seconds(ended);
@@ -172,6 +176,19 @@ fn feed(dir: &Path, state: &Mutex<Option<Dashboard>>, done: &AtomicBool) {
         }
         if summary.is_some() || gone {
             return;
+        }
+        if Instant::now() >= judge_at {
+            // Judged as `brunt report` would, less often the longer it takes.
+            let t0 = Instant::now();
+            if let Ok(s) = super::rebuild::so_far(dir) {
+                let at = (s.totals.duration_s.round()) as u64;
+                if let Ok(mut g) = state.lock() {
+                    if let Some(d) = g.as_mut() {
+                        d.set_gates_so_far(at, s.gates);
+                    }
+                }
+            }
+            judge_at = Instant::now() + JUDGE_EVERY.max(t0.elapsed() * 10);
         }
         std::thread::sleep(EVERY);
     }

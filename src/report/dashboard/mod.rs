@@ -15,6 +15,7 @@
 use serde::Serialize;
 
 use super::live::ServerFigures;
+use crate::judge::Gate;
 use crate::metrics::series::{Row, Second};
 use crate::metrics::CLASSES;
 use crate::rundir::RunMeta;
@@ -126,6 +127,16 @@ pub struct DashState<'a> {
     pub final_: Option<&'a serde_json::Value>,
     /// Why no summary will come (the run's process died), when known.
     pub ended_without_summary: Option<&'a str>,
+    /// The gates as they stood when the run directory was last judged.
+    pub gates_so_far: Option<&'a GatesSoFar>,
+}
+
+/// The gates of a run still running, judged on what it has so far.
+#[derive(Debug, Clone, Serialize)]
+pub struct GatesSoFar {
+    /// Seconds of the run judged.
+    pub at_s: u64,
+    pub gates: Vec<Gate>,
 }
 
 /// A run followed second by second.
@@ -135,6 +146,7 @@ pub struct Dashboard {
     server: DashServer,
     summary: Option<serde_json::Value>,
     gone: Option<String>,
+    so_far: Option<GatesSoFar>,
 }
 
 impl Dashboard {
@@ -153,6 +165,7 @@ impl Dashboard {
             server: DashServer::default(),
             summary: None,
             gone: None,
+            so_far: None,
         }
     }
 
@@ -183,6 +196,16 @@ impl Dashboard {
         self.summary.is_some()
     }
 
+    /// The gates as they stand after `at_s` seconds.
+    pub fn set_gates_so_far(&mut self, at_s: u64, gates: Vec<Gate>) {
+        self.so_far = Some(GatesSoFar { at_s, gates });
+    }
+
+    /// Seconds the dashboard holds.
+    pub fn seconds(&self) -> usize {
+        self.seconds.len()
+    }
+
     /// The run ended without a summary (its process is gone).
     pub fn set_gone(&mut self, why: String) {
         self.gone = Some(why);
@@ -197,6 +220,7 @@ impl Dashboard {
             server: &self.server,
             final_: self.summary.as_ref(),
             ended_without_summary: self.gone.as_deref(),
+            gates_so_far: self.so_far.as_ref(),
         }
     }
 
