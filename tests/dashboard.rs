@@ -139,7 +139,10 @@ fn a_run_serves_its_live_page_with_the_recorders_figures_and_keeps_the_final_pag
     let g = &judged["gates_so_far"];
     assert_eq!(g["gates"][0]["name"], "p99 < 2s [run]", "{g}");
     assert_eq!(g["gates"][0]["status"], "PASS", "{g}");
-    assert!(g["at_s"].as_u64().is_some_and(|t| (1..=8).contains(&t)), "{g}");
+    assert!(
+        g["at_s"].as_u64().is_some_and(|t| (1..=8).contains(&t)),
+        "{g}"
+    );
     // A browser mid-run: the clock and the charts, no result yet.
     let mid = chromium::dump_dom(&format!("{base}/"), Duration::from_millis(1500), d.path());
     assert!(
