@@ -150,6 +150,9 @@ struct RunArgs {
     /// Run shard I of N (1-based): take 1/N of the load.
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
+    /// With --shard: shard 1 serves a stop endpoint at HOST:PORT and every shard stops when one does (a breach, a feeder run out, Ctrl-C).
+    #[arg(long, value_name = "HOST:PORT", requires = "shard")]
+    control: Option<String>,
     /// Start the load at this Unix time (seconds), so shards step together.
     #[arg(long, value_name = "UNIX_SECONDS")]
     start_at: Option<f64>,
@@ -569,6 +572,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     install_stop_signals(stop.clone(), stopped_by.clone());
     let opts = RunOptions {
         dashboard: live.as_ref().map(|l| l.server.clone()),
+        control: a.control,
         metrics_listen,
         remote_write: a.remote_write,
         metrics_linger: Some(metrics_linger),

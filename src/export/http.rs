@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 /// What was asked.
 pub struct Asked<'a> {
+    pub method: &'a str,
     pub path: &'a str,
     pub query: &'a str,
     pub accept: &'a str,
@@ -58,6 +59,7 @@ pub fn serve(
                             .and_then(|v| v.to_str().ok())
                             .unwrap_or("");
                         let asked = Asked {
+                            method: req.method().as_str(),
                             path: req.uri().path(),
                             query: req.uri().query().unwrap_or(""),
                             accept,
