@@ -114,49 +114,43 @@ fn prometheus(targets: &[(&str, String)]) -> Prom {
     }
 }
 
+/// A sample's number (`[time, "value"]`).
+fn value(v: &serde_json::Value) -> f64 {
+    v[1].as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("a number")
+}
+
 impl Prom {
-    /// An instant query's vector: (labels, value) per series.
-    fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
-        let url = url::Url::parse_with_params(
-            &format!("{}/api/v1/query", self.base),
-            &[("query", promql)],
-        )
-        .expect("url");
+    /// `data.result` of an API query (`query` or `query_range`), which must succeed.
+    fn api(&self, endpoint: &str, params: &[(&str, &str)]) -> Vec<serde_json::Value> {
+        let url = url::Url::parse_with_params(&format!("{}/api/v1/{endpoint}", self.base), params)
+            .expect("url");
+        let promql = params.first().map_or("", |p| p.1);
         let text = get(url.as_str()).unwrap_or_else(|e| panic!("query {promql}: {e}"));
         let v: serde_json::Value = serde_json::from_str(&text).expect("json answer");
         assert_eq!(v["status"], "success", "{promql}: {text}");
-        v["data"]["result"]
-            .as_array()
-            .expect("a vector")
+        v["data"]["result"].as_array().expect("a result").clone()
+    }
+
+    /// An instant query's vector: (labels, value) per series.
+    fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
+        self.api("query", &[("query", promql)])
             .iter()
-            .map(|r| {
-                let val = r["value"][1]
-                    .as_str()
-                    .and_then(|s| s.parse().ok())
-                    .expect("a number");
-                (r["metric"].clone(), val)
-            })
+            .map(|r| (r["metric"].clone(), value(&r["value"])))
             .collect()
     }
+
     /// How many points a range query returns over `[from, to]` (1-s steps), all series.
     fn range(&self, promql: &str, from: f64, to: f64) -> usize {
         let (from, to) = (format!("{from:.3}"), format!("{to:.3}"));
-        let url = url::Url::parse_with_params(
-            &format!("{}/api/v1/query_range", self.base),
-            &[
-                ("query", promql),
-                ("start", &from),
-                ("end", &to),
-                ("step", "1"),
-            ],
-        )
-        .expect("url");
-        let text = get(url.as_str()).unwrap_or_else(|e| panic!("query {promql}: {e}"));
-        let v: serde_json::Value = serde_json::from_str(&text).expect("json answer");
-        assert_eq!(v["status"], "success", "{promql}: {text}");
-        v["data"]["result"]
-            .as_array()
-            .expect("a matrix")
+        let params = [
+            ("query", promql),
+            ("start", &from),
+            ("end", &to),
+            ("step", "1"),
+        ];
+        self.api("query_range", &params)
             .iter()
             .map(|r| r["values"].as_array().map_or(0, Vec::len))
             .sum()
@@ -164,21 +158,9 @@ impl Prom {
 
     /// An instant query's single value at time `at`.
     fn query_at(&self, promql: &str, at: f64) -> f64 {
-        let at = format!("{at:.3}");
-        let url = url::Url::parse_with_params(
-            &format!("{}/api/v1/query", self.base),
-            &[("query", promql), ("time", &at)],
-        )
-        .expect("url");
-        let text = get(url.as_str()).unwrap_or_else(|e| panic!("query {promql}: {e}"));
-        let v: serde_json::Value = serde_json::from_str(&text).expect("json answer");
-        assert_eq!(v["status"], "success", "{promql}: {text}");
-        let r = v["data"]["result"].as_array().expect("a vector");
-        assert_eq!(r.len(), 1, "{promql}: {text}");
-        r[0]["value"][1]
-            .as_str()
-            .and_then(|s| s.parse().ok())
-            .expect("a number")
+        let r = self.api("query", &[("query", promql), ("time", &format!("{at:.3}"))]);
+        assert_eq!(r.len(), 1, "{promql}: {r:?}");
+        value(&r[0]["value"])
     }
 
     fn one(&self, promql: &str) -> f64 {

@@ -82,21 +82,7 @@ fn run_shards(
 ) -> Vec<PathBuf> {
     let children: Vec<(PathBuf, std::process::Child)> = which
         .iter()
-        .map(|i| {
-            let dir = root.join(format!("shard-{i}"));
-            let child = brunt()
-                .args(["run", "--quiet", "--target", url])
-                .arg(profile)
-                .args(["--shard", &format!("{i}/{SHARDS}")])
-                .args(["--start-at", &format!("{start_at:.3}")])
-                .arg("--out")
-                .arg(&dir)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("brunt run starts");
-            (dir, child)
-        })
+        .map(|i| spawn_shard(profile, url, root, *i, start_at, &[]))
         .collect();
     children
         .into_iter()
@@ -107,6 +93,32 @@ fn run_shards(
             dir
         })
         .collect()
+}
+
+/// Shard `i` (1-based) of `profile` against `url`, starting at `start_at`,
+/// into `root/shard-i`, with `extra` arguments; its output piped.
+fn spawn_shard(
+    profile: &Path,
+    url: &str,
+    root: &Path,
+    i: u32,
+    start_at: f64,
+    extra: &[&str],
+) -> (PathBuf, std::process::Child) {
+    let dir = root.join(format!("shard-{i}"));
+    let child = brunt()
+        .args(["run", "--quiet", "--target", url])
+        .arg(profile)
+        .args(["--shard", &format!("{i}/{SHARDS}")])
+        .args(extra)
+        .args(["--start-at", &format!("{start_at:.3}")])
+        .arg("--out")
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("brunt run starts");
+    (dir, child)
 }
 
 /// Counts per (tag, absolute second from `base`) of a run directory's interval log.
@@ -961,23 +973,19 @@ budgets: [ 'p99 < 300ms' ]
     let start_at = unix_now() + 2.0;
     let children: Vec<(u32, PathBuf, std::process::Child)> = (1..=SHARDS)
         .map(|i| {
-            let dir = root.path().join(format!("shard-{i}"));
             let url = if i == 3 {
                 stalling.base_url()
             } else {
                 healthy.base_url()
             };
-            let child = brunt()
-                .args(["run", "--quiet", "--target", &url])
-                .arg(&profile)
-                .args(["--shard", &format!("{i}/{SHARDS}"), "--control", &control])
-                .args(["--start-at", &format!("{start_at:.3}")])
-                .arg("--out")
-                .arg(&dir)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("brunt run starts");
+            let (dir, child) = spawn_shard(
+                &profile,
+                &url,
+                root.path(),
+                i,
+                start_at,
+                &["--control", &control],
+            );
             (i, dir, child)
         })
         .collect();
@@ -989,7 +997,10 @@ budgets: [ 'p99 < 300ms' ]
         .iter()
         .map(|(i, dir, _)| {
             let s = json(&dir.join("summary.json"));
-            format!("shard {i}: {} {} {:?}", s["stop_kind"], s["stopped_reason"], s["notes"])
+            format!(
+                "shard {i}: {} {} {:?}",
+                s["stop_kind"], s["stopped_reason"], s["notes"]
+            )
         })
         .collect();
     let mut ends = BTreeMap::new();
