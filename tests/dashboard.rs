@@ -22,6 +22,11 @@ target: { url: builtin }
 requests: [ { path: /fast } ]
 shape: { constant: { rate: 100/s, duration: 8s } }
 budgets: [ 'p99 < 2s' ]
+collectors:
+  transport: { kind: local }
+  collect:
+    - use: linux-host
+      probes: { host: { every: 1s } }
 ";
 
 fn get(url: &str) -> Result<(u16, String), String> {
@@ -158,6 +163,26 @@ fn a_run_serves_its_live_page_with_the_recorders_figures_and_keeps_the_final_pag
     let (_, tail) = get(&format!("{base}/api/state?since=1")).unwrap();
     let tail: Value = serde_json::from_str(&tail).unwrap();
     assert_eq!(tail["seconds"][0]["t"], 1, "{tail}");
+    // The server side over time: the host collector's samples as they come.
+    let srv = state_until(&base, "two server points", |v| {
+        v["server_points_total"].as_u64() >= Some(2)
+    });
+    let p = &srv["server_points"][0];
+    assert!(
+        p["host_cpu_pct"]
+            .as_f64()
+            .is_some_and(|c| (0.0..=100.0).contains(&c)),
+        "{srv}"
+    );
+    let (_, later) = get(&format!("{base}/api/state?since=0&server=1")).unwrap();
+    let later: Value = serde_json::from_str(&later).unwrap();
+    assert_eq!(
+        later["server_points"].as_array().map(Vec::len),
+        later["server_points_total"]
+            .as_u64()
+            .map(|n| n as usize - 1),
+        "`server` skips the points the page has: {later}"
+    );
     // The end: the summary on the page, equal to the file, the seconds adding up to it.
     let end = state_until(&base, "the summary", |v| !v["final"].is_null());
     let summary: Value =

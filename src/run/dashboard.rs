@@ -46,9 +46,10 @@ impl DashboardServer {
             "/" | "/index.html" => (200, "text/html; charset=utf-8", PAGE.as_bytes().to_vec()),
             "/api/state" => {
                 let since = query_usize(a.query, "since");
+                let server = query_usize(a.query, "server");
                 let body = match shared.lock() {
-                    Ok(g) => g.as_ref().map(|d| d.json(since)),
-                    Err(p) => p.into_inner().as_ref().map(|d| d.json(since)),
+                    Ok(g) => g.as_ref().map(|d| d.json(since, server)),
+                    Err(p) => p.into_inner().as_ref().map(|d| d.json(since, server)),
                 };
                 let body = body.unwrap_or_else(|| waiting_json().into());
                 (200, "application/json", body.into_bytes())

@@ -80,6 +80,16 @@ pub struct DashServer {
     pub finding: Option<String>,
 }
 
+/// One point of the server side's figures over time (when they changed).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ServerPoint {
+    /// The run second it was seen at.
+    pub t: u64,
+    pub host_cpu_pct: Option<f64>,
+    pub process_cpu_pct: Option<f64>,
+    pub blocked_threads: Option<usize>,
+}
+
 /// The plan, sent once.
 #[derive(Debug, Clone, Serialize)]
 pub struct DashPlan {
@@ -122,6 +132,10 @@ pub struct DashState<'a> {
     pub seconds_total: usize,
     pub seconds: &'a [DashSecond],
     pub server: &'a DashServer,
+    /// The server side's figures over time, from `since_server` on.
+    pub server_points: &'a [ServerPoint],
+    /// How many server points the dashboard holds (the next `since_server`).
+    pub server_points_total: usize,
     /// `summary.json` as written, once the run ended.
     #[serde(rename = "final")]
     pub final_: Option<&'a serde_json::Value>,
@@ -144,6 +158,7 @@ pub struct Dashboard {
     plan: DashPlan,
     seconds: Vec<DashSecond>,
     server: DashServer,
+    server_points: Vec<ServerPoint>,
     summary: Option<serde_json::Value>,
     gone: Option<String>,
     so_far: Option<GatesSoFar>,
@@ -163,6 +178,7 @@ impl Dashboard {
             },
             seconds: Vec::new(),
             server: DashServer::default(),
+            server_points: Vec::new(),
             summary: None,
             gone: None,
             so_far: None,
@@ -177,6 +193,21 @@ impl Dashboard {
     }
 
     pub fn set_server(&mut self, s: &ServerFigures) {
+        let p = ServerPoint {
+            t: self.seconds.last().map_or(0, |l| l.t),
+            host_cpu_pct: s.host_cpu_pct,
+            process_cpu_pct: s.process_cpu_pct,
+            blocked_threads: s.blocked.map(|b| b.0),
+        };
+        let changed = self.server_points.last().is_none_or(|l| {
+            (l.host_cpu_pct, l.process_cpu_pct, l.blocked_threads)
+                != (p.host_cpu_pct, p.process_cpu_pct, p.blocked_threads)
+        });
+        let any =
+            p.host_cpu_pct.is_some() || p.process_cpu_pct.is_some() || p.blocked_threads.is_some();
+        if changed && any {
+            self.server_points.push(p);
+        }
         self.server = DashServer {
             host_cpu_pct: s.host_cpu_pct,
             process_cpu_pct: s.process_cpu_pct,
@@ -211,13 +242,15 @@ impl Dashboard {
         self.gone = Some(why);
     }
 
-    /// The state from second index `since` on.
-    pub fn state(&self, since: usize) -> DashState<'_> {
+    /// The state from second index `since` (and server point `since_server`) on.
+    pub fn state(&self, since: usize, since_server: usize) -> DashState<'_> {
         DashState {
             plan: &self.plan,
             seconds_total: self.seconds.len(),
             seconds: self.seconds.get(since..).unwrap_or_default(),
             server: &self.server,
+            server_points: self.server_points.get(since_server..).unwrap_or_default(),
+            server_points_total: self.server_points.len(),
             final_: self.summary.as_ref(),
             ended_without_summary: self.gone.as_deref(),
             gates_so_far: self.so_far.as_ref(),
@@ -225,8 +258,8 @@ impl Dashboard {
     }
 
     /// [`Self::state`] as JSON.
-    pub fn json(&self, since: usize) -> String {
-        serde_json::to_string(&self.state(since)).unwrap_or_else(|_| "{}".into())
+    pub fn json(&self, since: usize, since_server: usize) -> String {
+        serde_json::to_string(&self.state(since, since_server)).unwrap_or_else(|_| "{}".into())
     }
 }
 
