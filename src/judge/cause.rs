@@ -1,5 +1,6 @@
 //! The cause at a stress run's first breaking step: a saturated generator
-//! (brunt's own figures, judged first), else from the server side —
+//! or brunt's own connection limit (brunt's own figures, judged first),
+//! else from the server side —
 //! saturation, contention, inconclusive — or unknown when nothing from the
 //! target was seen: no server-side cause is ever claimed without its evidence.
 
@@ -23,6 +24,13 @@ pub(super) fn classify(
     // generator discredits the latencies whatever the server did.
     if let Some(c) = generator_saturated(step) {
         return c;
+    }
+    // brunt's own queue: the service is not to blame for it.
+    if let Some(w) = step.connection_wait.as_ref().filter(|w| w.dominates) {
+        return (
+            Cause::ConnectionLimit,
+            format!(". Not the service: {}", w.text),
+        );
     }
     // No CPU, thread or lock figure from the target: claim nothing about it.
     if !have_server {
@@ -155,6 +163,8 @@ mod tests {
             generator_lag_ms: Some(0.5),
             threads: Default::default(),
             top_finding: None,
+            abandoned: false,
+            connection_wait: None,
         }
     }
 
