@@ -250,6 +250,7 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
         "{:?}",
         ov.recovery_s
     );
+    ok_and_shed_apart(&r.summary, shed_dir.path());
 
     // /noshed queues instead: with a short client timeout the excess turns
     // into timeouts and no 503 ever comes back.
@@ -298,6 +299,130 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
     assert_eq!(a.requests, live.requests);
     assert!(a.shed > 0 && b.shed == 0, "{a:?} {b:?}");
     assert!(b.errors > 0, "timeouts in B: {b:?}");
+}
+
+/// A run with shed answers shows ok and shed latency apart wherever a
+/// latency is shown, the combined figure said to be combined: the terminal's
+/// tables (the run row too), the per-second series and chart, the live view.
+fn ok_and_shed_apart(s: &Summary, dir: &Path) {
+    let term = brunt::report::terminal::render(s);
+    assert!(
+        term.contains("(latency above: every answer, ok and shed together; apart below)"),
+        "{term}"
+    );
+    let apart = &term[term.find("shed p99").expect("the ok/shed table")..];
+    let run_row = apart
+        .lines()
+        .find(|l| l.starts_with("run "))
+        .unwrap_or_else(|| panic!("a run row apart:\n{term}"));
+    assert!(run_row.contains(&s.totals.shed.to_string()), "{run_row}");
+    let data = brunt::rundir::RunData::read(dir).expect("read the run");
+    let over: Vec<_> = data
+        .seconds
+        .iter()
+        .filter(|t| t.phase == "overload" && t.shed > 0 && t.ok > 0)
+        .collect();
+    assert!(
+        !over.is_empty(),
+        "overload seconds with ok and shed answers"
+    );
+    for t in &over {
+        // A fast 503 is quicker than an admitted answer of 20 ms of work.
+        assert!(t.shed_p99_us < t.ok_p99_us, "{t:?}");
+        assert!(t.ok_p99_us >= 20_000, "{t:?}");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("id=\"chart-ok-shed\""),
+        "the per-second chart apart"
+    );
+    assert!(html.contains("every answer, ok and shed together"));
+    let mut view = brunt::report::live::LiveView::new(data.meta.clone());
+    let rows = brunt::metrics::series::read(&dir.join("timeseries.csv")).expect("series");
+    let second = over[0].t;
+    view.push(
+        &rows
+            .iter()
+            .filter(|r| r.second == second)
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let shown = view.render();
+    assert!(
+        shown.contains("apart    ok p99 ") && shown.contains("ok and shed together"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_queueing_endpoint_never_passes_no_timeouts_beside_unanswered_requests() {
+    let _g = load::serial();
+    // /noshed queues: 4 in flight × 20 ms = 200/s. A long client timeout and
+    // a small max_in_flight: the excess is dropped by brunt's queue rather
+    // than timed out, and nothing is ever shed.
+    let load::DemoRun { r, .. } = load::demo_run(
+        DemoConfig {
+            shed_cap: 4,
+            shed_work: Duration::from_millis(20),
+            ..Default::default()
+        },
+        r#"
+name: queueing
+target: { url: "{url}", timeout: 3s }
+requests: [ { path: /noshed } ]
+load: { connections: 64, max_in_flight: 100 }
+shape:
+  overload: { baseline: 50/s, baseline_duration: 2s, rate: 600/s, duration: 3s, recovery_duration: 2s, fast_fail: 100ms }
+budgets: [ "p99 < 300ms" ]
+"#,
+    );
+    let s = &r.summary;
+    let ov = s
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.overload.clone())
+        .expect("overload verdict");
+    assert!(!ov.pass, "{:#?}", ov.checks);
+    let overload = s
+        .phases
+        .iter()
+        .find(|p| p.name == "overload")
+        .expect("phase");
+    assert!(overload.dropped > 0, "{overload:?}");
+    let clean = check(s, "no timeouts, resets or refused connections");
+    assert_eq!(clean.status, CheckStatus::Fail, "{clean:?}");
+    assert!(clean.measured.contains("dropped="), "{clean:?}");
+    // One capacity throughout: the goodput check, the shed fraction and the
+    // verdict's figure are the same number.
+    let cap = format!("{:.0}/s", ov.capacity_estimate);
+    let held = check(s, "goodput held");
+    let shed = check(s, "shed fraction matches the excess");
+    assert!(
+        held.expected.contains(&format!("≈ {cap}")),
+        "{held:?} vs {cap}"
+    );
+    assert!(
+        held.measured.contains(&format!("≈{cap}")),
+        "{held:?} vs {cap}"
+    );
+    assert!(
+        shed.expected.contains(&format!("capacity {cap}")),
+        "{shed:?} vs {cap}"
+    );
+    let share: f64 = held
+        .measured
+        .rsplit('(')
+        .next()
+        .and_then(|t| t.strip_suffix("%)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a share of the capacity: {held:?}"));
+    assert!(share <= 100.0, "goodput above its own capacity: {held:?}");
+    let term = brunt::report::terminal::render(s);
+    assert!(term.contains("overload: FAIL"), "{term}");
+    assert!(
+        !term.contains("PASS no timeouts"),
+        "no timeouts must not pass beside dropped requests:\n{term}"
+    );
 }
 
 const SPIKE: &str = r#"

@@ -60,12 +60,13 @@ pub fn write(dir: &Path, s: &Summary, data: &RunData) -> Result<(), ReportError>
 }
 
 /// The latency lines of the distribution chart: per phase in plan order
-/// (an overload run's ok and shed answers apart: fast 503s would pull a
-/// merged line below the baseline's), then the whole run.
+/// (ok and shed answers apart when anything was shed: fast 503s would pull
+/// a merged line below the baseline's; a step abandoned at a breach left
+/// out), then the whole run.
 fn distributions<'a>(s: &Summary, d: &'a Distributions) -> Vec<(String, &'a Histogram<u64>)> {
-    let split = matches!(s.meta.shape, ShapeKind::Overload { .. });
+    let split = s.totals.shed > 0 || matches!(s.meta.shape, ShapeKind::Overload { .. });
     let mut out: Vec<(String, &Histogram<u64>)> = Vec::new();
-    for p in &s.phases {
+    for p in s.phases.iter().filter(|p| !p.abandoned) {
         let Some(l) = d.phases.get(&p.name) else {
             continue;
         };
