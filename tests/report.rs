@@ -168,12 +168,24 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
     assert!(st.text.contains("not trustworthy"), "{}", st.text);
 }
 
+/// A demo target whose /shed and /noshed take 4 requests at once, 20 ms of
+/// work each: a capacity of 200/s for both.
+fn two_hundred_per_second() -> DemoConfig {
+    DemoConfig {
+        shed_cap: 4,
+        shed_work: Duration::from_millis(20),
+        ..Default::default()
+    }
+}
+
 /// An overload run of `path` against a demo target of its own (stopped
-/// after the run): its directory, result and overload verdict.
+/// after the run), with `load` as its `load:` section: its directory,
+/// result and overload verdict.
 fn overload_run(
     cfg: DemoConfig,
     path: &str,
     timeout: &str,
+    load: &str,
 ) -> (tempfile::TempDir, brunt::run::RunResult, OverloadVerdict) {
     let load::DemoRun { dir, r, .. } = load::demo_run(
         cfg,
@@ -182,7 +194,7 @@ fn overload_run(
 name: overload
 target: {{ url: "{{url}}", timeout: {timeout} }}
 requests: [ {{ path: {path} }} ]
-load: {{ connections: 512, max_in_flight: 5000 }}
+load: {load}
 shape:
   overload: {{ baseline: 50/s, baseline_duration: 2s, rate: 600/s, duration: 4s, recovery_duration: 4s, fast_fail: 100ms }}
 budgets: [ "p99 < 300ms" ]
@@ -197,6 +209,9 @@ budgets: [ "p99 < 300ms" ]
         .expect("overload verdict");
     (dir, r, ov)
 }
+
+/// Room for every request in flight: nothing dropped by brunt's own queue.
+const WIDE: &str = "{ connections: 512, max_in_flight: 5000 }";
 
 fn check<'a>(s: &'a Summary, name: &str) -> &'a brunt::judge::Check {
     s.verdicts
@@ -213,12 +228,8 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
     // fast_fail is 100 ms, not the default 50: a 503 takes microseconds, and
     // the margin is for a CI machine busy with other builds, while /noshed
     // fails the check for never shedding at all.
-    let cfg = DemoConfig {
-        shed_cap: 4,
-        shed_work: Duration::from_millis(20),
-        ..Default::default()
-    };
-    let (shed_dir, r, ov) = overload_run(cfg.clone(), "/shed", "3s");
+    let cfg = two_hundred_per_second();
+    let (shed_dir, r, ov) = overload_run(cfg.clone(), "/shed", "3s", WIDE);
     assert!(ov.pass, "{:#?}", ov.checks);
     for name in [
         "shed answers are fast",
@@ -254,7 +265,7 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
 
     // /noshed queues instead: with a short client timeout the excess turns
     // into timeouts and no 503 ever comes back.
-    let (noshed_dir, r2, ov2) = overload_run(cfg, "/noshed", "300ms");
+    let (noshed_dir, r2, ov2) = overload_run(cfg, "/noshed", "300ms", WIDE);
     assert!(!ov2.pass, "{:#?}", ov2.checks);
     let fast = check(&r2.summary, "shed answers are fast");
     assert_eq!(fast.status, CheckStatus::Fail, "{fast:?}");
@@ -360,28 +371,9 @@ fn a_queueing_endpoint_never_passes_no_timeouts_beside_unanswered_requests() {
     // /noshed queues: 4 in flight × 20 ms = 200/s. A long client timeout and
     // a small max_in_flight: the excess is dropped by brunt's queue rather
     // than timed out, and nothing is ever shed.
-    let load::DemoRun { r, .. } = load::demo_run(
-        DemoConfig {
-            shed_cap: 4,
-            shed_work: Duration::from_millis(20),
-            ..Default::default()
-        },
-        r#"
-name: queueing
-target: { url: "{url}", timeout: 3s }
-requests: [ { path: /noshed } ]
-load: { connections: 64, max_in_flight: 100 }
-shape:
-  overload: { baseline: 50/s, baseline_duration: 2s, rate: 600/s, duration: 3s, recovery_duration: 2s, fast_fail: 100ms }
-budgets: [ "p99 < 300ms" ]
-"#,
-    );
+    let load = "{ connections: 64, max_in_flight: 100 }";
+    let (_dir, r, ov) = overload_run(two_hundred_per_second(), "/noshed", "3s", load);
     let s = &r.summary;
-    let ov = s
-        .verdicts
-        .as_ref()
-        .and_then(|v| v.overload.clone())
-        .expect("overload verdict");
     assert!(!ov.pass, "{:#?}", ov.checks);
     let overload = s
         .phases

@@ -8,8 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::rules::ms_q;
-use crate::metrics::Stats;
+use crate::metrics::{pct_us, Stats};
 use crate::vocab::Model;
 
 /// A wait p99 below this is left alone: a few milliseconds are the
@@ -122,6 +121,12 @@ impl ConnectionWait {
             ms(self.service_p99_ms)
         )
     }
+}
+
+/// Quantile `q` of `h` in ms (as `rules::ms_q`, which `verdict`'s use of
+/// this file keeps out of reach).
+fn ms_q(h: &hdrhistogram::Histogram<u64>, q: f64) -> f64 {
+    pct_us(h, q) as f64 / 1000.0
 }
 
 fn ms(v: f64) -> String {
