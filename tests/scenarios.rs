@@ -508,7 +508,7 @@ fn brunts_own_connection_limit_is_said_apart_from_the_service() {
     let term = brunt::report::terminal::render(s);
     assert!(term.contains(said), "{term}");
     assert!(
-        term.contains("waiting for one of brunt's connections"),
+        term.contains("wait for one of brunt's connections before the send"),
         "{term}"
     );
     let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");

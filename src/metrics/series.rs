@@ -368,3 +368,28 @@ pub(crate) fn test_row(second: u64, phase: &str, ok: u64, p99_us: u64) -> Row {
     r.counts[Class::Ok as usize] = ok;
     r
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ok_shed_and_wait_columns_round_trip_and_older_layouts_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("timeseries.csv");
+        let mut r = test_row(3, "main", 10, 40_000);
+        r.counts[Class::Shed as usize] = 5;
+        (r.ok_p99_us, r.shed_p99_us, r.wait_p99_us) = (40_000, 300, 12_000);
+        let mut w = SeriesWriter::create(&path).expect("create");
+        w.row(&r).expect("row");
+        w.flush().expect("flush");
+        assert_eq!(read(&path).expect("read"), vec![r.clone()]);
+        // A line written before `ok_p99_ms` (three columns fewer) reads with zeros.
+        let text = std::fs::read_to_string(&path).expect("text");
+        let line = text.lines().nth(1).expect("a row");
+        let older: Vec<&str> = line.split(',').collect();
+        let old = parse_row(&older[..older.len() - 3].join(",")).expect("older layout");
+        assert_eq!((old.ok_p99_us, old.shed_p99_us, old.wait_p99_us), (0, 0, 0));
+        assert_eq!(old.p99_us, r.p99_us);
+    }
+}

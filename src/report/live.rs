@@ -61,7 +61,7 @@ fn ok_shed_apart(t: &Second) -> Option<String> {
             "—".into()
         };
         format!(
-            "apart    ok p99 {ok} · shed p99 {} (the latency line is ok and shed together)",
+            "apart    ok p99 {ok} · shed p99 {} (line above: ok and shed together)",
             p(t.shed_p99_us)
         )
     })
@@ -358,7 +358,9 @@ pub(crate) mod tests {
         v.push(&[r]);
         let view = v.render();
         assert!(
-            view.contains("apart    ok p99 40.00ms · shed p99 0.30ms (the latency line is ok and shed together)"),
+            view.contains(
+                "apart    ok p99 40.00ms · shed p99 0.30ms (line above: ok and shed together)"
+            ),
             "{view}"
         );
     }

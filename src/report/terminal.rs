@@ -359,7 +359,7 @@ fn service_time(o: &mut String, s: &Summary) {
     if let Some(w) = &s.connection_wait {
         let _ = writeln!(
             o,
-            "waiting for one of brunt's connections before the send: p99 = {} ({:.0} % of the time)",
+            "wait for one of brunt's connections before the send: p99 = {} ({:.0} % of the time)",
             fmt_ms(w.wait_p99_ms),
             w.share * 100.0
         );

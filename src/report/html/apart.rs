@@ -46,7 +46,7 @@ pub(super) fn connection_wait(o: &mut String, s: &Summary) {
     let Some(w) = &s.connection_wait else { return };
     let _ = writeln!(
         o,
-        "<p class=\"meta\">waiting for one of brunt's connections before the send: p99 {} ({:.0} % of the time requests took); service time p99 {}{}</p>",
+        "<p class=\"meta\">wait for one of brunt's connections before the send: p99 {} ({:.0} % of the time requests took); service time p99 {}{}</p>",
         fmt_ms(&w.wait_p99_ms),
         w.share * 100.0,
         fmt_ms(&w.service_p99_ms),

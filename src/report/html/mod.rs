@@ -278,7 +278,7 @@ type TimeChart = (
 const TIME_CHARTS: [TimeChart; 3] = [
     (
         "chart-latency",
-        "Latency per second (from each request's intended start)",
+        "Latency per second, every answer together (from each request's intended start)",
         "latency (log)",
         true,
         &[
