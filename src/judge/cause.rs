@@ -194,6 +194,35 @@ mod tests {
     }
 
     #[test]
+    fn brunts_own_connection_limit_is_never_the_services() {
+        let wait = crate::judge::wait::ConnectionWait {
+            connections: Some(8),
+            latency_p99_ms: 900.0,
+            wait_p99_ms: 890.0,
+            service_p99_ms: 0.5,
+            service_max_ms: 2.0,
+            share: 0.98,
+            dominates: true,
+            text: "p99 900ms is brunt's own connection limit".into(),
+        };
+        let mut hot = step(Some(95.0), 10.0);
+        hot.connection_wait = Some(wait.clone());
+        // Even with a hot target CPU: the tail was brunt's queue.
+        let (c, why) = classify(&hot, None, &breach(), true);
+        assert_eq!(c, Cause::ConnectionLimit, "{why}");
+        assert!(
+            why.contains("Not the service") && why.contains("own connection limit"),
+            "{why}"
+        );
+        // A wait that does not make the tail changes nothing.
+        hot.connection_wait = Some(crate::judge::wait::ConnectionWait {
+            dominates: false,
+            ..wait
+        });
+        assert_eq!(classify(&hot, None, &breach(), true).0, Cause::Saturation);
+    }
+
+    #[test]
     fn a_saturated_generator_is_said_without_server_data() {
         let (c, why) = classify(&step(None, 99.0), None, &breach(), false);
         assert_eq!(c, Cause::GeneratorSaturated, "{why}");
