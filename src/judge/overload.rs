@@ -105,7 +105,7 @@ impl Load {
         {
             (
                 goodput,
-                format!("the overload's own ok/s, above {outside:.0}/s ({outside_source})"),
+                format!("the overload's own ok/s, above {outside:.0}/s from {outside_source}"),
             )
         } else {
             (outside, outside_source)
