@@ -230,6 +230,62 @@ budgets: [ "p99 < 100ms" ]
     let again = brunt::run::rebuild::rebuild(dir.path()).expect("rebuild");
     assert!(!again.interrupted);
     assert_eq!(again.stop_kind, Some(StopKind::Breach));
+    judges_the_steps_that_ran(s, dir.path());
+}
+
+/// A stress run stopped at its breach judges the steps that ran: one breach
+/// figure everywhere, the step begun after the breach shown as abandoned
+/// (not a failed step of its own), and no chart band for a step that never ran.
+fn judges_the_steps_that_ran(s: &Summary, dir: &std::path::Path) {
+    let st = s.stress.as_ref().expect("a stress result");
+    let breach = st.first_breach.as_deref().expect("a breach");
+    let shown = &st.breached.first().expect("a breached budget").shown;
+    let why = s.stopped_reason.as_deref().unwrap_or("");
+    assert!(
+        why.starts_with(breach) && why.contains(shown.as_str()),
+        "{why} vs {shown}"
+    );
+    let term = brunt::report::terminal::render(s);
+    assert!(term.contains(&format!("stopped: {why}")), "{term}");
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    let verdict = s
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.stress.as_ref())
+        .expect("verdict");
+    assert!(verdict.text.contains(shown.as_str()), "{}", verdict.text);
+    let bi = s
+        .phases
+        .iter()
+        .position(|p| p.name == breach)
+        .expect("breach phase");
+    // The stop comes once the breaching step's last second is in: by then
+    // the next step has begun, and what it sent is given up.
+    let next = &s.phases[bi + 1];
+    assert!(next.offered > 0, "{next:?}");
+    assert!(next.abandoned, "{next:?}");
+    assert!(term.contains("abandoned at the breach"), "{term}");
+    let row = verdict
+        .steps
+        .iter()
+        .find(|r| r.name == next.name)
+        .expect("its row");
+    assert!(row.abandoned, "{row:?}");
+    assert!(
+        html.contains("abandoned at the breach"),
+        "report.html shows it as such"
+    );
+    for p in &s.phases[bi + 1..] {
+        assert!(
+            !html.contains(&format!(">\n{}\n</text>", p.name)),
+            "no band for {} (abandoned or never run)",
+            p.name
+        );
+    }
+    assert!(
+        html.contains(&format!(">\n{breach}\n</text>")),
+        "the breaching step's band is drawn"
+    );
 }
 
 // ---- the binary, stopped by a signal ----

@@ -280,7 +280,7 @@ for line in open(sys.argv[1]):
     h = HdrHistogram.decode(b64)
     if tag is None:
         untagged += h.get_total_count()
-    elif not tag.endswith('.svc'):
+    elif not tag.endswith(('.svc', '.wait')):
         tagged += h.get_total_count()
 print(untagged, tagged)
 "#;

@@ -170,12 +170,24 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
     assert!(st.text.contains("not trustworthy"), "{}", st.text);
 }
 
+/// A demo target whose /shed and /noshed take 4 requests at once, 20 ms of
+/// work each: a capacity of 200/s for both.
+fn two_hundred_per_second() -> DemoConfig {
+    DemoConfig {
+        shed_cap: 4,
+        shed_work: Duration::from_millis(20),
+        ..Default::default()
+    }
+}
+
 /// An overload run of `path` against a demo target of its own (stopped
-/// after the run): its directory, result and overload verdict.
+/// after the run), with `load` as its `load:` section: its directory,
+/// result and overload verdict.
 fn overload_run(
     cfg: DemoConfig,
     path: &str,
     timeout: &str,
+    load: &str,
 ) -> (tempfile::TempDir, brunt::run::RunResult, OverloadVerdict) {
     let load::DemoRun { dir, r, .. } = load::demo_run(
         cfg,
@@ -184,7 +196,7 @@ fn overload_run(
 name: overload
 target: {{ url: "{{url}}", timeout: {timeout} }}
 requests: [ {{ path: {path} }} ]
-load: {{ connections: 512, max_in_flight: 5000 }}
+load: {load}
 shape:
   overload: {{ baseline: 50/s, baseline_duration: 2s, rate: 600/s, duration: 4s, recovery_duration: 4s, fast_fail: 100ms }}
 budgets: [ "p99 < 300ms" ]
@@ -199,6 +211,9 @@ budgets: [ "p99 < 300ms" ]
         .expect("overload verdict");
     (dir, r, ov)
 }
+
+/// Room for every request in flight: nothing dropped by brunt's own queue.
+const WIDE: &str = "{ connections: 512, max_in_flight: 5000 }";
 
 fn check<'a>(s: &'a Summary, name: &str) -> &'a brunt::judge::Check {
     s.verdicts
@@ -215,12 +230,8 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
     // fast_fail is 100 ms, not the default 50: a 503 takes microseconds, and
     // the margin is for a CI machine busy with other builds, while /noshed
     // fails the check for never shedding at all.
-    let cfg = DemoConfig {
-        shed_cap: 4,
-        shed_work: Duration::from_millis(20),
-        ..Default::default()
-    };
-    let (shed_dir, r, ov) = overload_run(cfg.clone(), "/shed", "3s");
+    let cfg = two_hundred_per_second();
+    let (shed_dir, r, ov) = overload_run(cfg.clone(), "/shed", "3s", WIDE);
     assert!(ov.pass, "{:#?}", ov.checks);
     for name in [
         "shed answers are fast",
@@ -252,10 +263,11 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
         "{:?}",
         ov.recovery_s
     );
+    ok_and_shed_apart(&r.summary, shed_dir.path());
 
     // /noshed queues instead: with a short client timeout the excess turns
     // into timeouts and no 503 ever comes back.
-    let (noshed_dir, r2, ov2) = overload_run(cfg, "/noshed", "300ms");
+    let (noshed_dir, r2, ov2) = overload_run(cfg, "/noshed", "300ms", WIDE);
     assert!(!ov2.pass, "{:#?}", ov2.checks);
     let fast = check(&r2.summary, "shed answers are fast");
     assert_eq!(fast.status, CheckStatus::Fail, "{fast:?}");
@@ -300,6 +312,111 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
     assert_eq!(a.requests, live.requests);
     assert!(a.shed > 0 && b.shed == 0, "{a:?} {b:?}");
     assert!(b.errors > 0, "timeouts in B: {b:?}");
+}
+
+/// A run with shed answers shows ok and shed latency apart wherever a
+/// latency is shown, the combined figure said to be combined: the terminal's
+/// tables (the run row too), the per-second series and chart, the live view.
+fn ok_and_shed_apart(s: &Summary, dir: &Path) {
+    let term = brunt::report::terminal::render(s);
+    assert!(
+        term.contains("(latency above: every answer, ok and shed together; apart below)"),
+        "{term}"
+    );
+    let apart = &term[term.find("shed p99").expect("the ok/shed table")..];
+    let run_row = apart
+        .lines()
+        .find(|l| l.starts_with("run "))
+        .unwrap_or_else(|| panic!("a run row apart:\n{term}"));
+    assert!(run_row.contains(&s.totals.shed.to_string()), "{run_row}");
+    let data = brunt::rundir::RunData::read(dir).expect("read the run");
+    let over: Vec<_> = data
+        .seconds
+        .iter()
+        .filter(|t| t.phase == "overload" && t.shed > 0 && t.ok > 0)
+        .collect();
+    assert!(
+        !over.is_empty(),
+        "overload seconds with ok and shed answers"
+    );
+    for t in &over {
+        // A fast 503 is quicker than an admitted answer of 20 ms of work.
+        assert!(t.shed_p99_us < t.ok_p99_us, "{t:?}");
+        assert!(t.ok_p99_us >= 20_000, "{t:?}");
+    }
+    let html = std::fs::read_to_string(dir.join("report.html")).expect("report.html");
+    assert!(
+        html.contains("id=\"chart-ok-shed\""),
+        "the per-second chart apart"
+    );
+    assert!(html.contains("every answer, ok and shed together"));
+    let mut view = brunt::report::live::LiveView::new(data.meta.clone());
+    let rows = brunt::metrics::series::read(&dir.join("timeseries.csv")).expect("series");
+    let second = over[0].t;
+    view.push(
+        &rows
+            .iter()
+            .filter(|r| r.second == second)
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let shown = view.render();
+    assert!(
+        shown.contains("apart    ok p99 ") && shown.contains("ok and shed together"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_queueing_endpoint_never_passes_no_timeouts_beside_unanswered_requests() {
+    let _g = load::serial();
+    // /noshed queues: 4 in flight × 20 ms = 200/s. A long client timeout and
+    // a small max_in_flight: the excess is dropped by brunt's queue rather
+    // than timed out, and nothing is ever shed.
+    let load = "{ connections: 64, max_in_flight: 100 }";
+    let (_dir, r, ov) = overload_run(two_hundred_per_second(), "/noshed", "3s", load);
+    let s = &r.summary;
+    assert!(!ov.pass, "{:#?}", ov.checks);
+    let overload = s
+        .phases
+        .iter()
+        .find(|p| p.name == "overload")
+        .expect("phase");
+    assert!(overload.dropped > 0, "{overload:?}");
+    let clean = check(s, "no timeouts, resets or refused connections");
+    assert_eq!(clean.status, CheckStatus::Fail, "{clean:?}");
+    assert!(clean.measured.contains("dropped="), "{clean:?}");
+    // One capacity throughout: the goodput check, the shed fraction and the
+    // verdict's figure are the same number.
+    let cap = format!("{:.0}/s", ov.capacity_estimate);
+    let held = check(s, "goodput held");
+    let shed = check(s, "shed fraction matches the excess");
+    assert!(
+        held.expected.contains(&format!("≈ {cap}")),
+        "{held:?} vs {cap}"
+    );
+    assert!(
+        held.measured.contains(&format!("≈{cap}")),
+        "{held:?} vs {cap}"
+    );
+    assert!(
+        shed.expected.contains(&format!("capacity {cap}")),
+        "{shed:?} vs {cap}"
+    );
+    let share: f64 = held
+        .measured
+        .rsplit('(')
+        .next()
+        .and_then(|t| t.strip_suffix("%)"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a share of the capacity: {held:?}"));
+    assert!(share <= 100.0, "goodput above its own capacity: {held:?}");
+    let term = brunt::report::terminal::render(s);
+    assert!(term.contains("overload: FAIL"), "{term}");
+    assert!(
+        !term.contains("PASS no timeouts"),
+        "no timeouts must not pass beside dropped requests:\n{term}"
+    );
 }
 
 const SPIKE: &str = r#"

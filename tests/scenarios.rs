@@ -455,3 +455,77 @@ budgets: [ "iteration.ok.p99 < 10s" ]
     // No iteration completed: NO DATA, never a pass.
     assert_eq!(status(s, "iteration.ok.p99 < 10s"), Status::NoData);
 }
+
+/// A scenario holding its connection through a 250 ms think time, 30
+/// arrivals a second, on `connections` connections.
+fn held_connections(connections: usize) -> String {
+    format!(
+        r#"
+name: held
+target: {{ url: "{{url}}", timeout: 5s }}
+scenarios:
+  - name: shop
+    steps:
+      - {{ name: login, method: POST, path: /login, extract: {{ token: {{ json: /token }} }}, think_time: 250ms }}
+      - {{ name: item, path: /fast }}
+load: {{ model: open, workers: 1, connections: {connections} }}
+shape: {{ constant: {{ rate: 30/s, duration: 3s }} }}
+budgets: [ "p99 < 100ms" ]
+"#
+    )
+}
+
+#[test]
+fn brunts_own_connection_limit_is_said_apart_from_the_service() {
+    let _g = load::serial();
+    // 4 connections each held ~250 ms per iteration serve ~16 arrivals a
+    // second of the 30 due: the rest wait in brunt's own queue, while the
+    // demo answers each step in well under a millisecond.
+    let load::DemoRun { r, dir, .. } = load::demo_run(DemoConfig::default(), &held_connections(4));
+    let s = &r.summary;
+    assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
+    let w = s.connection_wait.as_ref().expect("the wait is measured");
+    assert!(w.dominates, "{w:?}");
+    assert_eq!(w.connections, Some(4));
+    assert!(w.wait_p99_ms >= 0.5 * s.totals.latency.p99, "{w:?}");
+    assert!(w.service_p99_ms < 0.1 * w.wait_p99_ms, "{w:?}");
+    assert!((s.totals.wait.p99 - w.wait_p99_ms).abs() < 1e-9);
+    let said = "is brunt's own connection limit";
+    assert!(
+        s.notes
+            .iter()
+            .any(|n| n.contains(said) && n.contains("one of brunt's 4 connections")),
+        "{:?}",
+        s.notes
+    );
+    let gate = s
+        .gates
+        .iter()
+        .find(|g| g.name.starts_with("p99 < 100ms"))
+        .expect("the p99 gate");
+    assert!(!gate.holds(), "{gate:?}");
+    assert!(gate.text.contains("raise `load.connections`"), "{gate:?}");
+    let term = brunt::report::terminal::render(s);
+    assert!(term.contains(said), "{term}");
+    assert!(
+        term.contains("wait for one of brunt's connections before the send"),
+        "{term}"
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
+    // (Its apostrophes escaped.)
+    assert!(
+        html.contains("own connection limit") && html.contains("raise `load.connections`"),
+        "report.html says it too"
+    );
+    // Read back from its files, the run says the same.
+    let again = brunt::run::rebuild::rebuild(dir.path()).expect("rebuild");
+    assert_eq!(again.connection_wait, s.connection_wait);
+
+    // With enough connections nothing waits, and nothing is said.
+    let load::DemoRun { r, .. } = load::demo_run(DemoConfig::default(), &held_connections(64));
+    let s = &r.summary;
+    let w = s.connection_wait.as_ref().expect("the wait is measured");
+    assert!(!w.dominates, "{w:?}");
+    assert!(!s.notes.iter().any(|n| n.contains(said)), "{:?}", s.notes);
+    assert!(s.gates.iter().all(|g| !g.text.contains("load.connections")));
+}

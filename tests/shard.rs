@@ -282,7 +282,12 @@ fn four_shards_merge_to_what_one_process_measures() {
     for s in &shards {
         let mut one = new_hist();
         for iv in hlog::read(&s.join("latency.hlog")).expect("shard hlog") {
-            if iv.tag.as_deref().is_some_and(|t| !t.ends_with(".svc")) {
+            // Latency lines only: not service time, not the wait for a lane.
+            if iv
+                .tag
+                .as_deref()
+                .is_some_and(|t| !t.ends_with(".svc") && !t.ends_with(".wait"))
+            {
                 one.add(&iv.hist).expect("same bounds");
             }
         }

@@ -1,5 +1,6 @@
 //! The cause at a stress run's first breaking step: a saturated generator
-//! (brunt's own figures, judged first), else from the server side —
+//! or brunt's own connection limit (brunt's own figures, judged first),
+//! else from the server side —
 //! saturation, contention, inconclusive — or unknown when nothing from the
 //! target was seen: no server-side cause is ever claimed without its evidence.
 
@@ -23,6 +24,13 @@ pub(super) fn classify(
     // generator discredits the latencies whatever the server did.
     if let Some(c) = generator_saturated(step) {
         return c;
+    }
+    // brunt's own queue: the service is not to blame for it.
+    if let Some(w) = step.connection_wait.as_ref().filter(|w| w.dominates) {
+        return (
+            Cause::ConnectionLimit,
+            format!(". Not the service: {}", w.text),
+        );
     }
     // No CPU, thread or lock figure from the target: claim nothing about it.
     if !have_server {
@@ -155,6 +163,8 @@ mod tests {
             generator_lag_ms: Some(0.5),
             threads: Default::default(),
             top_finding: None,
+            abandoned: false,
+            connection_wait: None,
         }
     }
 
@@ -181,6 +191,35 @@ mod tests {
                 "claims `{claim}` without evidence: {why}"
             );
         }
+    }
+
+    #[test]
+    fn brunts_own_connection_limit_is_never_the_services() {
+        let wait = crate::judge::wait::ConnectionWait {
+            connections: Some(8),
+            latency_p99_ms: 900.0,
+            wait_p99_ms: 890.0,
+            service_p99_ms: 0.5,
+            service_max_ms: 2.0,
+            share: 0.98,
+            dominates: true,
+            text: "p99 900ms is brunt's own connection limit".into(),
+        };
+        let mut hot = step(Some(95.0), 10.0);
+        hot.connection_wait = Some(wait.clone());
+        // Even with a hot target CPU: the tail was brunt's queue.
+        let (c, why) = classify(&hot, None, &breach(), true);
+        assert_eq!(c, Cause::ConnectionLimit, "{why}");
+        assert!(
+            why.contains("Not the service") && why.contains("own connection limit"),
+            "{why}"
+        );
+        // A wait that does not make the tail changes nothing.
+        hot.connection_wait = Some(crate::judge::wait::ConnectionWait {
+            dominates: false,
+            ..wait
+        });
+        assert_eq!(classify(&hot, None, &breach(), true).0, Cause::Saturation);
     }
 
     #[test]

@@ -36,6 +36,7 @@
 //! | [`trend`] | slopes and fits of server-side series |
 //! | [`growth`] | what grows in a soak, named: heap class, thread group, sockets, fd kind, native category |
 //! | [`threads`] | the per-phase thread table (dumps and JFR, phase by phase) |
+//! | [`wait`] | brunt's own queue: the wait for a lane apart from service time, and when it makes the tail |
 //!
 //! Every verdict is computed from data in memory: the measured histograms
 //! and a [`RunData`] that [`crate::rundir`] read (the judge opens no file).
@@ -55,6 +56,7 @@ pub mod summary;
 pub mod threads;
 pub mod trend;
 pub mod verdict;
+pub mod wait;
 
 pub use finish::{judge, Ending, Judging};
 pub use gates::Gate;
@@ -174,6 +176,8 @@ mod tests {
                 summary: "9 of 16 threads BLOCKED on com.acme.Inventory".into(),
                 evidence: None,
             }),
+            abandoned: false,
+            connection_wait: None,
         };
         let prev = StepRow {
             p99_ms: 20.0,

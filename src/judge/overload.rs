@@ -3,6 +3,7 @@
 
 use super::rules::*;
 use super::verdict::{Check, CheckStatus, LatencySplit, OverloadVerdict};
+use super::wait::ConnectionWait;
 use crate::budgets::Budget;
 use crate::metrics::series::Second;
 use crate::metrics::{Class, Measured, Stats};
@@ -22,19 +23,23 @@ const SUSTAINED_S: usize = 3;
 /// 1. shed p99 ≤ `fast_fail`;
 /// 2. every shed answer carried `Retry-After`;
 /// 3. admitted (ok) p99 within the p99 budget during `overload`;
-/// 4. goodput held: the capacity C is measured *outside* the overload
-///    phase — `shape.overload.expect_capacity` when the profile gives one,
-///    else the best ok/s sustained for 3 s in `ramp` (from the per-second
-///    series), or the `baseline`'s ok/s — and the `overload` phase's ok/s
-///    must be at least [`GOODPUT_FLOOR`] (50 %) of it. A service whose
-///    admitted throughput collapses under overload fails here, however fast
-///    and well-labelled its 503s;
-/// 5. shed fraction consistent with the excess: expected shed = 1 − C/offered
-///    (C as above, raised to the overload's own ok/s when that is higher: it
-///    served that much); the measured shed/offered must be within ±10
-///    points. Too little shedding means the excess went to queues, timeouts
-///    or drops; too much means admitted throughput fell below capacity;
-/// 6. no timeouts, resets or connect errors from `ramp` to the end;
+/// 4. goodput held: one capacity C for every check and the headline —
+///    `shape.overload.expect_capacity` when the profile gives one, else the
+///    capacity seen *outside* the overload phase (the best ok/s sustained
+///    for 3 s in `ramp`, from the per-second series, or the `baseline`'s
+///    ok/s), raised to the overload's own ok/s when that is higher (it
+///    served that much) — and the `overload` phase's ok/s must be at least
+///    [`GOODPUT_FLOOR`] (50 %) of it. A service whose admitted throughput
+///    collapses under overload fails here, however fast and well-labelled
+///    its 503s;
+/// 5. shed fraction consistent with the excess: expected shed = 1 − C/offered;
+///    the measured shed/offered must be within ±10 points. Too little
+///    shedding means the excess went to queues, timeouts or drops; too much
+///    means admitted throughput fell below capacity;
+/// 6. no timeouts, resets or connect errors from `ramp` to the end, and no
+///    request left without an answer: `unfinished` (given up at the end)
+///    and `dropped` (the generator's `max_in_flight` queue was full) count
+///    against it — a queue that never answered is not clean shedding;
 /// 7. recovery: seconds after `overload` ends until the 1-s p99 is within
 ///    bound and nothing is shed (stable 3 s), within the `recovery` phase.
 pub(super) fn overload(
@@ -50,10 +55,18 @@ pub(super) fn overload(
     let load = Load::of(meta, m, ov, secs, expect_capacity);
     let bound = p99_bound(budgets, &["overload"]);
     let (recovered, recovery_s) = recovery(meta, budgets, m, secs, oi, bound.as_ref());
+    let mut admitted = admitted_p99(ov, bound.as_ref());
+    // brunt's own queue is not the service's tail: say so beside the figure.
+    let scenarios = !meta.scenarios.is_empty();
+    if let Some(w) = ConnectionWait::of(ov, meta.model, meta.connections, scenarios) {
+        if w.dominates {
+            admitted.measured = format!("{} — {}", admitted.measured, w.brief());
+        }
+    }
     let checks = vec![
         shed_fast(ov, &load, fast_fail_ms),
         retry_after(ov),
-        admitted_p99(ov, bound.as_ref()),
+        admitted,
         goodput_held(&load),
         shed_fraction(&load),
         no_transport_errors(meta, m),
@@ -71,10 +84,11 @@ struct Load {
     goodput: f64,
     /// The capacity seen outside `overload` (0: nothing to tell it from).
     outside: f64,
-    /// Where `outside` comes from, e.g. `best 3 s of ramp`.
-    outside_source: String,
-    /// max(outside, goodput): what the shed fraction is measured against.
+    /// The one capacity every check and the headline use: `expect_capacity`,
+    /// else max(outside, goodput).
     capacity: f64,
+    /// Where `capacity` comes from, e.g. `best 3 s of ramp`.
+    capacity_source: String,
     /// 1 − capacity/offered, at least 0.
     expected: f64,
     /// Shed answers / offered.
@@ -87,10 +101,14 @@ impl Load {
         let offered_rate = ov.offered as f64 / ov.duration.as_secs_f64().max(1e-9);
         let goodput = rate(ov, Class::Ok);
         let (outside, outside_source) = outside_capacity(meta, m, secs, expect);
-        let capacity = if expect.is_some() {
-            outside
+        let (capacity, capacity_source) = if expect.is_none() && goodput > outside && outside > 0.0
+        {
+            (
+                goodput,
+                format!("the overload's own ok/s, above {outside:.0}/s from {outside_source}"),
+            )
         } else {
-            outside.max(goodput)
+            (outside, outside_source)
         };
         let expected = if offered_rate > 0.0 {
             (1.0 - capacity / offered_rate).max(0.0)
@@ -107,8 +125,8 @@ impl Load {
             offered_rate,
             goodput,
             outside,
-            outside_source,
             capacity,
+            capacity_source,
             expected,
             measured,
         }
@@ -154,13 +172,13 @@ fn outside_capacity(
 /// Check 4: the overload's ok/s against the capacity seen outside it.
 fn goodput_held(load: &Load) -> Check {
     const NAME: &str = "goodput held";
-    let (got, cap) = (load.goodput, load.outside);
+    let (got, cap) = (load.goodput, load.capacity);
     let expected = format!(
         "≥ {:.0}% of the capacity ≈ {cap:.0}/s ({})",
         GOODPUT_FLOOR * 100.0,
-        load.outside_source
+        load.capacity_source
     );
-    if cap <= 0.0 {
+    if load.outside <= 0.0 {
         return check(
             NAME,
             CheckStatus::NotApplicable,
@@ -313,17 +331,25 @@ fn shed_fraction(load: &Load) -> Check {
     )
 }
 
-/// Check 6: no timeouts, resets or connect errors from `ramp` to the end.
+/// Check 6: no timeouts, resets or connect errors from `ramp` to the end,
+/// and nothing left unanswered (`unfinished`, `dropped`).
 fn no_transport_errors(meta: &RunMeta, m: &Measured) -> Check {
-    let mut bad = [0u64; 3];
-    let mut dropped = 0;
+    let mut bad = [0u64; 5];
     for name in ["ramp", "overload", "recovery"] {
         if let Some(s) = meta.phase_index(name).and_then(|i| m.phases.get(i)) {
             bad[0] += s.count(Class::Timeout);
             bad[1] += s.count(Class::Reset);
             bad[2] += s.count(Class::ConnectError);
-            dropped += s.dropped;
+            bad[3] += s.count(Class::Unfinished);
+            bad[4] += s.dropped;
         }
+    }
+    let [timeout, reset, connect, unfinished, dropped] = bad;
+    let mut measured = format!("timeout={timeout} reset={reset} connect_error={connect}");
+    if unfinished + dropped > 0 {
+        measured.push_str(&format!(
+            " unfinished={unfinished} dropped={dropped} (never answered: given up at the end, or over the generator's max_in_flight)"
+        ));
     }
     check(
         "no timeouts, resets or refused connections",
@@ -332,18 +358,8 @@ fn no_transport_errors(meta: &RunMeta, m: &Measured) -> Check {
         } else {
             CheckStatus::Fail
         },
-        format!(
-            "timeout={} reset={} connect_error={}{}",
-            bad[0],
-            bad[1],
-            bad[2],
-            if dropped > 0 {
-                format!(" (and {dropped} dropped by the generator's max_in_flight)")
-            } else {
-                String::new()
-            }
-        ),
-        "none".into(),
+        measured,
+        "none (unfinished and dropped included)".into(),
     )
 }
 
@@ -444,7 +460,7 @@ fn verdict(
         checks,
         offered_rate: load.offered_rate,
         capacity_estimate: load.capacity,
-        capacity_source: load.outside_source.clone(),
+        capacity_source: load.capacity_source.clone(),
         goodput: load.goodput,
         ok_latency: split(ov, Class::Ok),
         shed_latency: split(ov, Class::Shed),

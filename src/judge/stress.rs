@@ -8,6 +8,8 @@ use super::cause::classify;
 use super::knee::{step_verdicts, StressResult};
 use super::rules::{ms_q, window};
 use super::verdict::{Cause, StepRow, StressVerdict};
+use super::wait::ConnectionWait;
+use super::{StopKind, Summary};
 use crate::budgets::Budget;
 use crate::evidence::ServerEvidence;
 use crate::metrics::{Class, Measured, Stats};
@@ -94,6 +96,13 @@ fn step_row(
         generator_lag_ms: mean(names::GENERATOR_SCHED_LAG.name),
         threads: server.map(|sv| threads(sv, from, to)).unwrap_or_default(),
         top_finding: server.and_then(|sv| sv.top_finding(&p.name, from, to).cloned()),
+        abandoned: false,
+        connection_wait: ConnectionWait::of(
+            s,
+            meta.model,
+            meta.connections,
+            !meta.scenarios.is_empty(),
+        ),
     }
 }
 
@@ -139,5 +148,41 @@ fn headline(meta: &RunMeta, st: &StressResult, why: &str) -> String {
             lvl(st.knee_level)
         ),
         (None, None) => "no step completed".into(),
+    }
+}
+
+impl Summary {
+    /// A stress run stopped at its breach (`set_stop_kind`): the step begun
+    /// after the breaching one ran only until the stop and was given up by
+    /// design — marked abandoned (a phase row and a step row, never a FAIL
+    /// of its own), and the stop is told with the judged breach figures, so
+    /// the terminal, `summary.json` and the report quote one figure.
+    pub(super) fn mark_abandoned_after_breach(&mut self) {
+        debug_assert_eq!(self.stop_kind, Some(StopKind::Breach));
+        let Some(st) = &self.stress else { return };
+        let Some(b) = st.first_breach.clone() else {
+            return;
+        };
+        let Some(bi) = self.phases.iter().position(|p| p.name == b) else {
+            return;
+        };
+        let broke: Vec<String> = st
+            .breached
+            .iter()
+            .map(|v| format!("{} (measured {})", v.budget, v.shown))
+            .collect();
+        self.stopped_reason = Some(format!(
+            "{b} ({}) broke {}; stopped at the first breach",
+            self.phases[bi].label,
+            broke.join(", ")
+        ));
+        for p in self.phases.iter_mut().skip(bi + 1) {
+            p.abandoned = p.offered + p.requests + p.dropped > 0;
+        }
+        if let Some(sv) = self.verdicts.as_mut().and_then(|v| v.stress.as_mut()) {
+            for r in sv.steps.iter_mut().skip_while(|r| r.name != b).skip(1) {
+                r.abandoned = true;
+            }
+        }
     }
 }

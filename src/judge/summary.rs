@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::gates::{gates, Gate};
 use super::knee::{stress_result, StressResult};
 pub use super::server_side::{ServerSide, ServerSideStatus};
+use super::wait::ConnectionWait;
 use super::Verdicts;
 use crate::budgets::{Budget, Verdict};
 use crate::metrics::{pct_us, Class, GeneratorHealth, Measured, Stats, CLASSES};
@@ -125,7 +126,15 @@ pub struct ScopeSummary {
     pub throughput: f64,
     pub latency: Percentiles,
     pub service: Percentiles,
+    /// From the intended start to the send: the wait for one of brunt's
+    /// lanes (see [`super::wait`]); empty before it was recorded.
+    #[serde(default)]
+    pub wait: Percentiles,
     pub by_class: BTreeMap<String, ClassSummary>,
+    /// A stress step begun after the breaching one and given up when the
+    /// run stopped at the breach: shown as such, judged by nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abandoned: bool,
 }
 
 impl ScopeSummary {
@@ -164,7 +173,9 @@ impl ScopeSummary {
             throughput: s.count(Class::Ok) as f64 / secs,
             latency: Percentiles::of(&s.latency(None)),
             service: Percentiles::of(&s.service(None)),
+            wait: Percentiles::of(&s.wait(None)),
             by_class,
+            abandoned: false,
         }
     }
 }
@@ -231,6 +242,10 @@ pub struct Summary {
     /// without thread evidence (see [`super::threads`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads_by_phase: Vec<super::threads::PhaseThreads>,
+    /// The wait for brunt's own connections over the judged run, against
+    /// its latency and service time (open model; see [`super::wait`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_wait: Option<ConnectionWait>,
     /// What the remote-write pushes did (absent when the run pushed nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<crate::vocab::export::ExportTally>,
@@ -337,6 +352,12 @@ pub fn build(
             x.first_error.as_deref().unwrap_or("no reason given")
         ));
     }
+    let lanes =
+        |s: &Stats| ConnectionWait::of(s, meta.model, meta.connections, !meta.scenarios.is_empty());
+    let connection_wait = lanes(judged.as_ref().unwrap_or(&m.run));
+    if let Some(w) = connection_wait.as_ref().filter(|w| w.dominates) {
+        notes.push(w.text.clone());
+    }
     let shape_verdicts = Some(super::compute(
         data,
         budgets,
@@ -344,13 +365,25 @@ pub fn build(
         m,
         stress.as_ref(),
     ));
-    let gates = gates(
+    let mut gates = gates(
         meta.model,
         &verdicts,
         stress.as_ref(),
         shape_verdicts.as_ref(),
         settings.advisory,
     );
+    // A latency budget whose tail was brunt's own queue says so (budget
+    // gates come first, one per verdict, in order).
+    for (g, v) in gates.iter_mut().zip(&verdicts).filter(|(_, v)| v.latency) {
+        let scoped = meta.phase_index(&v.scope).and_then(|i| m.phases.get(i));
+        let w = match scoped {
+            Some(s) => lanes(s),
+            None => connection_wait.clone(),
+        };
+        if let Some(w) = w.filter(|w| w.dominates) {
+            g.text = format!("{} — {}", g.text, w.brief());
+        }
+    }
     // An interrupted run answered only part of its question: never a pass.
     let passed = !interrupted && gates.iter().all(Gate::holds);
     let phases = meta
@@ -436,6 +469,7 @@ pub fn build(
         verdicts: shape_verdicts,
         generator: GeneratorHealth::default(),
         export: data.export.clone(),
+        connection_wait,
     }
 }
 
@@ -479,6 +513,9 @@ impl Summary {
     pub fn set_stop_kind(&mut self, kind: Option<StopKind>) {
         self.interrupted = kind == Some(StopKind::Interrupted);
         self.stop_kind = kind;
+        if kind == Some(StopKind::Breach) {
+            self.mark_abandoned_after_breach();
+        }
         // A designed stop (a stress breach) is judged by its gates alone.
         self.passed = !self.interrupted && self.gates.iter().all(Gate::holds);
     }

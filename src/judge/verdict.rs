@@ -90,6 +90,9 @@ pub enum Cause {
     Contention,
     /// The generator itself was saturated: the latencies are not trustworthy.
     GeneratorSaturated,
+    /// The tail was requests waiting for one of brunt's own connections
+    /// while the service answered quickly: brunt's limit, not the service's.
+    ConnectionLimit,
     /// Server-side data present but not conclusive.
     Inconclusive,
     /// No server-side data.
@@ -122,6 +125,14 @@ pub struct StepRow {
     /// Mean `jvm.threads.<state>` over the step, by state.
     pub threads: BTreeMap<String, f64>,
     pub top_finding: Option<FindingRef>,
+    /// Begun after the breaching step and given up when the run stopped at
+    /// the breach: not a step that failed (its errors are the requests
+    /// given up at the stop).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abandoned: bool,
+    /// The wait for brunt's own connections in this step (open model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_wait: Option<super::wait::ConnectionWait>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -141,11 +152,12 @@ pub struct OverloadVerdict {
     pub checks: Vec<Check>,
     /// Offered per second during the `overload` phase.
     pub offered_rate: f64,
-    /// What the shed fraction is measured against: `expect_capacity`, else
-    /// the capacity seen outside `overload` (best 3 s of `ramp`, or the
+    /// The one capacity every check (goodput held, shed fraction, shed
+    /// answers are fast) and the headline use: `expect_capacity`, else the
+    /// capacity seen outside `overload` (best 3 s of `ramp`, or the
     /// baseline) raised to the overload's own ok/s when that is higher.
     pub capacity_estimate: f64,
-    /// Where the capacity seen outside `overload` comes from.
+    /// Where `capacity_estimate` comes from.
     #[serde(default)]
     pub capacity_source: String,
     /// ok/s during `overload` (the "goodput held" check).

@@ -10,7 +10,9 @@
 //! ms); timestamps are seconds since `StartTime`. Per window: one untagged
 //! line with every completed request's latency (what tools show by
 //! default), then `Tag=<phase>.<class>` latency lines,
-//! `Tag=<phase>.<class>.svc` service-time lines and, when the mix has
+//! `Tag=<phase>.<class>.svc` service-time lines, `Tag=<phase>.<class>.wait`
+//! lines (the wait from the intended start to the send: brunt's own queue
+//! for a lane; absent from logs written before it) and, when the mix has
 //! several requests, `Tag=<phase>.<class>.r<i>` latency of request `i`;
 //! with scenarios, `Tag=<phase>.<class>.s<k>` durations of the whole
 //! iterations of scenario `k` that ended in that class.
@@ -122,6 +124,10 @@ impl HlogWriter {
                     1.0,
                     &h.service,
                 )?;
+                if !h.wait.is_empty() {
+                    let tag = format!("{name}.{}.wait", c.name());
+                    self.line(Some(&tag), start, 1.0, &h.wait)?;
+                }
                 for (i, r) in h.by_request.iter().enumerate() {
                     if let Some(r) = r {
                         self.line(Some(&format!("{name}.{}.r{i}", c.name())), start, 1.0, r)?;
@@ -316,16 +322,19 @@ pub enum TagKind {
     Latency,
     /// `<phase>.<class>.svc`: service time from the actual send.
     Service,
+    /// `<phase>.<class>.wait`: from the intended start to the actual send.
+    Wait,
     /// `<phase>.<class>.r<i>`: latency of request `i` of the mix.
     Request(usize),
     /// `<phase>.<class>.s<k>`: whole iterations of scenario `k`.
     Iteration(usize),
 }
 
-/// Split a `phase.class[.svc|.rN|.sK]` tag.
+/// Split a `phase.class[.svc|.wait|.rN|.sK]` tag.
 pub fn parse_tag(tag: &str) -> Option<(&str, Class, TagKind)> {
     let (rest, kind) = match tag.rsplit_once('.') {
         Some((r, "svc")) => (r, TagKind::Service),
+        Some((r, "wait")) => (r, TagKind::Wait),
         Some((r, last))
             if last.len() > 1
                 && last.starts_with('r')

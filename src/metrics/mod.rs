@@ -101,11 +101,17 @@ impl Class {
     }
 }
 
-/// Latency (from the intended start) and service time (from the actual send) of one class.
+/// Latency (from the intended start), service time (from the actual send)
+/// and the wait between the two of one class.
 #[derive(Debug, Clone)]
 pub struct ClassHists {
     pub latency: Histogram<u64>,
     pub service: Histogram<u64>,
+    /// From the intended start to the actual send: the time a due request
+    /// waited in brunt's own queue for one of its lanes (a connection, an
+    /// HTTP/2 stream) — and the scheduler's lateness. A request given up
+    /// before it was sent waited its whole latency.
+    pub wait: Histogram<u64>,
     /// Latency split by request of the mix (index into the profile's
     /// `requests`); empty when the mix has a single request.
     pub by_request: Vec<Option<Histogram<u64>>>,
@@ -120,6 +126,7 @@ impl ClassHists {
         ClassHists {
             latency: new_hist(),
             service: new_hist(),
+            wait: new_hist(),
             by_request: Vec::new(),
             by_scenario: Vec::new(),
         }
@@ -128,6 +135,7 @@ impl ClassHists {
         // Same bounds everywhere, so add cannot fail; saturate defensively.
         let _ = self.latency.add(&o.latency);
         let _ = self.service.add(&o.service);
+        let _ = self.wait.add(&o.wait);
         for (i, h) in o.by_request.iter().enumerate() {
             if let Some(h) = h {
                 let _ = self.request_mut(i).add(h);
@@ -223,10 +231,21 @@ impl Stats {
         h
     }
     pub fn service(&self, class: Option<Class>) -> Histogram<u64> {
+        self.merged(class, |ch| &ch.service)
+    }
+    /// The wait for a lane (see [`ClassHists::wait`]) of the given classes merged.
+    pub fn wait(&self, class: Option<Class>) -> Histogram<u64> {
+        self.merged(class, |ch| &ch.wait)
+    }
+    fn merged(
+        &self,
+        class: Option<Class>,
+        of: impl Fn(&ClassHists) -> &Histogram<u64>,
+    ) -> Histogram<u64> {
         let mut h = new_hist();
         for (c, ch) in &self.classes {
             if class.is_none_or(|k| k == *c) {
-                let _ = h.add(&ch.service);
+                let _ = h.add(of(ch));
             }
         }
         h
@@ -246,6 +265,7 @@ impl Stats {
         let _ = match kind {
             hlog::TagKind::Latency => e.latency.add(h),
             hlog::TagKind::Service => e.service.add(h),
+            hlog::TagKind::Wait => e.wait.add(h),
             hlog::TagKind::Request(i) => e.request_mut(i).add(h),
             hlog::TagKind::Iteration(k) => e.scenario_mut(k).add(h),
         };
@@ -397,6 +417,7 @@ impl WorkerRecorder {
     pub fn record(&mut self, o: Outcome) {
         let latency = o.end.saturating_duration_since(o.intended).as_nanos() as u64;
         let service = o.end.saturating_duration_since(o.sent).as_nanos() as u64;
+        let wait = o.sent.saturating_duration_since(o.intended).as_nanos() as u64;
         let split = self.split_requests;
         let stats = self.stats_at(o.phase, o.end);
         if o.retry_after {
@@ -414,6 +435,7 @@ impl WorkerRecorder {
         let latency = latency.max(LOWEST_NS);
         h.latency.saturating_record(latency);
         h.service.saturating_record(service.max(LOWEST_NS));
+        h.wait.saturating_record(wait.max(LOWEST_NS));
         if split {
             h.request_mut(o.request).saturating_record(latency);
         }
@@ -441,7 +463,7 @@ impl WorkerRecorder {
     /// Give up a request still queued (`sent: None`) or in flight when the
     /// drain at the end of a run runs out: class `unfinished`, latency from
     /// its intended start to `end` (it is at least that slow), service time
-    /// from the send when it was sent.
+    /// from the send when it was sent, the wait until the send (or `end`).
     pub fn unfinished(
         &mut self,
         phase: usize,
@@ -454,6 +476,9 @@ impl WorkerRecorder {
         let split = self.split_requests;
         let h = self.stats_at(phase, end).ensure(Class::Unfinished);
         h.latency.saturating_record(latency);
+        let waited = sent.unwrap_or(end).saturating_duration_since(intended);
+        h.wait
+            .saturating_record((waited.as_nanos() as u64).max(LOWEST_NS));
         if let Some(sent) = sent {
             let service = end.saturating_duration_since(sent).as_nanos() as u64;
             h.service.saturating_record(service.max(LOWEST_NS));

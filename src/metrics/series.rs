@@ -37,6 +37,16 @@ pub struct Row {
     /// Their connect time (TCP + TLS) p99, kept apart from request latency.
     #[serde(default)]
     pub connect_p99_us: u64,
+    /// Latency p99 of the `ok` answers and of the `shed` ones apart (fast
+    /// 503s must not make a second read faster than it served); 0 when none.
+    #[serde(default)]
+    pub ok_p99_us: u64,
+    #[serde(default)]
+    pub shed_p99_us: u64,
+    /// p99 of the wait from the intended start to the send: brunt's own
+    /// queue for a lane (see [`super::ClassHists::wait`]).
+    #[serde(default)]
+    pub wait_p99_us: u64,
 }
 
 /// One second of the run, all its rows together: the one per-second merge
@@ -69,6 +79,11 @@ pub struct Second {
     /// event-loop share (%), the worst of the second's rows.
     pub sched_lag_us: u64,
     pub busy_pct: f64,
+    /// `ok` and `shed` latency p99 apart, and the wait for a lane (µs; the
+    /// worse of a boundary second's rows).
+    pub ok_p99_us: u64,
+    pub shed_p99_us: u64,
+    pub wait_p99_us: u64,
 }
 
 impl Second {
@@ -106,6 +121,9 @@ impl Second {
         self.p99_ms = self.p99_ms.max(r.p99_us as f64 / 1000.0);
         self.sched_lag_us = self.sched_lag_us.max(r.sched_lag_us);
         self.busy_pct = self.busy_pct.max(r.busy_pct);
+        self.ok_p99_us = self.ok_p99_us.max(r.ok_p99_us);
+        self.shed_p99_us = self.shed_p99_us.max(r.shed_p99_us);
+        self.wait_p99_us = self.wait_p99_us.max(r.wait_p99_us);
     }
 
     pub fn count(&self, c: Class) -> u64 {
@@ -159,6 +177,9 @@ impl Row {
             svc_p99_us: pct_us(&svc, 0.99),
             connects: s.connects,
             connect_p99_us: s.connect_time.as_ref().map_or(0, |h| pct_us(h, 0.99)),
+            ok_p99_us: pct_us(&s.latency(Some(Class::Ok)), 0.99),
+            shed_p99_us: pct_us(&s.latency(Some(Class::Shed)), 0.99),
+            wait_p99_us: pct_us(&s.wait(None), 0.99),
         }
     }
     pub fn count(&self, c: Class) -> u64 {
@@ -175,7 +196,7 @@ fn header() -> String {
         h.push(',');
         h.push_str(c.name());
     }
-    h.push_str(",shed_retry_after,in_flight,sched_lag_ms,worker_busy_pct,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms,connections,connect_p99_ms");
+    h.push_str(",shed_retry_after,in_flight,sched_lag_ms,worker_busy_pct,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms,connections,connect_p99_ms,ok_p99_ms,shed_p99_ms,wait_p99_ms");
     h
 }
 
@@ -202,7 +223,7 @@ impl SeriesWriter {
         let ms = |us: u64| us as f64 / 1000.0;
         writeln!(
             self.out,
-            ",{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3}",
+            ",{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.3}",
             r.shed_retry_after,
             r.in_flight,
             ms(r.sched_lag_us),
@@ -213,7 +234,10 @@ impl SeriesWriter {
             ms(r.max_us),
             ms(r.svc_p99_us),
             r.connects,
-            ms(r.connect_p99_us)
+            ms(r.connect_p99_us),
+            ms(r.ok_p99_us),
+            ms(r.shed_p99_us),
+            ms(r.wait_p99_us)
         )
     }
     pub fn flush(&mut self) -> io::Result<()> {
@@ -290,12 +314,14 @@ pub fn read_noting(path: &Path) -> io::Result<(Vec<Row>, Skipped)> {
 pub fn parse_row(line: &str) -> Option<Row> {
     let v: Vec<&str> = line.split(',').collect();
     // Classes only ever get appended, and the columns after them were 9,
-    // then 11 since `connections`: each layout has its own length.
+    // then 11 since `connections`, 14 since `ok_p99_ms`: each layout has
+    // its own length.
     let (k, tail) = match v.len() {
-        21 => (8, 9),  // before `unfinished`
-        22 => (9, 9),  // before `connections`
-        24 => (9, 11), // before `body_too_large`
-        n if n == 4 + CLASSES.len() + 11 => (CLASSES.len(), 11),
+        21 => (8, 9),              // before `unfinished`
+        22 => (9, 9),              // before `connections`
+        24 => (9, 11),             // before `body_too_large`
+        25 => (CLASSES.len(), 11), // before `ok_p99_ms`
+        n if n == 4 + CLASSES.len() + 14 => (CLASSES.len(), 14),
         _ => return None,
     };
     let n = |s: &str| s.parse::<u64>().ok();
@@ -322,6 +348,9 @@ pub fn parse_row(line: &str) -> Option<Row> {
         svc_p99_us: ms(t[8])?,
         connects: if tail > 9 { n(t[9])? } else { 0 },
         connect_p99_us: if tail > 9 { ms(t[10])? } else { 0 },
+        ok_p99_us: if tail > 11 { ms(t[11])? } else { 0 },
+        shed_p99_us: if tail > 11 { ms(t[12])? } else { 0 },
+        wait_p99_us: if tail > 11 { ms(t[13])? } else { 0 },
     })
 }
 
@@ -338,4 +367,29 @@ pub(crate) fn test_row(second: u64, phase: &str, ok: u64, p99_us: u64) -> Row {
     };
     r.counts[Class::Ok as usize] = ok;
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ok_shed_and_wait_columns_round_trip_and_older_layouts_still_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("timeseries.csv");
+        let mut r = test_row(3, "main", 10, 40_000);
+        r.counts[Class::Shed as usize] = 5;
+        (r.ok_p99_us, r.shed_p99_us, r.wait_p99_us) = (40_000, 300, 12_000);
+        let mut w = SeriesWriter::create(&path).expect("create");
+        w.row(&r).expect("row");
+        w.flush().expect("flush");
+        assert_eq!(read(&path).expect("read"), vec![r.clone()]);
+        // A line written before `ok_p99_ms` (three columns fewer) reads with zeros.
+        let text = std::fs::read_to_string(&path).expect("text");
+        let line = text.lines().nth(1).expect("a row");
+        let older: Vec<&str> = line.split(',').collect();
+        let old = parse_row(&older[..older.len() - 3].join(",")).expect("older layout");
+        assert_eq!((old.ok_p99_us, old.shed_p99_us, old.wait_p99_us), (0, 0, 0));
+        assert_eq!(old.p99_us, r.p99_us);
+    }
 }

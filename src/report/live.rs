@@ -7,7 +7,8 @@
 //!
 //! A view is several lines: the phase and time left, offered vs achieved, in
 //! flight, p50/p99 of the last second with a sparkline of the last minute's
-//! p99, outcomes by class, and the latest server-side figures (target CPU,
+//! p99 (when anything was shed, ok and shed p99 apart on a line of their
+//! own, the line above labelled as both together), outcomes by class, and the latest server-side figures (target CPU,
 //! BLOCKED threads in the last dump; on a line of its own, that dump's most
 //! severe finding). On a
 //! terminal it is redrawn in place through `indicatif` (already brunt's
@@ -47,6 +48,23 @@ fn window_stats(t: &Second, phase: usize) -> WindowStats {
         p99_us: t.p99_us,
         max_us: t.max_us,
     }
+}
+
+/// In a second with shed answers: ok and shed p99 apart, and the combined
+/// figures above said to be combined (fast 503s are not fast service).
+fn ok_shed_apart(t: &Second) -> Option<String> {
+    (t.shed > 0).then(|| {
+        let p = |us: u64| fmt_ms(us as f64 / 1000.0);
+        let ok = if t.ok > 0 {
+            p(t.ok_p99_us)
+        } else {
+            "—".into()
+        };
+        format!(
+            "apart    ok p99 {ok} · shed p99 {} (line above: ok and shed together)",
+            p(t.shed_p99_us)
+        )
+    })
 }
 
 /// The latest server-side figures, from the collectors' files.
@@ -173,6 +191,9 @@ impl LiveView {
             self.p99s.len(),
             self.sparkline()
         ));
+        if let Some(apart) = ok_shed_apart(t) {
+            lines.push(apart);
+        }
         let mut outcomes = vec![format!("ok {}", t.count(Class::Ok))];
         for c in CLASSES.iter().filter(|c| **c != Class::Ok) {
             let n = t.count(*c);
@@ -313,6 +334,7 @@ pub(crate) mod tests {
             start_at: None,
             merged: None,
             writer: None,
+            connections: None,
         }
     }
 
@@ -323,6 +345,24 @@ pub(crate) mod tests {
         assert_eq!(t.completed, 13);
         assert_eq!(t.p99_us, 5_000);
         assert!(Second::of(&[]).is_none());
+    }
+
+    #[test]
+    fn shed_answers_put_ok_and_shed_p99_apart() {
+        let mut v = LiveView::new(meta());
+        v.push(&[row(0, "main", 10, 40_000)]);
+        assert!(!v.render().contains("apart "), "{}", v.render());
+        let mut r = row(1, "main", 10, 40_000);
+        r.counts[Class::Shed as usize] = 90;
+        (r.ok_p99_us, r.shed_p99_us) = (40_000, 300);
+        v.push(&[r]);
+        let view = v.render();
+        assert!(
+            view.contains(
+                "apart    ok p99 40.00ms · shed p99 0.30ms (line above: ok and shed together)"
+            ),
+            "{view}"
+        );
     }
 
     #[test]

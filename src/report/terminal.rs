@@ -215,14 +215,22 @@ fn phase_table(o: &mut String, s: &Summary) {
         }
     }
     phase_row(o, &s.totals);
-    if matches!(s.meta.shape, ShapeKind::Overload { .. }) {
+    if s.totals.shed > 0 || matches!(s.meta.shape, ShapeKind::Overload { .. }) {
         ok_vs_shed(o, s);
     }
 }
 
-/// Overload runs: admitted and shed latency apart, phase by phase, so fast
-/// 503s do not make a phase's p50 read better than the baseline's.
+/// Runs with shed answers (and every overload run): admitted and shed
+/// latency apart, phase by phase and for the run, so fast 503s do not make
+/// a phase's p50 read better than the baseline's; the table above is said
+/// to be both together.
 fn ok_vs_shed(o: &mut String, s: &Summary) {
+    if s.totals.shed > 0 {
+        let _ = writeln!(
+            o,
+            "(latency above: every answer, ok and shed together; apart below)"
+        );
+    }
     let _ = writeln!(
         o,
         "
@@ -237,7 +245,12 @@ fn ok_vs_shed(o: &mut String, s: &Summary) {
         ),
         _ => ("0".into(), "-".into(), "-".into()),
     };
-    for p in s.phases.iter().filter(|p| p.requests > 0) {
+    for p in s
+        .phases
+        .iter()
+        .filter(|p| p.requests > 0)
+        .chain([&s.totals])
+    {
         let (ok, ok50, ok99) = cell(p, "ok");
         let (sh, sh50, sh99) = cell(p, "shed");
         let _ = writeln!(
@@ -266,6 +279,8 @@ fn phase_row(o: &mut String, p: &ScopeSummary) {
     cells.extend(ms_cells(&p.latency, &FULL));
     let warmup = if p.name == WARMUP {
         "  (not judged)"
+    } else if p.abandoned {
+        "  (begun, then abandoned at the breach: not judged)"
     } else {
         ""
     };
@@ -330,7 +345,8 @@ fn iteration_table(o: &mut String, s: &Summary) {
     brief_table(o, ("iterations", "count", "failed"), rows);
 }
 
-/// Where latency counts from, and the service time beside it.
+/// Where latency counts from, and the service time and the wait for one
+/// of brunt's connections beside it.
 fn service_time(o: &mut String, s: &Summary) {
     let t = &s.totals;
     if t.requests > 0 {
@@ -338,6 +354,14 @@ fn service_time(o: &mut String, s: &Summary) {
             o,
             "\nlatency counts from each request's intended start; service time (from the actual send) p99 = {}",
             fmt_ms(t.service.p99)
+        );
+    }
+    if let Some(w) = &s.connection_wait {
+        let _ = writeln!(
+            o,
+            "wait for one of brunt's connections before the send: p99 = {} ({:.0} % of the time)",
+            fmt_ms(w.wait_p99_ms),
+            w.share * 100.0
         );
     }
 }

@@ -393,6 +393,7 @@ fn run_meta(
             .map(|d| d.as_secs_f64()),
         merged: None,
         writer: crate::rundir::writer::Writer::this(),
+        connections: Some(profile.load.connections),
     }
 }
 

@@ -89,6 +89,10 @@ pub struct RunMeta {
     /// from a busy one by it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer: Option<writer::Writer>,
+    /// `load.connections`: the lanes a due request waits for in the open
+    /// model (absent from directories written before it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<usize>,
 }
 
 impl RunMeta {

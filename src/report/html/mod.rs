@@ -3,7 +3,9 @@
 //! the end of every run and by `brunt report DIR`.
 //!
 //! Top to bottom: the verdicts; latency percentiles per second with phase
-//! bands; offered vs achieved rate; outcomes per second; the latency
+//! bands; offered vs achieved rate; outcomes per second; ok and shed p99
+//! apart per second when anything was shed (with the other things kept
+//! apart so they read right: [`apart`]); the latency
 //! distribution per phase (merged histograms from `latency.hlog`); the
 //! per-phase (and per-step) table; budgets; the server side (CPU, memory,
 //! connections, threads, findings) when `diagnostics/evidence.json` exists;
@@ -18,6 +20,7 @@
 //! check each one is there. Charts keep a wide right margin: plotters
 //! centres tick labels on their tick, and the last one would be clipped.
 
+mod apart;
 mod charts;
 mod flame;
 mod growth;
@@ -57,12 +60,13 @@ pub fn write(dir: &Path, s: &Summary, data: &RunData) -> Result<(), ReportError>
 }
 
 /// The latency lines of the distribution chart: per phase in plan order
-/// (an overload run's ok and shed answers apart: fast 503s would pull a
-/// merged line below the baseline's), then the whole run.
+/// (ok and shed answers apart when anything was shed: fast 503s would pull
+/// a merged line below the baseline's; a step abandoned at a breach left
+/// out), then the whole run.
 fn distributions<'a>(s: &Summary, d: &'a Distributions) -> Vec<(String, &'a Histogram<u64>)> {
-    let split = matches!(s.meta.shape, ShapeKind::Overload { .. });
+    let split = s.totals.shed > 0 || matches!(s.meta.shape, ShapeKind::Overload { .. });
     let mut out: Vec<(String, &Histogram<u64>)> = Vec::new();
-    for p in &s.phases {
+    for p in s.phases.iter().filter(|p| !p.abandoned) {
         let Some(l) = d.phases.get(&p.name) else {
             continue;
         };
@@ -174,6 +178,7 @@ pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
     header(&mut o, s);
     verdict_section(&mut o, s);
     time_charts(&mut o, &secs, total, &bands)?;
+    apart::ok_shed_chart(&mut o, &secs, total, &bands)?;
     distribution_chart(&mut o, s, &data.latency)?;
     phase_table(&mut o, s);
     step_tables(&mut o, s);
@@ -198,8 +203,12 @@ fn timeline(seconds: &[Second], s: &Summary) -> (BTreeMap<u64, Second>, f64) {
         .max(1.0);
     // Stragglers answered after the plan's end would draw a false drop to zero.
     secs.retain(|t, _| (*t as f64) < total);
-    // A run stopped early (stress breach, Ctrl-C) is drawn as far as it ran.
-    let total = if s.interrupted {
+    // A run stopped early (stress breach, Ctrl-C) is drawn as far as it ran;
+    // a stress run stopped at its breach, as far as the breaching step.
+    let total = if let Some(end) = apart::drawn_until(s) {
+        secs.retain(|t, _| (*t as f64) < end);
+        end.min(total)
+    } else if s.interrupted {
         secs.keys()
             .last()
             .map(|t| (*t as f64 + 1.0).min(total))
@@ -210,11 +219,12 @@ fn timeline(seconds: &[Second], s: &Summary) -> (BTreeMap<u64, Second>, f64) {
     (secs, total)
 }
 
-/// One band per phase of the plan.
+/// One band per phase of the plan that ran.
 fn phase_bands(s: &Summary) -> Vec<Band> {
     s.meta
         .phases
         .iter()
+        .filter(|p| apart::drawn(s, &p.name))
         .map(|p| Band {
             from: p.start.as_secs_f64(),
             to: (p.start + p.duration).as_secs_f64(),
@@ -268,7 +278,7 @@ type TimeChart = (
 const TIME_CHARTS: [TimeChart; 3] = [
     (
         "chart-latency",
-        "Latency per second (from each request's intended start)",
+        "Latency per second, every answer together (from each request's intended start)",
         "latency (log)",
         true,
         &[
@@ -490,7 +500,7 @@ fn stress_steps(o: &mut String, st: &StressVerdict) {
             fmt_ms(&r.max_ms),
             r.errors,
             r.error_rate * 100.0,
-            pass_cell(r.within_budget),
+            apart::step_cell(r, pass_cell),
             opt(r.target_cpu_pct, |c| format!("{c:.0}%")),
             opt(r.generator_cpu_pct, |c| format!("{c:.0}%")),
             esc(&threads.join(", ")),
@@ -613,7 +623,7 @@ fn phase_table(o: &mut String, s: &Summary) {
         let name = if p.name == WARMUP {
             "warm-up (not judged)".to_string()
         } else {
-            esc(&p.name)
+            apart::phase_cell(p, esc(&p.name))
         };
         let mut cells = vec![
             name,
@@ -634,8 +644,9 @@ fn phase_table(o: &mut String, s: &Summary) {
     }
     row(o, &s.totals);
     let _ = writeln!(o, "</table>");
-    if matches!(s.meta.shape, ShapeKind::Overload { .. }) {
-        ok_vs_shed(o, s);
+    apart::connection_wait(o, s);
+    if s.totals.shed > 0 || matches!(s.meta.shape, ShapeKind::Overload { .. }) {
+        apart::ok_vs_shed(o, s);
     }
     // Errors by kind, so none is lost.
     let mut kinds = Vec::new();
@@ -694,30 +705,6 @@ fn step_tables(o: &mut String, s: &Summary) {
 /// A row's latency cells in the page's unit style.
 fn ms_cells(p: &Percentiles, cols: &[Pct]) -> Vec<String> {
     table::latency(p, cols, |v| fmt_ms(&v))
-}
-
-/// Overload runs: admitted and shed latency apart, phase by phase.
-fn ok_vs_shed(o: &mut String, s: &Summary) {
-    let _ = writeln!(o, "<h3>Admitted vs shed latency</h3><p class=\"meta\">fast 503s are not fast service: ok and shed answers apart</p><table><tr><th class=\"l\">phase</th><th>ok</th><th>ok p50</th><th>ok p99</th><th>shed</th><th>shed p50</th><th>shed p99</th></tr>");
-    let cell = |p: &ScopeSummary, class: &str| match p.by_class.get(class) {
-        Some(c) if c.count > 0 => format!(
-            "<td>{}</td><td>{}</td><td>{}</td>",
-            c.count,
-            fmt_ms(&c.latency.p50),
-            fmt_ms(&c.latency.p99)
-        ),
-        _ => "<td>0</td><td>-</td><td>-</td>".into(),
-    };
-    for p in s.phases.iter().filter(|p| p.requests > 0) {
-        let _ = writeln!(
-            o,
-            "<tr><td class=\"l\">{}</td>{}{}</tr>",
-            esc(&p.name),
-            cell(p, "ok"),
-            cell(p, "shed")
-        );
-    }
-    let _ = writeln!(o, "</table>");
 }
 
 fn budget_table(o: &mut String, s: &Summary) {
