@@ -633,3 +633,182 @@ fn completions_and_man_page_cover_every_subcommand() {
     let o = brunt().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", out(&o));
 }
+
+/// A server on 127.0.0.1 that answers by path, keeping connections alive:
+/// `/ok` 200 "welcome", `/fail` 500 with a JSON body, `/missing` 404,
+/// `/check` 200 without "welcome", `/reset` reads the request and resets
+/// the connection (SO_LINGER 0).
+fn mixed_failures(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (u16, std::thread::JoinHandle<()>) {
+    use std::io::{BufRead, BufReader, Write};
+    tcp::serve(stop, |c| {
+        std::thread::spawn(move || {
+            let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
+            let Ok(w) = c.try_clone() else { return };
+            let mut w = w;
+            let mut r = BufReader::new(c);
+            loop {
+                let mut first = String::new();
+                if r.read_line(&mut first).unwrap_or(0) == 0 {
+                    return;
+                }
+                loop {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+                        break;
+                    }
+                }
+                let path = first.split(' ').nth(1).unwrap_or("/");
+                let (status, body) = match path {
+                    "/ok" => ("200 OK", "welcome"),
+                    "/fail" => ("500 Internal Server Error", "{\"error\":\"db down\"}"),
+                    "/missing" => ("404 Not Found", "no such page"),
+                    "/check" => ("200 OK", "something else"),
+                    _ => {
+                        let s = socket2::Socket::from(w);
+                        let _ = s.set_linger(Some(Duration::ZERO));
+                        return;
+                    }
+                };
+                let answer = format!(
+                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if w.write_all(answer.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        });
+    })
+}
+
+#[test]
+fn the_errors_table_names_statuses_messages_checks_and_samples_and_adds_up() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (port, server) = mixed_failures(stop.clone());
+    let d = tempfile::tempdir().unwrap();
+    let check = r#"expect: { body_contains: welcome, sample: 100% }"#;
+    let profile = write(
+        d.path(),
+        "mixed.yaml",
+        &format!(
+            r#"
+name: mixed
+target: {{ url: "http://127.0.0.1:{port}", timeout: 2s }}
+requests:
+  - {{ name: home, path: /ok, weight: 4, {check} }}
+  - {{ name: order, path: /fail, weight: 2 }}
+  - {{ name: lost, path: /missing, weight: 1 }}
+  - {{ name: stale, path: /check, weight: 1, {check} }}
+  - {{ name: cut, path: /reset, weight: 1, retry: never }}
+load: {{ connections: 8, workers: 1 }}
+shape: {{ constant: {{ rate: 200/s, duration: 2s }} }}
+"#
+        ),
+    );
+    let run = d.path().join("run");
+    let o = brunt()
+        .args(["run", "--plain"])
+        .arg(&profile)
+        .arg("--out")
+        .arg(&run)
+        .output()
+        .unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = server.join();
+    let text = out(&o);
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    let table = &s["errors"];
+    let rows = table["rows"].as_array().expect("an errors table");
+    let count = |class: &str, field: &str, value: serde_json::Value| -> u64 {
+        rows.iter()
+            .filter(|r| r["class"] == class && r[field] == value)
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum()
+    };
+    let by_class = &s["totals"]["by_class"];
+    let n = |class: &str| by_class[class]["count"].as_u64().unwrap_or(0);
+    // Every class's rows add up to its count, exactly.
+    for class in ["http_error", "check_failed", "reset"] {
+        let rows_sum: u64 = rows
+            .iter()
+            .filter(|r| r["class"] == class)
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum();
+        assert!(n(class) > 0, "{class}: {by_class}");
+        assert_eq!(rows_sum, n(class), "{class}: {table}");
+    }
+    let statuses =
+        count("http_error", "status", 500.into()) + count("http_error", "status", 404.into());
+    assert_eq!(statuses, n("http_error"), "{table}");
+    assert!(count("http_error", "status", 500.into()) > count("http_error", "status", 404.into()));
+    assert_eq!(
+        count("check_failed", "check", "body_contains \"welcome\"".into()),
+        n("check_failed"),
+        "{table}"
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r["class"] != "check_failed" || r["request"] == "stale"),
+        "{table}"
+    );
+    let resets: Vec<&str> = rows
+        .iter()
+        .filter(|r| r["class"] == "reset")
+        .map(|r| r["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        resets
+            .iter()
+            .all(|m| m.contains("reset") || m.contains("closed")),
+        "{resets:?}"
+    );
+    let samples = table["samples"].as_array().expect("samples");
+    assert!(
+        samples
+            .iter()
+            .any(|x| x["status"] == 500 && x["body"] == "{\"error\":\"db down\"}"),
+        "{table}"
+    );
+    assert!(
+        samples.iter().any(|x| x["body"] == "something else"),
+        "{table}"
+    );
+    // The terminal shows the table, within 80 columns.
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("errors ("))
+        .collect();
+    assert!(lines.len() > 4, "{text}");
+    let five_hundreds = count("http_error", "status", 500.into());
+    assert!(
+        lines.iter().any(|l| l.contains("HTTP 500")
+            && l.contains(&five_hundreds.to_string())
+            && l.contains("order")),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("check body_contains \"welcome\"")),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("sample order · HTTP 500: {\"error\":\"db down\"}")),
+        "{text}"
+    );
+    // And report.html.
+    let html = std::fs::read_to_string(run.join("report.html")).unwrap();
+    assert!(
+        html.contains("<h2 id=\"errors\">Errors</h2>"),
+        "no errors section"
+    );
+    assert!(
+        html.contains("{&quot;error&quot;:&quot;db down&quot;}"),
+        "sample body in the page"
+    );
+}

@@ -11,6 +11,7 @@ use crate::judge::Summary;
 use crate::report::live::LiveView;
 use crate::report::terminal::render as render_summary;
 use crate::run::live::ServerWatch;
+use crate::rundir::errors::ErrorsTail;
 use crate::rundir::{self, tail::SeriesTail, RundirError};
 
 /// How `brunt watch` ended.
@@ -45,6 +46,7 @@ pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, RundirError> 
     }
     let mut view = LiveView::new(rundir::read_meta(dir)?);
     let mut server = ServerWatch::new(dir);
+    let mut errors = ErrorsTail::new(dir);
     let mut tail = SeriesTail::new(dir);
     let bar = std::io::stdout().is_terminal().then(|| {
         let b =
@@ -78,6 +80,7 @@ pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, RundirError> 
             }
         }
         view.set_server(server.refresh());
+        view.set_errors(errors.refresh());
         if let Some(b) = &bar {
             b.set_message(view.render());
         }

@@ -231,6 +231,10 @@ pub struct Summary {
     /// without thread evidence (see [`super::threads`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub threads_by_phase: Vec<super::threads::PhaseThreads>,
+    /// What went wrong, by class, request and status, check or message,
+    /// with sample bodies (absent when every request was ok).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<super::errors::ErrorsTable>,
     /// What the remote-write pushes did (absent when the run pushed nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<crate::vocab::export::ExportTally>,
@@ -260,6 +264,7 @@ pub fn build(
     stopped_reason: Option<String>,
 ) -> Summary {
     let meta = data.meta.clone();
+    let meta_requests = meta.requests.clone();
     let is_stress = matches!(meta.shape, ShapeKind::Stress { .. });
     let judged = judged_run(&meta, m);
     // Per-request histograms exist only for a mix of several requests.
@@ -436,6 +441,7 @@ pub fn build(
         verdicts: shape_verdicts,
         generator: GeneratorHealth::default(),
         export: data.export.clone(),
+        errors: super::errors::ErrorsTable::of(&data.errors, &meta_requests, &m.run),
     }
 }
 

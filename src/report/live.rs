@@ -7,7 +7,8 @@
 //!
 //! A view is several lines: the phase and time left, offered vs achieved, in
 //! flight, p50/p99 of the last second with a sparkline of the last minute's
-//! p99, outcomes by class, and the latest server-side figures (target CPU,
+//! p99, outcomes by class, the most frequent errors so far
+//! (`errors.jsonl`, see [`super::errors::live_line`]), and the latest server-side figures (target CPU,
 //! BLOCKED threads in the last dump; on a line of its own, that dump's most
 //! severe finding). On a
 //! terminal it is redrawn in place through `indicatif` (already brunt's
@@ -22,6 +23,7 @@
 use std::collections::VecDeque;
 
 use super::terminal::{fmt_ms, progress_line};
+use crate::metrics::errors::ErrorTally;
 use crate::metrics::series::{Row, Second};
 use crate::metrics::{Class, CLASSES};
 use crate::rundir::RunMeta;
@@ -69,6 +71,8 @@ pub struct LiveView {
     last: Option<Second>,
     p99s: VecDeque<Option<u64>>,
     server: ServerFigures,
+    /// The most frequent errors so far, as their line shows them.
+    errors: Option<String>,
 }
 
 impl LiveView {
@@ -79,6 +83,7 @@ impl LiveView {
             last: None,
             p99s: VecDeque::with_capacity(SPARK_SECONDS),
             server: ServerFigures::default(),
+            errors: None,
         }
     }
 
@@ -89,6 +94,11 @@ impl LiveView {
     /// The latest server-side figures.
     pub fn set_server(&mut self, s: &ServerFigures) {
         self.server.clone_from(s);
+    }
+
+    /// The run's errors so far (`errors.jsonl` as read up to now).
+    pub fn set_errors(&mut self, t: &ErrorTally) {
+        self.errors = super::errors::live_line(t, &self.meta.requests, 80 - 9);
     }
 
     pub fn last(&self) -> Option<&Second> {
@@ -184,6 +194,9 @@ impl LiveView {
             outcomes.push(format!("dropped {}", t.dropped));
         }
         lines.push(format!("outcomes {}", outcomes.join(" · ")));
+        if let Some(e) = &self.errors {
+            lines.push(format!("errors   {e}"));
+        }
         lines.push(format!("server   {}", self.server_line()));
         // On its own line: a finding is long, and a terminal cuts lines at its width.
         if let Some(f) = &self.server.finding {
@@ -267,10 +280,12 @@ impl RunView {
         RunView { view, bar }
     }
 
-    /// One second's rows, as written, and the latest server figures; redraws.
-    pub fn second(&mut self, rows: &[Row], server: &ServerFigures) {
+    /// One second's rows, as written, the latest server figures and the
+    /// errors so far; redraws.
+    pub fn second(&mut self, rows: &[Row], server: &ServerFigures, errors: &ErrorTally) {
         self.view.push(rows);
         self.view.set_server(server);
+        self.view.set_errors(errors);
         self.bar.set_message(self.view.render());
     }
 

@@ -46,6 +46,9 @@ pub fn render(s: &Summary) -> String {
     phase_table(&mut o, s);
     request_table(&mut o, s);
     iteration_table(&mut o, s);
+    if let Some(t) = &s.errors {
+        super::errors::terminal(&mut o, t);
+    }
     service_time(&mut o, s);
     threads_by_phase(&mut o, s);
     let mut judged = String::new();

@@ -1,5 +1,5 @@
 //! The recorder thread: takes the workers' windows, writes them second by
-//! second (interval log, time series, events), tells observers, shows
+//! second (interval log, time series, errors, events), tells observers, shows
 //! progress (the live view of `run::live` on a terminal, the plain line
 //! otherwise), and stops a stress run at its first breach. A write that
 //! fails (a full disk) stops the load at once: nothing is measured blind.
@@ -20,6 +20,7 @@ use crate::metrics::series::{Row, SeriesWriter};
 use crate::metrics::{pct_us, Aggregator, Class, RecorderMsg, Stats, Window};
 use crate::profile::Plan;
 use crate::report::terminal::progress_line;
+use crate::rundir::errors::ErrorsLog;
 use crate::rundir::EventLog;
 use crate::vocab::{RunClock, RunObserver, ShapeKind, WindowStats};
 
@@ -55,6 +56,8 @@ struct State {
     hlog: HlogWriter,
     series: SeriesWriter,
     events: EventLog,
+    /// `errors.jsonl`: what went wrong, per phase and second.
+    errors: ErrorsLog,
     announced: Option<usize>,
     /// Stress steps judged so far (stop on breach).
     judged: usize,
@@ -91,6 +94,7 @@ impl State {
         for (name, s) in &named {
             let row = Row::from_stats(w.second, name, s, rows_in_flight, w.sched_lag_us, busy);
             self.series.row(&row)?;
+            self.errors.push(w.second, name, &s.failures)?;
             rows.push(row);
             rows_in_flight = 0;
         }
@@ -140,6 +144,7 @@ impl Recording {
             hlog,
             series,
             events,
+            errors: ErrorsLog::new(&self.dir),
             announced: None,
             judged: 0,
             stopped_reason: None,

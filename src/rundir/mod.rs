@@ -8,6 +8,7 @@
 //!   events.jsonl      phase starts, breaches, the end ([`EventLog`])
 //!   latency.hlog      HdrHistogram interval log, one line per phase × class × second
 //!   timeseries.csv    one row per phase and second
+//!   errors.jsonl      what went wrong, per phase and second with errors ([`errors`])
 //!   summary.json      the judged result (`judge::Summary`), written atomically
 //!   findings.json     the diagnosis' findings
 //!   report.html       the rendered report
@@ -26,6 +27,7 @@
 //! [`read::measured_noting`] says so.
 
 pub mod data;
+pub mod errors;
 pub mod evidence;
 pub mod fds;
 pub mod read;

@@ -5,7 +5,7 @@
 //! Top to bottom: the verdicts; latency percentiles per second with phase
 //! bands; offered vs achieved rate; outcomes per second; the latency
 //! distribution per phase (merged histograms from `latency.hlog`); the
-//! per-phase (and per-step) table; budgets; the server side (CPU, memory,
+//! per-phase (and per-step) table; the errors table; budgets; the server side (CPU, memory,
 //! connections, threads, findings) when `diagnostics/evidence.json` exists;
 //! threads by phase (dumps and JFR, phase by phase) when there were any;
 //! flame graphs when the run left JFR stacks (`flame`).
@@ -19,6 +19,7 @@
 //! centres tick labels on their tick, and the last one would be clipped.
 
 mod charts;
+mod errors;
 mod flame;
 mod growth;
 mod server;
@@ -111,7 +112,7 @@ td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f4f4
 td.l,th.l{text-align:left}td:first-child{white-space:nowrap}.pass{color:#1a7f37;font-weight:bold}.fail{color:#c62828;font-weight:bold}
 .na{color:#888}.verdict{font-size:15px;margin:6px 0;padding:8px 12px;background:#f7f7fa;border-left:4px solid #3a5ba0}
 .verdict.bad{border-left-color:#c62828}.verdict.good{border-left-color:#1a7f37}
-figure{margin:12px 0}.note{color:#8a5a00}";
+figure{margin:12px 0}.note{color:#8a5a00}pre.sample{background:#f7f7f7;padding:6px;white-space:pre-wrap;max-width:1100px;font-size:12px}";
 
 fn status_cell(st: CheckStatus) -> String {
     let cls = match st {
@@ -177,6 +178,9 @@ pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
     distribution_chart(&mut o, s, &data.latency)?;
     phase_table(&mut o, s);
     step_tables(&mut o, s);
+    if let Some(t) = &s.errors {
+        errors::section(&mut o, t);
+    }
     budget_table(&mut o, s);
     server_section(&mut o, s, data.server.as_ref(), &bands, total)?;
     threads::section(&mut o, s);
