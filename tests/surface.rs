@@ -256,3 +256,35 @@ fn the_shipped_spike_goes_past_the_demos_capacity_sheds_and_recovers() {
     let o = out(&o);
     assert!(o.contains("HTTP 503"), "the errors table names the status: {o}");
 }
+
+#[test]
+fn the_shipped_soak_watches_the_demo_with_a_local_collector_and_passes() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("soak");
+    // The shipped soak, shortened to a window a per-hour verdict can read
+    // (≥ 60 s and ≥ 10 samples after the warm-up).
+    let o = shipped(
+        "soak.yaml",
+        &[
+            "shape.soak.ramp_up=2s",
+            "shape.soak.warmup=10s",
+            "shape.soak.duration=80s",
+        ],
+        &run,
+    );
+    let s = summary(&run);
+    assert_eq!(s["server_side"]["status"], "ok", "{}", out(&o));
+    let soak = &s["verdicts"]["soak"];
+    let judged: Vec<&str> = soak["trends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["threshold_per_hour"].is_number())
+        .map(|t| t["series"].as_str().unwrap())
+        .collect();
+    for series in ["target.rss_bytes", "target.threads", "target.fds"] {
+        assert!(judged.contains(&series), "{series} judged: {judged:?}");
+    }
+    assert_eq!(soak["status"], "no_leak", "{}", soak["text"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+}

@@ -217,7 +217,7 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
 /// Compile a profile (`path` names it in errors) and run it: the built-in
 /// target is started first, since its address is an input to the compile.
 pub fn execute_profile(
-    profile: Profile,
+    mut profile: Profile,
     path: &Path,
     opts: RunOptions,
 ) -> Result<RunResult, RunError> {
@@ -234,12 +234,26 @@ pub fn execute_profile(
         let cfg = profile.target.builtin.clone().unwrap_or_default();
         let d = crate::demo::DemoServer::start(cfg).map_err(|e| RunError::Demo(e.to_string()))?;
         inputs.builtin_url = Some(d.base_url());
+        watch_builtin(&mut profile.collectors, d.addr().port());
         Some(d)
     } else {
         None
     };
     let spec = RunSpec::compile(profile, &inputs, path)?;
     execute_spec(&spec, demo, opts)
+}
+
+/// The built-in target runs inside brunt: local collectors that name no
+/// process watch this one (the demo's, the generator's too) and the demo's
+/// port, so a shipped profile's server side is seen out of the box.
+fn watch_builtin(c: &mut crate::profile::collectors::CollectorsConfig, port: u16) {
+    let t = &mut c.target;
+    let local = c.transport.kind == crate::profile::collectors::TransportKind::Local
+        && c.transport.prefix.is_empty();
+    if local && !c.collect.is_empty() && t.pid.is_none() && t.pgrep.is_none() && t.jcmd_match.is_none() {
+        t.pid = Some(std::process::id());
+        t.port.get_or_insert(port);
+    }
 }
 
 /// Run a compiled spec end to end and write its run directory; `demo` is
