@@ -162,7 +162,23 @@ shape: {{ constant: {{ rate: 200/s, duration: 2s }} }}
         samples.iter().any(|x| x["body"] == "something else"),
         "{table}"
     );
-    // The terminal shows the table, within 80 columns.
+    // Piped: no colour; the summary (after the plain progress lines)
+    // within 80 columns, every line.
+    assert!(
+        !text.contains('\u{1b}'),
+        "no escape codes when piped: {text}"
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("result: "), "{text}");
+    for l in stdout.lines() {
+        assert!(
+            l.chars().count() <= 80,
+            "{} columns: {l}\n{stdout}",
+            l.chars().count()
+        );
+    }
+    assert!(text.contains("report: file:///"), "{text}");
+    // The terminal shows the table.
     let lines: Vec<&str> = text
         .lines()
         .skip_while(|l| !l.starts_with("errors ("))
@@ -240,11 +256,13 @@ fn the_shipped_spike_goes_past_the_demos_capacity_sheds_and_recovers() {
     let (base, spike, rec) = (phase("baseline"), phase("spike"), phase("recovery"));
     // Past capacity (4 admitted at 5 ms each: 800/s): a good part of the
     // spike is shed, the calm phases next to nothing.
-    let shed_share = |p: &serde_json::Value| {
-        p["shed"].as_f64().unwrap() / p["requests"].as_f64().unwrap()
-    };
+    let shed_share =
+        |p: &serde_json::Value| p["shed"].as_f64().unwrap() / p["requests"].as_f64().unwrap();
     assert!(shed_share(&spike) > 0.15, "spike sheds: {spike}");
-    assert!(shed_share(&base) < 0.05 && shed_share(&rec) < 0.05, "{base} {rec}");
+    assert!(
+        shed_share(&base) < 0.05 && shed_share(&rec) < 0.05,
+        "{base} {rec}"
+    );
     assert_eq!(s["totals"]["errors"], 0, "503s are shed, not errors");
     let text = s["verdicts"]["spike"]["text"].as_str().unwrap();
     assert!(text.contains("shed (503/429"), "{text}");
@@ -254,7 +272,10 @@ fn the_shipped_spike_goes_past_the_demos_capacity_sheds_and_recovers() {
     );
     assert_eq!(s["passed"], true);
     let o = out(&o);
-    assert!(o.contains("HTTP 503"), "the errors table names the status: {o}");
+    assert!(
+        o.contains("HTTP 503"),
+        "the errors table names the status: {o}"
+    );
 }
 
 #[test]

@@ -5,26 +5,12 @@
 
 use std::fmt::Write as _;
 
+use super::width::fit;
 use crate::judge::errors::ErrorsTable;
 use crate::metrics::errors::{ErrorKey, ErrorTally};
 
 /// Sample bodies shown in the terminal (all of them go to the page).
 const TERMINAL_SAMPLES: usize = 3;
-
-/// `s` in at most `w` characters: cut with `…` when longer, newlines and
-/// tabs as spaces (a body must not break the table).
-pub(crate) fn fit(s: &str, w: usize) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if flat.chars().count() <= w {
-        return flat;
-    }
-    let mut out: String = flat.chars().take(w.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
 
 /// The table for a terminal: every line at most 80 columns.
 pub fn terminal(o: &mut String, t: &ErrorsTable) {

@@ -6,8 +6,8 @@
 //! file opens no file.
 //!
 //! A view is several lines: the phase and time left, offered vs achieved, in
-//! flight, p50/p99 of the last second with a sparkline of the last minute's
-//! p99, outcomes by class, the most frequent errors so far
+//! flight, p50/p99 of the last second with a sparkline of the last seconds'
+//! p99 (as many as fit: every line fits 80 columns, longer ones are cut), outcomes by class, the most frequent errors so far
 //! (`errors.jsonl`, see [`super::errors::live_line`]), and the latest server-side figures (target CPU,
 //! BLOCKED threads in the last dump; on a line of its own, that dump's most
 //! severe finding). On a
@@ -22,7 +22,8 @@
 
 use std::collections::VecDeque;
 
-use super::terminal::{fmt_ms, progress_line};
+use super::terminal::{clock, fmt_ms, progress_line, progress_prefix};
+use super::width::{fit, COLUMNS};
 use crate::metrics::errors::ErrorTally;
 use crate::metrics::series::{Row, Second};
 use crate::metrics::{Class, CLASSES};
@@ -126,8 +127,8 @@ impl LiveView {
             .map(|p| p.label.as_str())
             .unwrap_or("");
         Some(format!(
-            "[{:>5}s] {}",
-            t.t + 1,
+            "{} {}",
+            progress_prefix(t.t + 1, self.meta.planned().as_secs()),
             progress_line(&t.phase, label, &window_stats(t, i))
         ))
     }
@@ -176,13 +177,18 @@ impl LiveView {
                 fmt_ms(us as f64 / 1000.0)
             }
         };
-        lines.push(format!(
-            "latency  p50 {} · p99 {} (last second) · p99 last {} s {}",
+        let head = format!(
+            "latency  p50 {} · p99 {} (last second)",
             pct(t.p50_us),
-            pct(t.p99_us),
-            self.p99s.len(),
-            self.sparkline()
-        ));
+            pct(t.p99_us)
+        );
+        // The sparkline gets what is left of 80 columns: ` · `, its
+        // seconds, ` (lo–hi)` (at most 18 with fmt_ms's 7 characters).
+        let n = COLUMNS.saturating_sub(head.chars().count() + 3 + 18);
+        match self.sparkline_last(n) {
+            s if s.is_empty() => lines.push(head),
+            s => lines.push(format!("{head} · {s}")),
+        }
         let mut outcomes = vec![format!("ok {}", t.count(Class::Ok))];
         for c in CLASSES.iter().filter(|c| **c != Class::Ok) {
             let n = t.count(*c);
@@ -202,7 +208,9 @@ impl LiveView {
         if let Some(f) = &self.server.finding {
             lines.push(format!("finding  {f} (newest dump)"));
         }
-        lines.join("\n")
+        // Within 80 columns: a long target URL, server line or finding is cut.
+        let fitted: Vec<String> = lines.iter().map(|l| fit(l, COLUMNS)).collect();
+        fitted.join("\n")
     }
 
     fn server_line(&self) -> String {
@@ -226,14 +234,21 @@ impl LiveView {
 
     /// The last minute's p99, scaled from its lowest to its highest; a
     /// second without answers is a space.
+    #[cfg(test)]
     fn sparkline(&self) -> String {
-        let vals: Vec<u64> = self.p99s.iter().flatten().copied().collect();
+        self.sparkline_last(SPARK_SECONDS)
+    }
+
+    /// The sparkline of the last `n` seconds, scaled over them.
+    fn sparkline_last(&self, n: usize) -> String {
+        let skip = self.p99s.len().saturating_sub(n);
+        let shown: Vec<Option<u64>> = self.p99s.iter().skip(skip).copied().collect();
+        let vals: Vec<u64> = shown.iter().flatten().copied().collect();
         let (Some(lo), Some(hi)) = (vals.iter().min(), vals.iter().max()) else {
             return String::new();
         };
         let span = (hi - lo).max(1) as f64;
-        let spark: String = self
-            .p99s
+        let spark: String = shown
             .iter()
             .map(|v| match v {
                 Some(v) => {
@@ -248,15 +263,6 @@ impl LiveView {
             fmt_ms(*lo as f64 / 1000.0),
             fmt_ms(*hi as f64 / 1000.0)
         )
-    }
-}
-
-/// `m:ss` (or `h:mm:ss`).
-fn clock(s: u64) -> String {
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
     }
 }
 

@@ -19,6 +19,7 @@ pub mod junit;
 pub mod live;
 mod table;
 pub mod terminal;
+pub mod width;
 
 use std::path::PathBuf;
 

@@ -250,7 +250,12 @@ fn watch_builtin(c: &mut crate::profile::collectors::CollectorsConfig, port: u16
     let t = &mut c.target;
     let local = c.transport.kind == crate::profile::collectors::TransportKind::Local
         && c.transport.prefix.is_empty();
-    if local && !c.collect.is_empty() && t.pid.is_none() && t.pgrep.is_none() && t.jcmd_match.is_none() {
+    if local
+        && !c.collect.is_empty()
+        && t.pid.is_none()
+        && t.pgrep.is_none()
+        && t.jcmd_match.is_none()
+    {
         t.pid = Some(std::process::id());
         t.port.get_or_insert(port);
     }

@@ -19,7 +19,7 @@ use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::{Row, SeriesWriter};
 use crate::metrics::{pct_us, Aggregator, Class, RecorderMsg, Stats, Window};
 use crate::profile::Plan;
-use crate::report::terminal::progress_line;
+use crate::report::terminal::{progress_line, progress_prefix};
 use crate::rundir::errors::ErrorsLog;
 use crate::rundir::EventLog;
 use crate::vocab::{RunClock, RunObserver, ShapeKind, WindowStats};
@@ -317,8 +317,8 @@ impl Recording {
                     .map(|p| p.info.label.as_str())
                     .unwrap_or("");
                 self.say.line(format!(
-                    "[{:>5}s] {}",
-                    s.second + 1,
+                    "{} {}",
+                    progress_prefix(s.second + 1, self.plan.total().as_secs()),
                     progress_line(phase, label, s)
                 ));
             }
