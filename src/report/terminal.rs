@@ -313,7 +313,7 @@ fn service_time(o: &mut String, s: &Summary) {
     if t.requests > 0 {
         let _ = writeln!(
             o,
-            "\nlatency counts from each request's intended start; service time (from the actual send) p99 = {}",
+            "\nlatency counts from each request's intended start;\nservice time (from the actual send) p99 = {}",
             fmt_ms(t.service.p99)
         );
     }
