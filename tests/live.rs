@@ -398,6 +398,7 @@ fn at_80_columns_nothing_wraps_and_pass_is_coloured_unless_no_color() {
         "outcomes ",
         "errors   ",
         "server   ",
+        "process  ",
         "finding  ",
     ];
     assert!(rows.len() >= 6, "{view}");

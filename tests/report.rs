@@ -92,6 +92,29 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
     assert!(st.text.contains(&breach), "{}", st.text);
     let term = brunt::report::terminal::render(&r.summary);
     assert!(term.contains("knee: capacity"), "{term}");
+    // The page draws the knee: p99 and ok/s against the offered rate, one
+    // point per step, the p99 budget as a line; the latency chart has the
+    // service time and the budget beside it; the protocol is said.
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
+    for id in ["chart-knee", "chart-knee-throughput", "chart-latency"] {
+        let at = html
+            .find(&format!("<figure id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("{id} missing"));
+        let fig = &html[at..at + html[at..].find("</figure>").expect("closed figure")];
+        assert!(fig.contains("<polyline"), "{id} draws no line");
+        if id != "chart-knee-throughput" {
+            assert!(
+                fig.contains("budget p99 &lt; 100ms"),
+                "{id}: no budget line"
+            );
+        }
+    }
+    assert!(html.contains("service p99 (from the send)"));
+    assert!(
+        html.contains("Open model · HTTP/1.1 ·"),
+        "the protocol used"
+    );
+    assert_eq!(r.summary.meta.protocol.as_deref(), Some("HTTP/1.1"));
 
     // Evidence as collectors and diagnosis will leave it: low target CPU,
     // threads piling up BLOCKED, a lock finding in the breaking step.

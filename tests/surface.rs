@@ -106,6 +106,7 @@ shape: {{ constant: {{ rate: 200/s, duration: 2s }} }}
     let text = out(&o);
     let s: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["meta"]["protocol"], "HTTP/1.1", "the protocol spoken");
     let table = &s["errors"];
     let rows = table["rows"].as_array().expect("an errors table");
     let count = |class: &str, field: &str, value: serde_json::Value| -> u64 {

@@ -203,7 +203,7 @@ impl LiveView {
         if let Some(e) = &self.errors {
             lines.push(format!("errors   {e}"));
         }
-        lines.push(format!("server   {}", self.server_line()));
+        lines.extend(self.server_lines());
         // On its own line: a finding is long, and a terminal cuts lines at its width.
         if let Some(f) = &self.server.finding {
             lines.push(format!("finding  {f} (newest dump)"));
@@ -213,23 +213,32 @@ impl LiveView {
         fitted.join("\n")
     }
 
-    fn server_line(&self) -> String {
+    /// The server line, and the target process's CPU on a line of its own
+    /// when the three figures would not fit 80 columns together.
+    fn server_lines(&self) -> Vec<String> {
         let s = &self.server;
-        let mut parts = Vec::new();
-        if let Some(c) = s.host_cpu_pct {
-            parts.push(format!("target CPU {c:.0}% (host)"));
+        let host = s.host_cpu_pct.map(|c| format!("target CPU {c:.0}% (host)"));
+        let process = s
+            .process_cpu_pct
+            .map(|c| format!("process {c:.0}% of a core"));
+        let blocked = s
+            .blocked
+            .map(|(b, n)| format!("{b} of {n} threads BLOCKED in the last dump"));
+        let all: Vec<&String> = [&host, &process, &blocked].into_iter().flatten().collect();
+        if all.is_empty() {
+            return vec![
+                "server   no server-side figures yet (no collectors, or none sampled so far)"
+                    .into(),
+            ];
         }
-        if let Some(c) = s.process_cpu_pct {
-            parts.push(format!("process {c:.0}% of a core"));
+        let line = format!("server   {}", join(&all));
+        if line.chars().count() <= COLUMNS {
+            return vec![line];
         }
-        if let Some((b, n)) = s.blocked {
-            parts.push(format!("{b} of {n} threads BLOCKED in the last dump"));
-        }
-        if parts.is_empty() {
-            "no server-side figures yet (no collectors, or none sampled so far)".into()
-        } else {
-            parts.join(" · ")
-        }
+        let first: Vec<&String> = [&host, &blocked].into_iter().flatten().collect();
+        let mut out = vec![format!("server   {}", join(&first))];
+        out.extend(process.map(|p| format!("process  {p}")));
+        out
     }
 
     /// The last minute's p99, scaled from its lowest to its highest; a
@@ -264,6 +273,15 @@ impl LiveView {
             fmt_ms(*hi as f64 / 1000.0)
         )
     }
+}
+
+/// Parts of a line, ` · ` between them.
+fn join(parts: &[&String]) -> String {
+    parts
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// The view `brunt run` draws on a terminal, fed from the recorder.
@@ -330,6 +348,7 @@ pub(crate) mod tests {
             workers: 1,
             brunt_version: "0".into(),
             requests: vec![],
+            protocol: None,
             scenarios: vec![],
             start_at: None,
             merged: None,

@@ -152,10 +152,14 @@ fn header(o: &mut String, s: &Summary) {
     let m = &s.meta;
     let _ = writeln!(
         o,
-        "\nbrunt · {} · {} · {:?} model{}",
+        "\nbrunt · {} · {} · {:?} model{}{}",
         m.name,
         m.target,
         m.model,
+        m.protocol
+            .as_ref()
+            .map(|p| format!(" · {p}"))
+            .unwrap_or_default(),
         if m.shard_count > 1 {
             format!(" · shard {}/{}", m.shard_index + 1, m.shard_count)
         } else {

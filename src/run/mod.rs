@@ -390,6 +390,7 @@ fn run_meta(
         workers: cfg.workers,
         brunt_version: env!("CARGO_PKG_VERSION").into(),
         requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
+        protocol: Some(cfg.target.protocol().into()),
         scenarios: profile.scenarios.iter().map(|s| s.name.clone()).collect(),
         start_at: opts
             .start_at

@@ -77,6 +77,10 @@ pub struct RunMeta {
     /// Names of the requests of the mix, in profile order.
     #[serde(default)]
     pub requests: Vec<String>,
+    /// The HTTP protocol the run spoke (`HTTP/1.1`, `HTTP/2 over TLS`, …),
+    /// as the preflight settled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
     /// Names of the scenarios, in profile order (the `.sK` tags of the latency log).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<String>,

@@ -3,7 +3,9 @@
 //! the end of every run and by `brunt report DIR`.
 //!
 //! Top to bottom: the verdicts; latency percentiles per second with phase
-//! bands; offered vs achieved rate; outcomes per second; the latency
+//! bands, the service time and the p99 budgets as lines; for a stress run
+//! the knee chart (p99 and throughput against the offered rate, `knee`);
+//! offered vs achieved rate; outcomes per second; the latency
 //! distribution per phase (merged histograms from `latency.hlog`); the
 //! per-phase (and per-step) table; the errors table; budgets; the server side (CPU, memory,
 //! connections, threads, findings) when `diagnostics/evidence.json` exists;
@@ -22,6 +24,7 @@ mod charts;
 mod errors;
 mod flame;
 mod growth;
+mod knee;
 mod server;
 mod threads;
 
@@ -174,7 +177,10 @@ pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
     let mut o = String::new();
     header(&mut o, s);
     verdict_section(&mut o, s);
-    time_charts(&mut o, &secs, total, &bands)?;
+    time_charts(&mut o, &secs, total, &bands, &knee::p99_budgets(s))?;
+    if let Some(st) = s.verdicts.as_ref().and_then(|v| v.stress.as_ref()) {
+        knee::section(&mut o, s, st, &secs)?;
+    }
     distribution_chart(&mut o, s, &data.latency)?;
     phase_table(&mut o, s);
     step_tables(&mut o, s);
@@ -236,10 +242,15 @@ fn header(o: &mut String, s: &Summary) {
     );
     let _ = writeln!(
         o,
-        "<h1>brunt · {}</h1><div class=\"meta\">{} · {:?} model · {} · started {} · brunt {}{}</div>",
+        "<h1>brunt · {}</h1><div class=\"meta\">{} · {:?} model{} · {} · started {} · brunt {}{}</div>",
         esc(&s.meta.name),
         esc(&s.meta.target),
         s.meta.model,
+        s.meta
+            .protocol
+            .as_ref()
+            .map(|p| format!(" · {}", esc(p)))
+            .unwrap_or_default(),
         shape_name(s),
         chrono::DateTime::from_timestamp(s.meta.started_at as i64, 0)
             .map(|d| d.to_rfc3339())
@@ -272,7 +283,7 @@ type TimeChart = (
 const TIME_CHARTS: [TimeChart; 3] = [
     (
         "chart-latency",
-        "Latency per second (from each request's intended start)",
+        "Latency per second (from each request's intended start), service time beside it",
         "latency (log)",
         true,
         &[
@@ -280,6 +291,9 @@ const TIME_CHARTS: [TimeChart; 3] = [
             ("p90", |r| r.p90_us as f64 / 1000.0),
             ("p99", |r| r.p99_us as f64 / 1000.0),
             ("max", |r| r.max_us as f64 / 1000.0),
+            ("service p99 (from the send)", |r| {
+                r.svc_p99_us as f64 / 1000.0
+            }),
         ],
     ),
     (
@@ -312,16 +326,20 @@ fn time_charts(
     secs: &BTreeMap<u64, Second>,
     total: f64,
     bands: &[Band],
+    budgets: &[(String, f64)],
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Over time</h2>");
     for (id, title, y_desc, is_log, picks) in TIME_CHARTS {
-        let lines = picks
+        let mut lines: Vec<Line> = picks
             .iter()
             .map(|(name, f)| Line {
                 name: (*name).into(),
                 pts: secs.iter().map(|(t, r)| (*t as f64 + 0.5, f(r))).collect(),
             })
             .collect();
+        if id == "chart-latency" {
+            lines.extend(knee::budget_lines(budgets, (0.0, total)));
+        }
         let y_fmt: &dyn Fn(&f64) -> String = if is_log { &fmt_ms } else { &fmt_num };
         let chart = time_chart(id, title, y_desc, lines, y_fmt, total, bands);
         o.push_str(&if is_log { log(&chart) } else { linear(&chart) }?);
