@@ -100,6 +100,15 @@ impl Drop for Tmux {
     }
 }
 
+/// `brunt run PROFILE --out RUN` for a terminal, its exit code kept on screen.
+fn run_cmd(profile: &Path, run: &Path) -> String {
+    format!(
+        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
+        profile.display(),
+        run.display()
+    )
+}
+
 fn setup(dir: &Path) -> (PathBuf, PathBuf) {
     let p = write(
         dir,
@@ -153,11 +162,7 @@ fn check_view(screen: &str) {
 fn brunt_run_on_a_terminal_shows_the_live_view_then_the_summary() {
     let d = tempfile::tempdir().expect("tempdir");
     let (profile, run) = setup(d.path());
-    let cmd = format!(
-        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
-        profile.display(),
-        run.display()
-    );
+    let cmd = run_cmd(&profile, &run);
     let tmux = Tmux::start("run", &cmd);
     let view = tmux.wait_for(Duration::from_secs(30), "live view", is_live_view);
     check_view(&view);
@@ -275,11 +280,7 @@ collectors:
         ),
     );
     let run = d.path().join("run");
-    let cmd = format!(
-        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
-        profile.display(),
-        run.display()
-    );
+    let cmd = run_cmd(&profile, &run);
     let tmux = Tmux::start("jvm", &cmd);
     // The newest frame's lines (the view redraws in place).
     let last_line = |s: &str, prefix: &str| {
@@ -373,11 +374,7 @@ fn too_wide(screen: &str) -> Vec<String> {
 fn at_80_columns_nothing_wraps_and_pass_is_coloured_unless_no_color() {
     let d = tempfile::tempdir().expect("tempdir");
     let (profile, run) = setup(d.path());
-    let cmd = format!(
-        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
-        profile.display(),
-        run.display()
-    );
+    let cmd = run_cmd(&profile, &run);
     let tmux = Tmux::sized("narrow", &cmd, 80);
     tmux.wait_for(Duration::from_secs(30), "live view", |s| {
         is_live_view(s) && s.contains("latency  p50 ") && s.contains('▁')

@@ -92,19 +92,27 @@ pub(super) fn section(
         Model::Open => "requests/s",
         Model::Closed => "virtual users",
     };
-    o.push_str(&log(&Chart {
-        id: "chart-knee",
-        title: "The knee: p99 against the offered rate (one point per step)".into(),
-        x_desc: &format!("offered ({unit})"),
-        y_desc: "p99 (log)".into(),
+    let x_desc = format!("offered ({unit})");
+    let step_chart = |id, title: &str, y_desc: &str, lines, y_fmt| Chart {
+        id,
+        title: title.into(),
+        x_desc: &x_desc,
+        y_desc: y_desc.into(),
         x,
         lines,
         bands: &[],
         x_fmt: Some(&fmt_num),
         x_labels: 10,
         y_labels: 8,
-        y_fmt: &fmt_ms,
-    })?);
+        y_fmt,
+    };
+    o.push_str(&log(&step_chart(
+        "chart-knee",
+        "The knee: p99 against the offered rate (one point per step)",
+        "p99 (log)",
+        lines,
+        &fmt_ms,
+    ))?);
     let lines = vec![
         Line {
             name: "offered/s (all answered ok)".into(),
@@ -118,19 +126,13 @@ pub(super) fn section(
                 .collect(),
         },
     ];
-    o.push_str(&linear(&Chart {
-        id: "chart-knee-throughput",
-        title: "Throughput against the offered rate: where ok/s leaves the diagonal".into(),
-        x_desc: &format!("offered ({unit})"),
-        y_desc: "ok answers/s".into(),
-        x,
+    o.push_str(&linear(&step_chart(
+        "chart-knee-throughput",
+        "Throughput against the offered rate: where ok/s leaves the diagonal",
+        "ok answers/s",
         lines,
-        bands: &[],
-        x_fmt: Some(&fmt_num),
-        x_labels: 10,
-        y_labels: 8,
-        y_fmt: &fmt_num,
-    })?);
+        &fmt_num,
+    ))?);
     Ok(())
 }
 
