@@ -643,6 +643,16 @@ fn html_report_renders_in_headless_chromium() {
         assert!(fig.contains("<svg"), "{id} has no SVG");
         assert!(fig.contains("<polyline"), "{id} draws no line");
     }
+    // Server-side legends say what a series is, in its unit; the keys are listed under the chart.
+    assert!(html.contains("target process RSS (MB)"), "a human legend");
+    assert!(
+        html.contains("JVM threads BLOCKED (count)"),
+        "a human legend"
+    );
+    assert!(
+        html.contains("<code>target.rss_bytes</code>"),
+        "the key under the chart"
+    );
     // Verdicts come first, findings are escaped.
     let verdict_at = html.find("<h2>Verdict</h2>").expect("verdict section");
     assert!(verdict_at < html.find("chart-latency").expect("chart"));

@@ -744,16 +744,28 @@ fn ok_vs_shed(o: &mut String, s: &Summary) {
 
 fn budget_table(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "<h2>Budgets</h2>");
-    if s.budgets.is_empty() {
+    // A stress run's budgets on every request are judged per step: said
+    // here, with what the first breach broke, so none goes unlisted.
+    if let Some(st) = &s.stress {
+        let broke: Vec<String> = st
+            .breached
+            .iter()
+            .map(|v| format!("{} (measured {})", v.budget, v.shown))
+            .collect();
         let _ = writeln!(
             o,
-            "<p class=\"meta\">{}</p>",
-            if s.stress.is_some() {
-                "unscoped budgets are judged step by step (see the stress steps)"
-            } else {
-                "no budgets in the profile"
+            "<p class=\"meta\">unscoped budgets are judged step by step (see the stress steps){}</p>",
+            match &st.first_breach {
+                Some(b) if !broke.is_empty() =>
+                    esc(&format!("; the first breach, {b}, broke {}", broke.join(", "))),
+                _ => String::new(),
             }
         );
+    }
+    if s.budgets.is_empty() {
+        if s.stress.is_none() {
+            let _ = writeln!(o, "<p class=\"meta\">no budgets in the profile</p>");
+        }
         return;
     }
     let _ = writeln!(o, "<table><tr><th class=\"l\">budget</th><th class=\"l\">scope</th><th>measured</th><th>limit</th><th class=\"l\">result</th></tr>");
