@@ -197,7 +197,7 @@ fn phase_table(o: &mut String, s: &Summary) {
     }
     phase_row(o, &s.totals);
     if s.phases.iter().any(|p| p.name == WARMUP && p.requests > 0) {
-        let _ = writeln!(o, "(warm-up: sent, judged by nothing)");
+        let _ = writeln!(o, "warm-up (not judged): sent, but no budget or verdict reads it");
     }
     if matches!(s.meta.shape, ShapeKind::Overload { .. }) {
         ok_vs_shed(o, s);
@@ -409,17 +409,8 @@ fn verdicts(o: &mut String, v: &Verdicts) {
     for h in heads {
         let _ = writeln!(o, "  {h}");
     }
+    // Its checks are gates: listed once, under `gates:`.
     if let Some(ov) = &v.overload {
-        for c in &ov.checks {
-            let _ = writeln!(
-                o,
-                "    {:<4} {:<44} {} (expected {})",
-                c.status.to_string(),
-                c.name,
-                c.measured,
-                c.expected
-            );
-        }
         let split = |l: Option<LatencySplit>| {
             l.map(|l| {
                 format!(
