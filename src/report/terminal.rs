@@ -197,7 +197,10 @@ fn phase_table(o: &mut String, s: &Summary) {
     }
     phase_row(o, &s.totals);
     if s.phases.iter().any(|p| p.name == WARMUP && p.requests > 0) {
-        let _ = writeln!(o, "warm-up (not judged): sent, but no budget or verdict reads it");
+        let _ = writeln!(
+            o,
+            "warm-up (not judged): sent, but no budget or verdict reads it"
+        );
     }
     if matches!(s.meta.shape, ShapeKind::Overload { .. }) {
         ok_vs_shed(o, s);
