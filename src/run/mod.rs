@@ -9,6 +9,7 @@
 //! and a summary judged from the seconds still in memory could differ from
 //! the one `brunt report` rebuilds on the same directory.
 
+mod builtin;
 mod export;
 pub mod live;
 pub mod rebuild;
@@ -234,31 +235,13 @@ pub fn execute_profile(
         let cfg = profile.target.builtin.clone().unwrap_or_default();
         let d = crate::demo::DemoServer::start(cfg).map_err(|e| RunError::Demo(e.to_string()))?;
         inputs.builtin_url = Some(d.base_url());
-        watch_builtin(&mut profile.collectors, d.addr().port());
+        builtin::watch(&mut profile.collectors, d.addr().port());
         Some(d)
     } else {
         None
     };
     let spec = RunSpec::compile(profile, &inputs, path)?;
     execute_spec(&spec, demo, opts)
-}
-
-/// The built-in target runs inside brunt: local collectors that name no
-/// process watch this one (the demo's, the generator's too) and the demo's
-/// port, so a shipped profile's server side is seen out of the box.
-fn watch_builtin(c: &mut crate::profile::collectors::CollectorsConfig, port: u16) {
-    let t = &mut c.target;
-    let local = c.transport.kind == crate::profile::collectors::TransportKind::Local
-        && c.transport.prefix.is_empty();
-    if local
-        && !c.collect.is_empty()
-        && t.pid.is_none()
-        && t.pgrep.is_none()
-        && t.jcmd_match.is_none()
-    {
-        t.pid = Some(std::process::id());
-        t.port.get_or_insert(port);
-    }
 }
 
 /// Run a compiled spec end to end and write its run directory; `demo` is
