@@ -7,6 +7,7 @@ mod dashboard;
 mod generate;
 mod k8s;
 pub mod out;
+mod show;
 pub mod watch;
 
 use out::{errln, out, outln};
@@ -448,8 +449,8 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             if let Err(e) = crate::report::html::write(&merged.dir, &merged.summary, &merged.data) {
                 errln!("warning: {e}");
             }
-            out!("{}", crate::report::terminal::render(&merged.summary));
-            outln!("run directory: {}", merged.dir.display());
+            show::summary(&merged.summary, show::colour_on(false));
+            show::paths(Some(&merged.dir), &merged.dir);
             write_junit(junit.as_deref(), &merged.summary)?;
             Ok(merged.exit_code())
         }
@@ -608,12 +609,8 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
             Failure::Other(anyhow!(e))
         }
     })?;
-    out!("{}", crate::report::terminal::render(&result.summary));
-    outln!("run directory: {}", result.dir.display());
-    let html = result.dir.join(crate::report::html::REPORT_FILE);
-    if html.exists() {
-        outln!("report: {}", html.display());
-    }
+    show::summary(&result.summary, show::colour_on(a.plain));
+    show::paths(Some(&result.dir), &result.dir);
     write_junit(a.junit.as_deref(), &result.summary)?;
     if let Some(l) = &live {
         l.linger(Some(&stop));
@@ -655,11 +652,8 @@ fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32,
     })?;
     let s = r.summary;
     crate::report::html::write(dir, &s, &r.data).map_err(|e| Failure::Other(anyhow!(e)))?;
-    out!("{}", crate::report::terminal::render(&s));
-    outln!(
-        "report: {}",
-        dir.join(crate::report::html::REPORT_FILE).display()
-    );
+    show::summary(&s, show::colour_on(false));
+    show::paths(None, dir);
     write_junit(junit, &s)?;
     Ok(s.exit_code())
 }

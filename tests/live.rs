@@ -43,9 +43,15 @@ struct Tmux {
 
 impl Tmux {
     fn start(name: &str, cmd: &str) -> Tmux {
+        Tmux::sized(name, cmd, 200)
+    }
+
+    /// A session `cols` columns wide (45 rows).
+    fn sized(name: &str, cmd: &str, cols: u16) -> Tmux {
         let socket = format!("brunt-test-{}-{name}", std::process::id());
+        let cols = cols.to_string();
         let o = Command::new("tmux")
-            .args(["-L", &socket, "new-session", "-d", "-x", "200", "-y", "45", cmd])
+            .args(["-L", &socket, "new-session", "-d", "-x", &cols, "-y", "45", cmd])
             .output()
             .unwrap_or_else(|e| {
                 panic!("tmux is needed for the live-view tests ({e}): run tests/setup.sh or `apt-get install tmux`")
@@ -55,8 +61,15 @@ impl Tmux {
     }
 
     fn capture(&self) -> String {
+        self.capture_with(&[])
+    }
+
+    /// `capture-pane -p` with more flags: `-J` joins lines the terminal
+    /// wrapped (so a line too wide shows as one), `-e` keeps colours.
+    fn capture_with(&self, flags: &[&str]) -> String {
         let o = Command::new("tmux")
             .args(["-L", &self.socket, "capture-pane", "-p", "-S", "-200"])
+            .args(flags)
             .output()
             .expect("tmux capture-pane");
         String::from_utf8_lossy(&o.stdout).to_string()
@@ -85,6 +98,15 @@ impl Drop for Tmux {
             .args(["-L", &self.socket, "kill-server"])
             .output();
     }
+}
+
+/// `brunt run PROFILE --out RUN` for a terminal, its exit code kept on screen.
+fn run_cmd(profile: &Path, run: &Path) -> String {
+    format!(
+        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
+        profile.display(),
+        run.display()
+    )
 }
 
 fn setup(dir: &Path) -> (PathBuf, PathBuf) {
@@ -140,11 +162,7 @@ fn check_view(screen: &str) {
 fn brunt_run_on_a_terminal_shows_the_live_view_then_the_summary() {
     let d = tempfile::tempdir().expect("tempdir");
     let (profile, run) = setup(d.path());
-    let cmd = format!(
-        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
-        profile.display(),
-        run.display()
-    );
+    let cmd = run_cmd(&profile, &run);
     let tmux = Tmux::start("run", &cmd);
     let view = tmux.wait_for(Duration::from_secs(30), "live view", is_live_view);
     check_view(&view);
@@ -262,11 +280,7 @@ collectors:
         ),
     );
     let run = d.path().join("run");
-    let cmd = format!(
-        "{BIN} run {} --out {}; echo EXIT $?; sleep 60",
-        profile.display(),
-        run.display()
-    );
+    let cmd = run_cmd(&profile, &run);
     let tmux = Tmux::start("jvm", &cmd);
     // The newest frame's lines (the view redraws in place).
     let last_line = |s: &str, prefix: &str| {
@@ -342,4 +356,81 @@ fn brunt_watch_notices_a_killed_run_within_seconds() {
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("run.json")).unwrap()).unwrap();
     assert!(meta["writer"]["pid"].as_u64().is_some(), "{meta}");
+}
+
+/// Lines wider than 80 columns (as the terminal joined them back).
+fn too_wide(screen: &str) -> Vec<String> {
+    screen
+        .lines()
+        .map(|l| l.trim_end().to_string())
+        .filter(|l| l.chars().count() > 80)
+        .collect()
+}
+
+/// At 80 columns the live view and the summary after it fit line by line
+/// (nothing wraps), PASS is green on the terminal, and `NO_COLOR` turns
+/// colour off.
+#[test]
+fn at_80_columns_nothing_wraps_and_pass_is_coloured_unless_no_color() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let (profile, run) = setup(d.path());
+    let cmd = run_cmd(&profile, &run);
+    let tmux = Tmux::sized("narrow", &cmd, 80);
+    tmux.wait_for(Duration::from_secs(30), "live view", |s| {
+        is_live_view(s) && s.contains("latency  p50 ") && s.contains('▁')
+    });
+    // indicatif pads the view's lines to the width, so the terminal marks
+    // them wrapped: instead, no row of the view may be a line's remainder.
+    let view = tmux.capture();
+    let rows: Vec<&str> = view
+        .lines()
+        .skip_while(|l| !l.starts_with("brunt · live"))
+        .take_while(|l| !l.trim().is_empty())
+        .collect();
+    let heads = [
+        "brunt · ",
+        "phase    ",
+        "rate     ",
+        "latency  ",
+        "outcomes ",
+        "errors   ",
+        "server   ",
+        "process  ",
+        "finding  ",
+    ];
+    assert!(rows.len() >= 6, "{view}");
+    for r in &rows {
+        assert!(
+            heads.iter().any(|h| r.starts_with(h)),
+            "a wrapped line: {r:?}\n{view}"
+        );
+    }
+    let end = tmux.wait_for(Duration::from_secs(60), "end of the run", |s| {
+        s.contains("EXIT ")
+    });
+    assert!(end.contains("EXIT 0"), "{end}");
+    let joined = tmux.capture_with(&["-J"]);
+    let summary = &joined[joined.find("\nphase ").expect("the phase table")..];
+    assert!(
+        too_wide(summary).is_empty(),
+        "{:?}\n{summary}",
+        too_wide(summary)
+    );
+    assert!(joined.contains("report: file:///"), "{joined}");
+    let coloured = tmux.capture_with(&["-e"]);
+    assert!(
+        coloured.contains("\u{1b}[32mPASS"),
+        "PASS in green on a terminal:\n{coloured}"
+    );
+    drop(tmux);
+    // The same summary with NO_COLOR set: no colour.
+    let cmd = format!(
+        "NO_COLOR=1 {BIN} report {}; echo EXIT $?; sleep 60",
+        run.display()
+    );
+    let tmux = Tmux::sized("nocolor", &cmd, 80);
+    tmux.wait_for(Duration::from_secs(30), "report", |s| s.contains("EXIT "));
+    let plain = tmux.capture_with(&["-e"]);
+    assert!(plain.contains("result: PASS"), "{plain}");
+    assert!(!plain.contains("\u{1b}[32m"), "NO_COLOR: {plain}");
 }

@@ -94,6 +94,29 @@ fn stress_knee_is_found_and_its_cause_read_from_server_side_evidence() {
     assert!(st.text.contains(&breach), "{}", st.text);
     let term = brunt::report::terminal::render(&r.summary);
     assert!(term.contains("knee: capacity"), "{term}");
+    // The page draws the knee: p99 and ok/s against the offered rate, one
+    // point per step, the p99 budget as a line; the latency chart has the
+    // service time and the budget beside it; the protocol is said.
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
+    for id in ["chart-knee", "chart-knee-throughput", "chart-latency"] {
+        let at = html
+            .find(&format!("<figure id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("{id} missing"));
+        let fig = &html[at..at + html[at..].find("</figure>").expect("closed figure")];
+        assert!(fig.contains("<polyline"), "{id} draws no line");
+        if id != "chart-knee-throughput" {
+            assert!(
+                fig.contains("budget p99 &lt; 100ms"),
+                "{id}: no budget line"
+            );
+        }
+    }
+    assert!(html.contains("service p99 (from the send)"));
+    assert!(
+        html.contains("Open model · HTTP/1.1 ·"),
+        "the protocol used"
+    );
+    assert_eq!(r.summary.meta.protocol.as_deref(), Some("HTTP/1.1"));
 
     // Evidence as collectors and diagnosis will leave it: low target CPU,
     // threads piling up BLOCKED, a lock finding in the breaking step.
@@ -726,6 +749,16 @@ fn html_report_renders_in_headless_chromium() {
         assert!(fig.contains("<svg"), "{id} has no SVG");
         assert!(fig.contains("<polyline"), "{id} draws no line");
     }
+    // Server-side legends say what a series is, in its unit; the keys are listed under the chart.
+    assert!(html.contains("target process RSS (MB)"), "a human legend");
+    assert!(
+        html.contains("JVM threads BLOCKED (count)"),
+        "a human legend"
+    );
+    assert!(
+        html.contains("<code>target.rss_bytes</code>"),
+        "the key under the chart"
+    );
     // Verdicts come first, findings are escaped.
     let verdict_at = html.find("<h2>Verdict</h2>").expect("verdict section");
     assert!(verdict_at < html.find("chart-latency").expect("chart"));

@@ -2,15 +2,15 @@
 //! live view (`report::live`, which only renders) and print it, then the
 //! summary once `summary.json` appears.
 
-use super::out::{out, outln};
+use super::out::outln;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::judge::Summary;
 use crate::report::live::LiveView;
-use crate::report::terminal::render as render_summary;
 use crate::run::live::ServerWatch;
+use crate::rundir::errors::ErrorsTail;
 use crate::rundir::{self, tail::SeriesTail, RundirError};
 
 /// How `brunt watch` ended.
@@ -45,6 +45,7 @@ pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, RundirError> 
     }
     let mut view = LiveView::new(rundir::read_meta(dir)?);
     let mut server = ServerWatch::new(dir);
+    let mut errors = ErrorsTail::new(dir);
     let mut tail = SeriesTail::new(dir);
     let bar = std::io::stdout().is_terminal().then(|| {
         let b =
@@ -78,6 +79,7 @@ pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, RundirError> 
             }
         }
         view.set_server(server.refresh());
+        view.set_errors(errors.refresh());
         if let Some(b) = &bar {
             b.set_message(view.render());
         }
@@ -86,7 +88,7 @@ pub fn watch(dir: &Path, wait_start: Duration) -> Result<WatchEnd, RundirError> 
                 b.finish();
             }
             let s: Summary = rundir::read_json(dir, rundir::SUMMARY)?;
-            out!("{}", render_summary(&s));
+            super::show::summary(&s, super::show::colour_on(false));
             return Ok(WatchEnd::Finished(Box::new(s)));
         }
         // The writer gone without a summary: killed. Looked at again after

@@ -187,6 +187,7 @@ async fn vu(
                     r.offered(phase, sent);
                     run.step = Some((request, sent));
                 }
+                Event::Failed(f) => r.failure(f),
                 Event::Done(o) => {
                     run.step = None;
                     r.record(o);

@@ -42,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
+use crate::metrics::errors::Failure;
 use crate::metrics::{Class, Outcome, RecorderMsg, WorkerRecorder};
 use crate::profile::{LoadSpec, Model, Plan, Profile};
 pub use client::{Prepared, Target};
@@ -471,6 +472,9 @@ pub(crate) enum Event {
         intended: Instant,
         sent: Instant,
     },
+    /// What went wrong with the exchange whose `Done` comes next (the
+    /// errors table's detail; absent for `ok`).
+    Failed(Failure),
     /// An exchange finished.
     Done(Outcome),
     /// A scenario's iteration ended in `class` (`ok`: every step ok;
@@ -572,7 +576,7 @@ async fn send_one(
             intended,
             sent,
         });
-        let (class, retry_after, connect) =
+        let (class, retry_after, connect, failure) =
             match conn.exchange_within(&cfg.target, p, msg, check).await {
                 Some(a) => {
                     for (i, v) in a.extracted {
@@ -580,11 +584,14 @@ async fn send_one(
                             *slot = Some(v);
                         }
                     }
-                    (a.class, a.retry_after, a.connected)
+                    (a.class, a.retry_after, a.connected, a.failure)
                 }
-                None => (Class::Timeout, false, None),
+                None => (Class::Timeout, false, None, Some(timed_out(cfg))),
             };
         let end = Instant::now();
+        if let Some(f) = failure {
+            report(Event::Failed(f));
+        }
         report(Event::Done(Outcome {
             phase,
             request: index,
@@ -612,6 +619,14 @@ async fn send_one(
         });
     }
     last
+}
+
+/// A request that ran out of its timeout, in the errors table's words.
+fn timed_out(cfg: &EngineConfig) -> Failure {
+    Failure::message(format!(
+        "no answer within {} (the request timeout)",
+        humantime::format_duration(cfg.target.timeout)
+    ))
 }
 
 /// Per-worker share of a level: the worker's and the shard's fraction.

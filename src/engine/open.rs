@@ -328,6 +328,7 @@ async fn lane(
                         }),
                     );
                 }
+                Event::Failed(f) => rec.borrow_mut().failure(f),
                 Event::Done(o) => {
                     // Between steps the iteration is still running.
                     set_running(

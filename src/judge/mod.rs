@@ -42,6 +42,7 @@
 //! and a [`RunData`] that [`crate::rundir`] read (the judge opens no file).
 
 pub mod cause;
+pub mod errors;
 pub mod finish;
 pub mod gates;
 pub mod growth;

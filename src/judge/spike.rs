@@ -37,8 +37,18 @@ pub(super) fn spike(
     let back_after_end_s =
         first_stable_good(secs, s1, end.max(s1 + 1.0), b.ms, false).map(|g| g as f64 - s1);
     let errors = sp.errors() + sp.dropped;
+    let shed = sp.count(crate::metrics::Class::Shed);
+    // Refused with 503/429 past capacity: no error, but the spike's shape.
+    let shed_text = if shed > 0 {
+        format!(
+            "; {shed} shed (503/429: {:.1}% of the spike's answers)",
+            shed as f64 / sp.completed().max(1) as f64 * 100.0
+        )
+    } else {
+        String::new()
+    };
     let text = format!(
-        "{}; after the spike ended p99 was back within {:.1}ms {}; {} error(s) during the spike ({:.2}%)",
+        "{}; after the spike ended p99 was back within {:.1}ms {}; {} error(s) during the spike ({:.2}%){shed_text}",
         match (first_bad, back_after_start_s) {
             (None, _) => "p99 stayed within bound during the spike".to_string(),
             (Some(_), Some(t)) => format!("p99 went over the bound and was back {t:.0}s after the spike started"),

@@ -246,6 +246,10 @@ pub struct Summary {
     /// its latency and service time (open model; see [`super::wait`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_wait: Option<ConnectionWait>,
+    /// What went wrong, by class, request and status, check or message,
+    /// with sample bodies (absent when every request was ok).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<super::errors::ErrorsTable>,
     /// What the remote-write pushes did (absent when the run pushed nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<crate::vocab::export::ExportTally>,
@@ -275,6 +279,7 @@ pub fn build(
     stopped_reason: Option<String>,
 ) -> Summary {
     let meta = data.meta.clone();
+    let meta_requests = meta.requests.clone();
     let is_stress = matches!(meta.shape, ShapeKind::Stress { .. });
     let judged = judged_run(&meta, m);
     // Per-request histograms exist only for a mix of several requests.
@@ -470,6 +475,7 @@ pub fn build(
         generator: GeneratorHealth::default(),
         export: data.export.clone(),
         connection_wait,
+        errors: super::errors::ErrorsTable::of(&data.errors, &meta_requests, &m.run),
     }
 }
 

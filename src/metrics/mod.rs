@@ -9,7 +9,10 @@
 //! - [`Aggregator`]: the recorder thread; merges the workers' windows.
 //! - [`hlog`]: the interval log writer/reader; [`series`]: the time series.
 //! - [`measured`]: per-phase totals of a run and the generator's own health.
+//! - [`errors`]: what went wrong beyond the class (statuses, messages,
+//!   failed checks, sample bodies), tallied beside the histograms.
 
+pub mod errors;
 pub mod hlog;
 pub mod measured;
 pub mod series;
@@ -181,6 +184,8 @@ pub struct Stats {
     /// Their connect times (TCP connect + TLS handshake), kept apart from
     /// request latency; `None` until a connection is opened.
     pub connect_time: Option<Histogram<u64>>,
+    /// Every answer not `ok`, by what went wrong (the errors table).
+    pub failures: errors::ErrorTally,
 }
 
 impl Stats {
@@ -197,6 +202,9 @@ impl Stats {
         self.connects += o.connects;
         if let Some(h) = &o.connect_time {
             let _ = self.connect_time.get_or_insert_with(new_hist).add(h);
+        }
+        if !o.failures.is_empty() {
+            self.failures.merge(&o.failures);
         }
     }
     pub fn count(&self, c: Class) -> u64 {
@@ -363,6 +371,8 @@ pub struct WorkerRecorder {
     cpu_mark: Option<(Duration, Instant)>,
     /// Keep per-request histograms (the mix has more than one request).
     split_requests: bool,
+    /// What the engine said of the exchange about to be recorded.
+    why: Option<errors::Failure>,
 }
 
 /// One finished request, as the engine reports it.
@@ -393,6 +403,7 @@ impl WorkerRecorder {
             sched_lag_us: 0,
             cpu_mark: None,
             split_requests,
+            why: None,
         }
     }
 
@@ -419,6 +430,7 @@ impl WorkerRecorder {
         let service = o.end.saturating_duration_since(o.sent).as_nanos() as u64;
         let wait = o.sent.saturating_duration_since(o.intended).as_nanos() as u64;
         let split = self.split_requests;
+        let why = self.why.take();
         let stats = self.stats_at(o.phase, o.end);
         if o.retry_after {
             stats.shed_retry_after += 1;
@@ -431,6 +443,9 @@ impl WorkerRecorder {
                 .get_or_insert_with(new_hist)
                 .saturating_record(ns);
         }
+        if o.class != Class::Ok {
+            stats.failures.tally(o.class, o.request, why);
+        }
         let h = stats.ensure(o.class);
         let latency = latency.max(LOWEST_NS);
         h.latency.saturating_record(latency);
@@ -439,6 +454,13 @@ impl WorkerRecorder {
         if split {
             h.request_mut(o.request).saturating_record(latency);
         }
+    }
+
+    /// What went wrong with the exchange recorded next (the engine says it
+    /// just before [`WorkerRecorder::record`]).
+    #[inline]
+    pub fn failure(&mut self, f: errors::Failure) {
+        self.why = Some(f);
     }
 
     /// Record a whole scenario iteration of scenario `scenario` that ended
@@ -474,7 +496,9 @@ impl WorkerRecorder {
     ) {
         let latency = (end.saturating_duration_since(intended).as_nanos() as u64).max(LOWEST_NS);
         let split = self.split_requests;
-        let h = self.stats_at(phase, end).ensure(Class::Unfinished);
+        let stats = self.stats_at(phase, end);
+        stats.failures.tally(Class::Unfinished, request, None);
+        let h = stats.ensure(Class::Unfinished);
         h.latency.saturating_record(latency);
         let waited = sent.unwrap_or(end).saturating_duration_since(intended);
         h.wait

@@ -73,6 +73,8 @@ pub struct Second {
     pub p90_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// Service time p99 (from the actual send), the worse of the second's rows.
+    pub svc_p99_us: u64,
     /// Highest p99 of the phases in this second (ms): a boundary second keeps the worse.
     pub p99_ms: f64,
     /// The open-model scheduler's lateness (µs) and the busiest worker's
@@ -118,6 +120,7 @@ impl Second {
         self.p90_us = self.p90_us.max(r.p90_us);
         self.p99_us = self.p99_us.max(r.p99_us);
         self.max_us = self.max_us.max(r.max_us);
+        self.svc_p99_us = self.svc_p99_us.max(r.svc_p99_us);
         self.p99_ms = self.p99_ms.max(r.p99_us as f64 / 1000.0);
         self.sched_lag_us = self.sched_lag_us.max(r.sched_lag_us);
         self.busy_pct = self.busy_pct.max(r.busy_pct);

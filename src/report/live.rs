@@ -6,9 +6,12 @@
 //! file opens no file.
 //!
 //! A view is several lines: the phase and time left, offered vs achieved, in
-//! flight, p50/p99 of the last second with a sparkline of the last minute's
-//! p99 (when anything was shed, ok and shed p99 apart on a line of their
-//! own, the line above labelled as both together), outcomes by class, and the latest server-side figures (target CPU,
+//! flight, p50/p99 of the last second with a sparkline of the last seconds'
+//! p99 (as many as fit: every line fits 80 columns, longer ones are cut;
+//! when anything was shed, ok and shed p99 apart on a line of their own, the
+//! line above labelled as both together), outcomes by class, the most
+//! frequent errors so far (`errors.jsonl`, see [`super::errors::live_line`]),
+//! and the latest server-side figures (target CPU,
 //! BLOCKED threads in the last dump; on a line of its own, that dump's most
 //! severe finding). On a
 //! terminal it is redrawn in place through `indicatif` (already brunt's
@@ -22,7 +25,9 @@
 
 use std::collections::VecDeque;
 
-use super::terminal::{fmt_ms, progress_line};
+use super::terminal::{clock, fmt_ms, progress_line, progress_prefix};
+use super::width::{fit, COLUMNS};
+use crate::metrics::errors::ErrorTally;
 use crate::metrics::series::{Row, Second};
 use crate::metrics::{Class, CLASSES};
 use crate::rundir::RunMeta;
@@ -87,6 +92,8 @@ pub struct LiveView {
     last: Option<Second>,
     p99s: VecDeque<Option<u64>>,
     server: ServerFigures,
+    /// The most frequent errors so far, as their line shows them.
+    errors: Option<String>,
 }
 
 impl LiveView {
@@ -97,6 +104,7 @@ impl LiveView {
             last: None,
             p99s: VecDeque::with_capacity(SPARK_SECONDS),
             server: ServerFigures::default(),
+            errors: None,
         }
     }
 
@@ -107,6 +115,11 @@ impl LiveView {
     /// The latest server-side figures.
     pub fn set_server(&mut self, s: &ServerFigures) {
         self.server.clone_from(s);
+    }
+
+    /// The run's errors so far (`errors.jsonl` as read up to now).
+    pub fn set_errors(&mut self, t: &ErrorTally) {
+        self.errors = super::errors::live_line(t, &self.meta.requests, 80 - 9);
     }
 
     pub fn last(&self) -> Option<&Second> {
@@ -134,8 +147,8 @@ impl LiveView {
             .map(|p| p.label.as_str())
             .unwrap_or("");
         Some(format!(
-            "[{:>5}s] {}",
-            t.t + 1,
+            "{} {}",
+            progress_prefix(t.t + 1, self.meta.planned().as_secs()),
             progress_line(&t.phase, label, &window_stats(t, i))
         ))
     }
@@ -184,13 +197,18 @@ impl LiveView {
                 fmt_ms(us as f64 / 1000.0)
             }
         };
-        lines.push(format!(
-            "latency  p50 {} · p99 {} (last second) · p99 last {} s {}",
+        let head = format!(
+            "latency  p50 {} · p99 {} (last second)",
             pct(t.p50_us),
-            pct(t.p99_us),
-            self.p99s.len(),
-            self.sparkline()
-        ));
+            pct(t.p99_us)
+        );
+        // The sparkline gets what is left of 80 columns: ` · `, its
+        // seconds, ` (lo–hi)` (at most 18 with fmt_ms's 7 characters).
+        let n = COLUMNS.saturating_sub(head.chars().count() + 3 + 18);
+        match self.sparkline_last(n) {
+            s if s.is_empty() => lines.push(head),
+            s => lines.push(format!("{head} · {s}")),
+        }
         if let Some(apart) = ok_shed_apart(t) {
             lines.push(apart);
         }
@@ -205,43 +223,64 @@ impl LiveView {
             outcomes.push(format!("dropped {}", t.dropped));
         }
         lines.push(format!("outcomes {}", outcomes.join(" · ")));
-        lines.push(format!("server   {}", self.server_line()));
+        if let Some(e) = &self.errors {
+            lines.push(format!("errors   {e}"));
+        }
+        lines.extend(self.server_lines());
         // On its own line: a finding is long, and a terminal cuts lines at its width.
         if let Some(f) = &self.server.finding {
             lines.push(format!("finding  {f} (newest dump)"));
         }
-        lines.join("\n")
+        // Within 80 columns: a long target URL, server line or finding is cut.
+        let fitted: Vec<String> = lines.iter().map(|l| fit(l, COLUMNS)).collect();
+        fitted.join("\n")
     }
 
-    fn server_line(&self) -> String {
+    /// The server line, and the target process's CPU on a line of its own
+    /// when the three figures would not fit 80 columns together.
+    fn server_lines(&self) -> Vec<String> {
         let s = &self.server;
-        let mut parts = Vec::new();
-        if let Some(c) = s.host_cpu_pct {
-            parts.push(format!("target CPU {c:.0}% (host)"));
+        let host = s.host_cpu_pct.map(|c| format!("target CPU {c:.0}% (host)"));
+        let process = s
+            .process_cpu_pct
+            .map(|c| format!("process {c:.0}% of a core"));
+        let blocked = s
+            .blocked
+            .map(|(b, n)| format!("{b} of {n} threads BLOCKED in the last dump"));
+        let all: Vec<&String> = [&host, &process, &blocked].into_iter().flatten().collect();
+        if all.is_empty() {
+            return vec![
+                "server   no server-side figures yet (no collectors, or none sampled so far)"
+                    .into(),
+            ];
         }
-        if let Some(c) = s.process_cpu_pct {
-            parts.push(format!("process {c:.0}% of a core"));
+        let line = format!("server   {}", join(&all));
+        if line.chars().count() <= COLUMNS {
+            return vec![line];
         }
-        if let Some((b, n)) = s.blocked {
-            parts.push(format!("{b} of {n} threads BLOCKED in the last dump"));
-        }
-        if parts.is_empty() {
-            "no server-side figures yet (no collectors, or none sampled so far)".into()
-        } else {
-            parts.join(" · ")
-        }
+        let first: Vec<&String> = [&host, &blocked].into_iter().flatten().collect();
+        let mut out = vec![format!("server   {}", join(&first))];
+        out.extend(process.map(|p| format!("process  {p}")));
+        out
     }
 
     /// The last minute's p99, scaled from its lowest to its highest; a
     /// second without answers is a space.
+    #[cfg(test)]
     fn sparkline(&self) -> String {
-        let vals: Vec<u64> = self.p99s.iter().flatten().copied().collect();
+        self.sparkline_last(SPARK_SECONDS)
+    }
+
+    /// The sparkline of the last `n` seconds, scaled over them.
+    fn sparkline_last(&self, n: usize) -> String {
+        let skip = self.p99s.len().saturating_sub(n);
+        let shown: Vec<Option<u64>> = self.p99s.iter().skip(skip).copied().collect();
+        let vals: Vec<u64> = shown.iter().flatten().copied().collect();
         let (Some(lo), Some(hi)) = (vals.iter().min(), vals.iter().max()) else {
             return String::new();
         };
         let span = (hi - lo).max(1) as f64;
-        let spark: String = self
-            .p99s
+        let spark: String = shown
             .iter()
             .map(|v| match v {
                 Some(v) => {
@@ -259,13 +298,13 @@ impl LiveView {
     }
 }
 
-/// `m:ss` (or `h:mm:ss`).
-fn clock(s: u64) -> String {
-    if s >= 3600 {
-        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
-    } else {
-        format!("{}:{:02}", s / 60, s % 60)
-    }
+/// Parts of a line, ` · ` between them.
+fn join(parts: &[&String]) -> String {
+    parts
+        .iter()
+        .map(|p| p.as_str())
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// The view `brunt run` draws on a terminal, fed from the recorder.
@@ -288,10 +327,12 @@ impl RunView {
         RunView { view, bar }
     }
 
-    /// One second's rows, as written, and the latest server figures; redraws.
-    pub fn second(&mut self, rows: &[Row], server: &ServerFigures) {
+    /// One second's rows, as written, the latest server figures and the
+    /// errors so far; redraws.
+    pub fn second(&mut self, rows: &[Row], server: &ServerFigures, errors: &ErrorTally) {
         self.view.push(rows);
         self.view.set_server(server);
+        self.view.set_errors(errors);
         self.bar.set_message(self.view.render());
     }
 
@@ -330,6 +371,7 @@ pub(crate) mod tests {
             workers: 1,
             brunt_version: "0".into(),
             requests: vec![],
+            protocol: None,
             scenarios: vec![],
             start_at: None,
             merged: None,

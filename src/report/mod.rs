@@ -1,6 +1,6 @@
 //! Rendering only: what the judge put in a [`crate::judge::Summary`] shown
 //! in the terminal ([`terminal`]), as a self-contained page with charts
-//! ([`html`]), its gates as JUnit XML for CI ([`junit`]), and `brunt
+//! ([`html`]), the errors table in each ([`errors`]), its gates as JUnit XML for CI ([`junit`]), and `brunt
 //! analyze`'s findings ([`analysis`]); a running load as it goes ([`live`]:
 //! the live view and `brunt watch`; [`dashboard`]: the live page's data and
 //! page); two runs side by side ([`compare`]).
@@ -15,11 +15,13 @@
 pub mod analysis;
 pub mod compare;
 pub mod dashboard;
+pub mod errors;
 pub mod html;
 pub mod junit;
 pub mod live;
 mod table;
 pub mod terminal;
+pub mod width;
 
 use std::path::PathBuf;
 

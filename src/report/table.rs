@@ -61,11 +61,12 @@ pub(crate) fn text_row<S: AsRef<str>>(
     cells: &[(S, usize)],
     tail: &str,
 ) {
-    let _ = write!(o, "{name:<width$}");
+    let mut line = format!("{name:<width$}");
     for (c, w) in cells {
-        let _ = write!(o, " {:>w$}", c.as_ref());
+        let _ = write!(line, " {:>w$}", c.as_ref());
     }
-    let _ = writeln!(o, "  {tail}");
+    let _ = write!(line, "  {tail}");
+    let _ = writeln!(o, "{}", line.trim_end());
 }
 
 /// A header row: the first column (the rows' names) left-aligned.

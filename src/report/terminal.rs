@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use super::table::{self, text_row, Pct, BRIEF, FULL};
+use super::table::{self, text_row, Pct, BRIEF};
+use super::width::{fit, wrap, COLUMNS};
 use crate::budgets::Status;
 use crate::judge::summary::{Percentiles, ScopeSummary, ServerSideStatus};
 use crate::judge::trend::per_hour;
@@ -22,23 +23,6 @@ pub(crate) fn fmt_ms(v: f64) -> String {
     }
 }
 
-fn errors_by_kind(s: &ScopeSummary) -> String {
-    let mut parts: Vec<String> = s
-        .by_class
-        .iter()
-        .filter(|(k, _)| k.as_str() != "ok")
-        .map(|(k, c)| format!("{k}={}", c.count))
-        .collect();
-    if s.dropped > 0 {
-        parts.push(format!("dropped={}", s.dropped));
-    }
-    if parts.is_empty() {
-        "-".into()
-    } else {
-        parts.join(" ")
-    }
-}
-
 /// Render the summary for a terminal or a log.
 pub fn render(s: &Summary) -> String {
     let mut o = String::new();
@@ -46,6 +30,9 @@ pub fn render(s: &Summary) -> String {
     phase_table(&mut o, s);
     request_table(&mut o, s);
     iteration_table(&mut o, s);
+    if let Some(t) = &s.errors {
+        super::errors::terminal(&mut o, t);
+    }
     service_time(&mut o, s);
     threads_by_phase(&mut o, s);
     let mut judged = String::new();
@@ -65,27 +52,13 @@ pub fn render(s: &Summary) -> String {
     }
     o.push_str(&judged);
     let _ = writeln!(o, "\nresult: {}", result(s));
-    o
+    // Tables fit by design; prose (notes, verdicts, gates) wraps here.
+    wrap(&o, COLUMNS)
 }
 
 /// Every whole word `PASS` as `met` (an interrupted run passes nothing).
 pub(crate) fn met_not_pass(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("PASS") {
-        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-        let before = rest[..i].chars().next_back();
-        let after = rest[i + 4..].chars().next();
-        out.push_str(&rest[..i]);
-        out.push_str(if word(before) || word(after) {
-            "PASS"
-        } else {
-            "met "
-        });
-        rest = &rest[i + 4..];
-    }
-    out.push_str(rest);
-    out
+    super::width::replace_words(text, "PASS", "met ")
 }
 
 /// One line per phase of the thread table, only with thread evidence.
@@ -179,10 +152,14 @@ fn header(o: &mut String, s: &Summary) {
     let m = &s.meta;
     let _ = writeln!(
         o,
-        "\nbrunt · {} · {} · {:?} model{}",
+        "\nbrunt · {} · {} · {:?} model{}{}",
         m.name,
         m.target,
         m.model,
+        m.protocol
+            .as_ref()
+            .map(|p| format!(" · {p}"))
+            .unwrap_or_default(),
         if m.shard_count > 1 {
             format!(" · shard {}/{}", m.shard_index + 1, m.shard_count)
         } else {
@@ -204,17 +181,33 @@ fn header(o: &mut String, s: &Summary) {
 }
 
 /// One row per phase that saw traffic, then the whole run.
+/// Within 80 columns: the brief latency set (p99.9 is in `summary.json`
+/// and the page), errors (dropped included) and shed as counts; what the
+/// errors were is the errors table's.
 fn phase_table(o: &mut String, s: &Summary) {
     o.push('\n');
-    let mut heads = vec![("target", 12), ("requests", 9), ("rate/s", 9)];
-    heads.extend(table::heads(&FULL).map(|h| (h, 9)));
-    text_row(o, ("phase", 12), &heads, "errors");
+    let mut heads = vec![("target", 7), ("requests", 8), ("rate/s", 7)];
+    heads.extend(table::heads(&BRIEF).map(|h| (h, 7)));
+    heads.extend([("errors", 6), ("shed", 6)]);
+    text_row(o, ("phase", 9), &heads, "");
     for p in &s.phases {
         if p.requests + p.dropped > 0 {
             phase_row(o, p);
         }
     }
     phase_row(o, &s.totals);
+    if s.phases.iter().any(|p| p.name == WARMUP && p.requests > 0) {
+        let _ = writeln!(
+            o,
+            "warm-up (not judged): sent, but no budget or verdict reads it"
+        );
+    }
+    if s.phases.iter().any(|p| p.abandoned) {
+        let _ = writeln!(
+            o,
+            "abandoned: the step begun, then abandoned at the breach: not judged"
+        );
+    }
     if s.totals.shed > 0 || matches!(s.meta.shape, ShapeKind::Overload { .. }) {
         ok_vs_shed(o, s);
     }
@@ -271,44 +264,40 @@ fn phase_name(name: &str) -> &str {
 }
 
 fn phase_row(o: &mut String, p: &ScopeSummary) {
+    let count = |n: u64| if n == 0 { "-".into() } else { n.to_string() };
     let mut cells = vec![
-        (p.label.clone(), 12),
-        (p.requests.to_string(), 9),
-        (format!("{:.1}", p.rps), 9),
+        (fit(&p.label, 7), 7),
+        (p.requests.to_string(), 8),
+        (format!("{:.1}", p.rps), 7),
     ];
-    cells.extend(ms_cells(&p.latency, &FULL));
-    let warmup = if p.name == WARMUP {
-        "  (not judged)"
-    } else if p.abandoned {
-        "  (begun, then abandoned at the breach: not judged)"
-    } else {
-        ""
-    };
-    let tail = errors_by_kind(p) + warmup;
-    text_row(o, (phase_name(&p.name), 12), &cells, &tail);
+    cells.extend(ms_cells(&p.latency, &BRIEF));
+    cells.extend([(count(p.errors + p.dropped), 6), (count(p.shed), 6)]);
+    let tail = if p.abandoned { " abandoned" } else { "" };
+    text_row(o, (&fit(phase_name(&p.name), 9), 9), &cells, tail);
 }
 
-/// A row's latency cells, 9 wide, in the terminal's unit style.
+/// A row's latency cells, 7 wide (`fmt_ms` writes at most 7), in the
+/// terminal's unit style.
 fn ms_cells(p: &Percentiles, cols: &[Pct]) -> Vec<(String, usize)> {
     let cells = table::latency(p, cols, fmt_ms);
-    cells.into_iter().map(|c| (c, 9)).collect()
+    cells.into_iter().map(|c| (c, 7)).collect()
 }
 
-/// A table of one row per request or scenario: its name (24 wide), a
-/// count, the brief latency columns, and what went wrong.
+/// A table of one row per request or scenario: its name (20 wide, longer
+/// ones cut), a count, the brief latency columns, and what went wrong.
 fn brief_table<'a>(
     o: &mut String,
     (name, count, tail): (&str, &str, &str),
     rows: impl Iterator<Item = (&'a str, u64, &'a Percentiles, String)>,
 ) {
     o.push('\n');
-    let mut heads = vec![(count, 9)];
-    heads.extend(table::heads(&BRIEF).map(|h| (h, 9)));
-    text_row(o, (name, 24), &heads, tail);
+    let mut heads = vec![(count, 8)];
+    heads.extend(table::heads(&BRIEF).map(|h| (h, 7)));
+    text_row(o, (name, 20), &heads, tail);
     for (name, n, l, tail) in rows {
-        let mut cells = vec![(n.to_string(), 9)];
+        let mut cells = vec![(n.to_string(), 8)];
         cells.extend(ms_cells(l, &BRIEF));
-        text_row(o, (name, 24), &cells, &tail);
+        text_row(o, (&fit(name, 20), 20), &cells, &tail);
     }
 }
 
@@ -352,7 +341,7 @@ fn service_time(o: &mut String, s: &Summary) {
     if t.requests > 0 {
         let _ = writeln!(
             o,
-            "\nlatency counts from each request's intended start; service time (from the actual send) p99 = {}",
+            "\nlatency counts from each request's intended start;\nservice time (from the actual send) p99 = {}",
             fmt_ms(t.service.p99)
         );
     }
@@ -452,17 +441,8 @@ fn verdicts(o: &mut String, v: &Verdicts) {
     for h in heads {
         let _ = writeln!(o, "  {h}");
     }
+    // Its checks are gates: listed once, under `gates:`.
     if let Some(ov) = &v.overload {
-        for c in &ov.checks {
-            let _ = writeln!(
-                o,
-                "    {:<4} {:<44} {} (expected {})",
-                c.status.to_string(),
-                c.name,
-                c.measured,
-                c.expected
-            );
-        }
         let split = |l: Option<LatencySplit>| {
             l.map(|l| {
                 format!(
@@ -504,6 +484,25 @@ fn verdicts(o: &mut String, v: &Verdicts) {
             );
         }
     }
+}
+
+/// `m:ss` (or `h:mm:ss`).
+pub(crate) fn clock(s: u64) -> String {
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// A plain progress line's start: `[0:05/0:20  25%]`, the time run of the
+/// time planned and the share done.
+pub fn progress_prefix(elapsed_s: u64, planned_s: u64) -> String {
+    let pct = (elapsed_s * 100)
+        .checked_div(planned_s)
+        .unwrap_or(100)
+        .min(100);
+    format!("[{}/{} {pct:>3}%]", clock(elapsed_s), clock(planned_s))
 }
 
 /// The plain progress line of one second, as `brunt run` prints it when

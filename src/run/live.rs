@@ -10,6 +10,7 @@ use crate::diagnosis::findings::{dump_findings, Options, Severity};
 use crate::diagnosis::model::{ThreadDump, ThreadState};
 use crate::metrics::series::Row;
 use crate::report::live::{RunView, ServerFigures};
+use crate::rundir::errors::ErrorsTail;
 use crate::rundir::{self, tail::last_json_line, tail::newest_dump};
 use crate::vocab::samples::HostSample;
 use serde::Deserialize;
@@ -88,6 +89,7 @@ fn read_dump(path: &Path) -> Option<ThreadDump> {
 pub(super) struct LiveRun {
     view: RunView,
     server: ServerWatch,
+    errors: ErrorsTail,
 }
 
 impl LiveRun {
@@ -97,13 +99,14 @@ impl LiveRun {
         Some(LiveRun {
             view: RunView::start(meta),
             server: ServerWatch::new(dir),
+            errors: ErrorsTail::new(dir),
         })
     }
 
     /// One second's rows, as written; redraws.
     pub(super) fn second(&mut self, rows: &[Row]) {
         let server = self.server.refresh();
-        self.view.second(rows, server);
+        self.view.second(rows, server, self.errors.refresh());
     }
 
     pub(super) fn view(&self) -> &RunView {

@@ -9,6 +9,7 @@
 //! and a summary judged from the seconds still in memory could differ from
 //! the one `brunt report` rebuilds on the same directory.
 
+mod builtin;
 mod control;
 pub mod dashboard;
 mod export;
@@ -224,7 +225,7 @@ pub fn execute(profile: &Profile, opts: RunOptions) -> Result<RunResult, RunErro
 /// Compile a profile (`path` names it in errors) and run it: the built-in
 /// target is started first, since its address is an input to the compile.
 pub fn execute_profile(
-    profile: Profile,
+    mut profile: Profile,
     path: &Path,
     opts: RunOptions,
 ) -> Result<RunResult, RunError> {
@@ -241,6 +242,7 @@ pub fn execute_profile(
         let cfg = profile.target.builtin.clone().unwrap_or_default();
         let d = crate::demo::DemoServer::start(cfg).map_err(|e| RunError::Demo(e.to_string()))?;
         inputs.builtin_url = Some(d.base_url());
+        builtin::watch(&mut profile.collectors, d.addr().port());
         Some(d)
     } else {
         None
@@ -386,6 +388,7 @@ fn run_meta(
         workers: cfg.workers,
         brunt_version: env!("CARGO_PKG_VERSION").into(),
         requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
+        protocol: Some(cfg.target.protocol().into()),
         scenarios: profile.scenarios.iter().map(|s| s.name.clone()).collect(),
         start_at: opts
             .start_at

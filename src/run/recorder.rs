@@ -1,5 +1,5 @@
 //! The recorder thread: takes the workers' windows, writes them second by
-//! second (interval log, time series, events), tells observers, shows
+//! second (interval log, time series, errors, events), tells observers, shows
 //! progress (the live view of `run::live` on a terminal, the plain line
 //! otherwise), and stops a stress run at its first breach. A write that
 //! fails (a full disk) stops the load at once: nothing is measured blind.
@@ -19,7 +19,8 @@ use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::{Row, SeriesWriter};
 use crate::metrics::{pct_us, Aggregator, Class, RecorderMsg, Stats, Window};
 use crate::profile::Plan;
-use crate::report::terminal::progress_line;
+use crate::report::terminal::{progress_line, progress_prefix};
+use crate::rundir::errors::ErrorsLog;
 use crate::rundir::EventLog;
 use crate::vocab::{RunClock, RunObserver, ShapeKind, WindowStats};
 
@@ -57,6 +58,8 @@ struct State {
     hlog: HlogWriter,
     series: SeriesWriter,
     events: EventLog,
+    /// `errors.jsonl`: what went wrong, per phase and second.
+    errors: ErrorsLog,
     announced: Option<usize>,
     /// Stress steps judged so far (stop on breach).
     judged: usize,
@@ -93,6 +96,7 @@ impl State {
         for (name, s) in &named {
             let row = Row::from_stats(w.second, name, s, rows_in_flight, w.sched_lag_us, busy);
             self.series.row(&row)?;
+            self.errors.push(w.second, name, &s.failures)?;
             rows.push(row);
             rows_in_flight = 0;
         }
@@ -142,6 +146,7 @@ impl Recording {
             hlog,
             series,
             events,
+            errors: ErrorsLog::new(&self.dir),
             announced: None,
             judged: 0,
             stopped_reason: None,
@@ -315,8 +320,8 @@ impl Recording {
                     .map(|p| p.info.label.as_str())
                     .unwrap_or("");
                 self.say.line(format!(
-                    "[{:>5}s] {}",
-                    s.second + 1,
+                    "{} {}",
+                    progress_prefix(s.second + 1, self.plan.total().as_secs()),
                     progress_line(phase, label, s)
                 ));
             }

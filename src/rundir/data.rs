@@ -39,6 +39,8 @@ pub struct RunData {
     pub latency: Distributions,
     /// The flame graphs' stacks left beside the recordings in `diagnostics/`.
     pub flames: Vec<FlameFile>,
+    /// What went wrong (`errors.jsonl`), empty when nothing did.
+    pub errors: crate::metrics::errors::ErrorTally,
     /// The remote-write pushes (`export.jsonl`), when the run pushed.
     pub export: Option<ExportTally>,
     /// What could not be read (never fatal here: the judge notes it, the
@@ -132,6 +134,7 @@ impl RunData {
             meta,
             seconds,
             export,
+            errors: super::errors::read(dir),
             windows: LogWindows::of(dir).map(|w| Box::new(w) as Box<dyn LatencyWindows>),
             server,
             latency,

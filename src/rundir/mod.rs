@@ -8,6 +8,7 @@
 //!   events.jsonl      phase starts, breaches, the end ([`EventLog`])
 //!   latency.hlog      HdrHistogram interval log, one line per phase × class × second
 //!   timeseries.csv    one row per phase and second
+//!   errors.jsonl      what went wrong, per phase and second with errors ([`errors`])
 //!   summary.json      the judged result (`judge::Summary`), written atomically
 //!   findings.json     the diagnosis' findings
 //!   report.html       the rendered report
@@ -26,6 +27,7 @@
 //! [`read::measured_noting`] says so.
 
 pub mod data;
+pub mod errors;
 pub mod evidence;
 pub mod fds;
 pub mod read;
@@ -75,6 +77,10 @@ pub struct RunMeta {
     /// Names of the requests of the mix, in profile order.
     #[serde(default)]
     pub requests: Vec<String>,
+    /// The HTTP protocol the run spoke (`HTTP/1.1`, `HTTP/2 over TLS`, …),
+    /// as the preflight settled it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
     /// Names of the scenarios, in profile order (the `.sK` tags of the latency log).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<String>,

@@ -1,6 +1,7 @@
 //! Reading a run directory while its run still writes it (the live view of
 //! `brunt run` and `brunt watch`): the time series as it grows, whole lines
-//! and whole seconds only; the last complete line of a sample stream; the
+//! and whole seconds only ([`LineTail`] for any file that grows by lines,
+//! as `errors.jsonl` does); the last complete line of a sample stream; the
 //! newest thread dump.
 
 use std::io::{BufRead, Read, Seek, SeekFrom};
@@ -42,11 +43,54 @@ pub fn newest_dump(diag: &Path) -> Option<(PathBuf, u64)> {
         .map(|(_, p, n)| (p, n))
 }
 
-/// `timeseries.csv` read as it grows: whole lines only, grouped by second.
-pub struct SeriesTail {
+/// A file read as it grows: whole lines only, each once.
+pub struct LineTail {
     path: PathBuf,
     offset: u64,
     partial: String,
+}
+
+impl LineTail {
+    pub fn new(path: PathBuf) -> LineTail {
+        LineTail {
+            path,
+            offset: 0,
+            partial: String::new(),
+        }
+    }
+
+    /// The lines completed since the last call (without their newline).
+    pub fn lines(&mut self) -> Vec<String> {
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return Vec::new();
+        };
+        if f.seek(SeekFrom::Start(self.offset)).is_err() {
+            return Vec::new();
+        }
+        let mut lines = Vec::new();
+        let mut r = std::io::BufReader::new(&mut f);
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    self.offset += n as u64;
+                    if !line.ends_with('\n') {
+                        self.partial.push_str(&line);
+                        break;
+                    }
+                    let whole = std::mem::take(&mut self.partial) + &line;
+                    lines.push(whole.trim_end().to_string());
+                }
+            }
+        }
+        lines
+    }
+}
+
+/// `timeseries.csv` read as it grows: whole lines only, grouped by second.
+pub struct SeriesTail {
+    lines: LineTail,
     /// Rows of the newest second, held until a later second (or the end) shows it is complete.
     pending: Vec<Row>,
 }
@@ -54,9 +98,7 @@ pub struct SeriesTail {
 impl SeriesTail {
     pub fn new(dir: &Path) -> SeriesTail {
         SeriesTail {
-            path: dir.join(TIME_SERIES),
-            offset: 0,
-            partial: String::new(),
+            lines: LineTail::new(dir.join(TIME_SERIES)),
             pending: Vec::new(),
         }
     }
@@ -77,32 +119,8 @@ impl SeriesTail {
     }
 
     fn new_rows(&mut self) -> Vec<Row> {
-        let Ok(mut f) = std::fs::File::open(&self.path) else {
-            return Vec::new();
-        };
-        if f.seek(SeekFrom::Start(self.offset)).is_err() {
-            return Vec::new();
-        }
-        let mut rows = Vec::new();
-        let mut r = std::io::BufReader::new(&mut f);
-        loop {
-            let mut line = String::new();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    self.offset += n as u64;
-                    if !line.ends_with('\n') {
-                        self.partial.push_str(&line);
-                        break;
-                    }
-                    let whole = std::mem::take(&mut self.partial) + &line;
-                    if let Some(row) = parse_row(whole.trim_end()) {
-                        rows.push(row);
-                    }
-                }
-            }
-        }
-        rows
+        let lines = self.lines.lines();
+        lines.iter().filter_map(|l| parse_row(l)).collect()
     }
 }
 

@@ -299,6 +299,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     }
 
     carry_evidence(&shards, out, base)?;
+    carry_errors(&shards, out)?;
 
     // Judge the union with the same code as a single run.
     let (m, elapsed) = rundir::read::measured(out, &meta)?;
@@ -437,6 +438,18 @@ fn write_windows(out: &Path, meta: &RunMeta, w: &Windows) -> Result<(), ShardErr
         }
     }
     series.flush().map_err(write_err(&series_path))
+}
+
+/// The shards' errors tables added into one line of `errors.jsonl` (the
+/// same profile: request indices agree).
+fn carry_errors(shards: &[ShardDir], out: &Path) -> Result<(), ShardError> {
+    let mut all = crate::metrics::errors::ErrorTally::default();
+    for s in shards {
+        all.merge(&rundir::errors::read(&s.dir));
+    }
+    rundir::errors::ErrorsLog::new(out)
+        .push(0, "all", &all)
+        .map_err(ShardError::Rundir)
 }
 
 /// Every shard's events, each tagged with its shard, then the merge itself.

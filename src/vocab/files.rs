@@ -11,6 +11,8 @@ pub const TIME_SERIES: &str = "timeseries.csv";
 pub const SUMMARY: &str = "summary.json";
 pub const FINDINGS: &str = "findings.json";
 pub const REPORT_HTML: &str = "report.html";
+/// The errors table's tally, one line per phase and second with errors.
+pub const ERRORS_LOG: &str = "errors.jsonl";
 /// One row per remote-write push ([`super::export::PushRow`]).
 pub const EXPORT_LOG: &str = "export.jsonl";
 pub const DIAGNOSTICS: &str = "diagnostics";

@@ -12,7 +12,7 @@ use hyper::client::conn::{http1, http2};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use super::classify::{classify_error, connect_class};
+use super::classify::{connect_class, hyper_fault, io_message, Fault};
 use super::Target;
 use crate::engine::h1;
 use crate::metrics::Class;
@@ -124,7 +124,7 @@ where
 
 /// Open a connection: TCP, TLS (ALPN picks the protocol), the HTTP
 /// handshake. Returns the time it took with the sender.
-pub(super) async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
+pub(super) async fn connect(t: &Target) -> Result<(Sender, Duration), Fault> {
     let began = Instant::now();
     let tcp = match tokio::time::timeout(
         t.connect_timeout,
@@ -132,8 +132,13 @@ pub(super) async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
     )
     .await
     {
-        Err(_) => return Err(Class::Timeout),
-        Ok(Err(e)) => return Err(connect_class(&e)),
+        Err(_) => return Err(Fault::new(Class::Timeout, "connect: timed out")),
+        Ok(Err(e)) => {
+            return Err(Fault::new(
+                connect_class(&e),
+                format!("connect: {}", io_message(&e)),
+            ))
+        }
         Ok(Ok(s)) => s,
     };
     let _ = tcp.set_nodelay(true);
@@ -148,14 +153,22 @@ pub(super) async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
                 match tokio::time::timeout(t.connect_timeout, connector.connect(name.clone(), tcp))
                     .await
                 {
-                    Err(_) => return Err(Class::Timeout),
-                    Ok(Err(e)) => return Err(connect_class(&e)),
+                    Err(_) => return Err(Fault::new(Class::Timeout, "TLS handshake: timed out")),
+                    Ok(Err(e)) => {
+                        return Err(Fault::new(
+                            connect_class(&e),
+                            format!("TLS handshake: {}", io_message(&e)),
+                        ))
+                    }
                     Ok(Ok(s)) => s,
                 };
             let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
             if t.http == HttpVersion::Http2 && !h2 {
                 // The preflight refuses such a target; a server that changed mid-run.
-                return Err(Class::ConnectError);
+                return Err(Fault::new(
+                    Class::ConnectError,
+                    "TLS: the server no longer offers HTTP/2 (ALPN)",
+                ));
             }
             if codec && !h2 {
                 Sender::Codec(h1::CodecConn::new(h1::Io::Tls(Box::new(tls))))
@@ -167,7 +180,7 @@ pub(super) async fn connect(t: &Target) -> Result<(Sender, Duration), Class> {
     Ok((sender, began.elapsed()))
 }
 
-pub(super) async fn handshake<IO>(io: TokioIo<IO>, h2: bool) -> Result<Sender, Class>
+pub(super) async fn handshake<IO>(io: TokioIo<IO>, h2: bool) -> Result<Sender, Fault>
 where
     IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + 'static,
 {
@@ -175,13 +188,13 @@ where
         let (sender, conn) = http2::Builder::new(LocalExec)
             .handshake(io)
             .await
-            .map_err(|e| classify_error(&e))?;
+            .map_err(|e| hyper_fault(&e))?;
         tokio::task::spawn_local(async move {
             let _ = conn.await;
         });
         Ok(Sender::H2(sender))
     } else {
-        let (sender, conn) = http1::handshake(io).await.map_err(|e| classify_error(&e))?;
+        let (sender, conn) = http1::handshake(io).await.map_err(|e| hyper_fault(&e))?;
         tokio::task::spawn_local(async move {
             let _ = conn.await;
         });

@@ -2,6 +2,7 @@
 //! HTTP/1.1 or HTTP/2, each bounded by the request timeout, with the one
 //! resend the module doc allows.
 
+use std::cell::RefCell;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -9,12 +10,44 @@ use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderValue, CONNECTION};
 use hyper::{Method, Request};
 
-use super::classify::{classify_error, codec_failed, unprocessed};
+use super::classify::{codec_failed, hyper_fault, unprocessed, Fault};
 use super::connect::{connect, LaneConn, Sender};
 use super::request::{to_h2, Prepared};
 use super::Target;
 use crate::engine::h1;
+use crate::metrics::errors::{Failure, What, SAMPLE_BYTES};
 use crate::metrics::Class;
+
+/// Distinct (request, status) pairs a worker samples a body of.
+const SAMPLED_MAX: usize = 32;
+
+thread_local! {
+    /// The (request, status) pairs whose first body this worker has kept:
+    /// a per-thread list, so sampling takes no lock and reads few bodies.
+    static SAMPLED: RefCell<Vec<(usize, u16)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Whether this worker still wants a body of `status` from request `request`
+/// (the first one of each pair is kept; asking again counts as taken).
+fn take_sample(request: usize, status: u16) -> bool {
+    SAMPLED.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.len() >= SAMPLED_MAX || s.contains(&(request, status)) {
+            return false;
+        }
+        s.push((request, status));
+        true
+    })
+}
+
+/// The unexpected or failed answer's failure: its status or check and,
+/// when kept, the start of its body.
+fn status_failure(what: What, body: Option<&[u8]>) -> Option<Failure> {
+    Some(Failure {
+        what,
+        body: body.map(|b| b[..b.len().min(SAMPLE_BYTES)].to_vec()),
+    })
+}
 
 /// How one exchange went.
 pub struct Answer {
@@ -25,6 +58,9 @@ pub struct Answer {
     pub extracted: Vec<(usize, Bytes)>,
     /// This exchange opened a connection, taking this long (TCP + TLS).
     pub connected: Option<Duration>,
+    /// What went wrong, for the errors table (`None`: ok, or nothing more
+    /// to say than the class).
+    pub failure: Option<Failure>,
 }
 
 impl From<Class> for Answer {
@@ -34,6 +70,17 @@ impl From<Class> for Answer {
             retry_after: false,
             extracted: Vec::new(),
             connected: None,
+            failure: None,
+        }
+    }
+}
+
+impl From<Fault> for Answer {
+    fn from(f: Fault) -> Self {
+        let (class, failure) = f.failure();
+        Answer {
+            failure: Some(failure),
+            ..class.into()
         }
     }
 }
@@ -41,7 +88,7 @@ impl From<Class> for Answer {
 impl LaneConn {
     /// Make sure the lane has a live sender: its own, the shared HTTP/2
     /// connection's, or a new connection (its connect time goes to `connected`).
-    async fn open(&mut self, t: &Target, connected: &mut Option<Duration>) -> Result<(), Class> {
+    async fn open(&mut self, t: &Target, connected: &mut Option<Duration>) -> Result<(), Fault> {
         if self.sender.as_ref().is_some_and(|s| !s.is_closed()) {
             return Ok(());
         }
@@ -147,26 +194,26 @@ impl LaneConn {
             if let Some(Sender::Codec(_)) = self.sender {
                 match self.exchange_codec(t, p, msg.as_ref(), check).await {
                     Ok(a) => return a,
-                    Err((class, retry)) => {
+                    Err((fault, retry)) => {
                         self.sender = None;
                         // The request went out: its fate is unknown.
                         if retry && reused && attempt == 0 && p.resend.unknown {
                             continue;
                         }
-                        return class.into();
+                        return fault.into();
                     }
                 }
             }
             let Some(sender) = self.sender.as_mut() else {
                 return Class::OtherError.into();
             };
-            if sender.ready().await.is_err() {
+            if let Err(e) = sender.ready().await {
                 self.sender = None;
                 // Nothing was sent on it.
                 if attempt == 0 && p.resend.unprocessed {
                     continue;
                 }
-                return Class::Reset.into();
+                return Fault::new(Class::Reset, hyper_fault(&e).why).into();
             }
             let sent = match sender {
                 Sender::H1(s) => {
@@ -179,7 +226,7 @@ impl LaneConn {
                         // An unsent request comes back, to be retried as it was.
                         *msg = e.take_message();
                         let retry = msg.is_some() && reused;
-                        (classify_error(e.error()), retry)
+                        (hyper_fault(e.error()), retry)
                     })
                 }
                 Sender::Codec(_) => return Class::OtherError.into(),
@@ -191,19 +238,19 @@ impl LaneConn {
                     s.try_send_request(req).await.map_err(|mut e| {
                         let unsent = e.take_message().is_some();
                         let retry = (unsent && reused) || unprocessed(e.error());
-                        (classify_error(e.error()), retry)
+                        (hyper_fault(e.error()), retry)
                     })
                 }
             };
             let resp = match sent {
                 Ok(r) => r,
-                Err((class, retry)) => {
+                Err((fault, retry)) => {
                     self.sender = None;
                     // hyper gave the request back unsent, or HTTP/2 refused it.
                     if retry && attempt == 0 && p.resend.unprocessed {
                         continue;
                     }
-                    return class.into();
+                    return fault.into();
                 }
             };
             let mut class = p.classify_status(resp.status());
@@ -215,32 +262,32 @@ impl LaneConn {
             } else {
                 hyper::HeaderMap::new()
             };
+            let status = resp.status().as_u16();
             let mut body = resp.into_body();
             let mut extracted = Vec::new();
-            if (check || want) && class == Class::Ok {
+            let mut failure = None;
+            let sample = class != Class::Ok && take_sample(p.index, status);
+            if ((check || want) && class == Class::Ok) || sample {
                 match http_body_util::Limited::new(body, p.max_body)
                     .collect()
                     .await
                 {
+                    Ok(b) if class != Class::Ok => {
+                        failure = status_failure(What::Status(status), Some(&b.to_bytes()));
+                    }
                     Ok(b) => {
                         let b = b.to_bytes();
-                        if check && !p.body_ok(&b) {
-                            class = Class::CheckFailed;
-                        }
-                        for (i, x) in &p.extract {
-                            match x.take(&headers, &b) {
-                                Some(v) => extracted.push((*i, v)),
-                                // Later steps would go out without it.
-                                None => class = Class::CheckFailed,
-                            }
-                        }
+                        (class, failure) = p.judge_body(check, &headers, &b, &mut extracted);
                     }
                     Err(e) => {
                         self.sender = None;
                         return match e.downcast_ref::<hyper::Error>() {
-                            Some(e) => classify_error(e).into(),
+                            Some(e) => hyper_fault(e).into(),
                             // Limited's own error: past `expect.max_body`.
-                            None => Class::BodyTooLarge.into(),
+                            None => {
+                                Fault::new(Class::BodyTooLarge, "body larger than expect.max_body")
+                                    .into()
+                            }
                         };
                     }
                 }
@@ -248,8 +295,11 @@ impl LaneConn {
                 while let Some(f) = body.frame().await {
                     if let Err(e) = f {
                         self.sender = None;
-                        return classify_error(&e).into();
+                        return hyper_fault(&e).into();
                     }
+                }
+                if class != Class::Ok {
+                    failure = status_failure(What::Status(status), None);
                 }
             }
             return Answer {
@@ -257,6 +307,7 @@ impl LaneConn {
                 retry_after,
                 extracted,
                 connected: None,
+                failure,
             };
         }
         Class::Reset.into()
@@ -271,12 +322,12 @@ impl LaneConn {
         p: &Prepared,
         msg: Option<&Request<Full<Bytes>>>,
         check: bool,
-    ) -> Result<Answer, (Class, bool)> {
+    ) -> Result<Answer, (Fault, bool)> {
         let LaneConn {
             sender, wire, body, ..
         } = self;
         let Some(Sender::Codec(c)) = sender.as_mut() else {
-            return Err((Class::OtherError, false));
+            return Err((Fault::new(Class::OtherError, "no connection"), false));
         };
         let bytes: &[u8] = match msg {
             Some(m) => {
@@ -296,23 +347,23 @@ impl LaneConn {
         let retry_after = class == Class::Shed && head.retry_after;
         let want = !p.extract.is_empty() && class == Class::Ok;
         let keep = (check || want) && class == Class::Ok;
+        let sample = class != Class::Ok && take_sample(p.index, head.status);
         body.clear();
         let reusable = c
-            .body(&head, keep.then_some(&mut *body), p.max_body)
+            .body(&head, (keep || sample).then_some(&mut *body), p.max_body)
             .await
             .map_err(codec_failed)?;
         let mut extracted = Vec::new();
-        if keep {
-            if check && !p.body_ok(body) {
-                class = Class::CheckFailed;
-            }
-            let none = hyper::HeaderMap::new();
-            for (i, x) in &p.extract {
-                match x.take(headers.as_ref().unwrap_or(&none), body) {
-                    Some(v) => extracted.push((*i, v)),
-                    // Later steps would go out without it.
-                    None => class = Class::CheckFailed,
-                }
+        let mut failure = None;
+        if class != Class::Ok {
+            let kept = sample.then_some(body.as_slice());
+            failure = status_failure(What::Status(head.status), kept);
+        }
+        if keep || sample {
+            if keep {
+                let none = hyper::HeaderMap::new();
+                let headers = headers.as_ref().unwrap_or(&none);
+                (class, failure) = p.judge_body(check, headers, body, &mut extracted);
             }
             // A lane keeps no more than a small answer's room between checks.
             body.clear();
@@ -326,11 +377,42 @@ impl LaneConn {
             retry_after,
             extracted,
             connected: None,
+            failure,
         })
     }
 
     /// Forget the connection (after a timeout the stream is in an unknown state).
     pub fn reset(&mut self) {
         self.sender = None;
+    }
+}
+
+impl Prepared {
+    /// An ok answer's body, checked (when `check`) and its values
+    /// extracted: `ok`, or `check_failed` and the check or extraction that
+    /// failed (with the body's start as its sample, the first per worker).
+    fn judge_body(
+        &self,
+        check: bool,
+        headers: &hyper::HeaderMap,
+        body: &[u8],
+        extracted: &mut Vec<(usize, Bytes)>,
+    ) -> (Class, Option<Failure>) {
+        let mut what = if check { self.failed_check(body) } else { None };
+        for (i, x) in &self.extract {
+            match x.take(headers, body) {
+                Some(v) => extracted.push((*i, v)),
+                // Later steps would go out without it.
+                None => what = what.or_else(|| Some(What::Check(x.describe().into()))),
+            }
+        }
+        match what {
+            None => (Class::Ok, None),
+            Some(what) => {
+                // Checks have no status: 0 keys their sample.
+                let kept = take_sample(self.index, 0).then_some(body);
+                (Class::CheckFailed, status_failure(what, kept))
+            }
+        }
     }
 }

@@ -17,6 +17,8 @@ use crate::profile::{Profile, RequestSpec, Retry};
 /// A request of the mix, built once.
 pub struct Prepared {
     pub name: String,
+    /// Its index in the mix (scenario steps included).
+    pub index: usize,
     pub request: Request<Full<Bytes>>,
     /// The same request for HTTP/2: absolute URI (`:scheme`, `:authority`), no Host.
     pub(super) request_h2: Request<Full<Bytes>>,
@@ -92,6 +94,14 @@ pub enum Extractor {
 pub(super) const DEFAULT_MAX_BODY: usize = 1 << 20;
 
 impl Extractor {
+    /// As the errors table names an extraction that found nothing.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Extractor::Json(p) => format!("extract json {p:?}"),
+            Extractor::Regex(r) => format!("extract regex {:?}", r.as_str()),
+            Extractor::Header(h) => format!("extract header {h}"),
+        }
+    }
     pub(super) fn take(&self, headers: &hyper::HeaderMap, body: &[u8]) -> Option<Bytes> {
         match self {
             Extractor::Header(h) => headers.get(h).map(|v| Bytes::copy_from_slice(v.as_bytes())),
@@ -167,7 +177,8 @@ pub fn prepare_mix(
     profile
         .all_requests()
         .into_iter()
-        .map(|(key, scenario, r)| {
+        .enumerate()
+        .map(|(index, (key, scenario, r))| {
             let (label, vars) = match scenario.and_then(|s| profile.scenarios.get(s)) {
                 Some(sc) => (Some(sc.name.as_str()), template::scenario_vars(&sc.steps)),
                 None => (None, Vec::new()),
@@ -177,7 +188,8 @@ pub fn prepare_mix(
                 scenario: label,
                 vars: &vars,
             };
-            prepare_one(&step, r, profile, base, host, inputs, feeders)
+            let p = prepare_one(&step, r, profile, base, host, inputs, feeders)?;
+            Ok(Prepared { index, ..p })
         })
         .collect()
 }
@@ -312,6 +324,7 @@ fn prepare_one(
     }
     Ok(Prepared {
         extract,
+        index: 0,
         name,
         request_h2: req.clone(),
         wire: Bytes::new(),

@@ -42,6 +42,16 @@ impl Target {
         self.h2.store(on, Ordering::Relaxed);
     }
     /// HTTP/1.1 connections go through the codec, not hyper.
+    /// The protocol the run speaks, as settled by the preflight (`auto`
+    /// over TLS takes what ALPN chose): `HTTP/2 over TLS`, `HTTP/1.1`, ….
+    pub fn protocol(&self) -> &'static str {
+        match (self.plans_h2(), self.tls.is_some()) {
+            (true, true) => "HTTP/2 over TLS",
+            (true, false) => "HTTP/2 cleartext (h2c)",
+            (false, true) => "HTTP/1.1 over TLS",
+            (false, false) => "HTTP/1.1",
+        }
+    }
     pub fn uses_codec(&self) -> bool {
         self.codec.load(Ordering::Relaxed)
     }

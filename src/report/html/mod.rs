@@ -3,11 +3,13 @@
 //! the end of every run and by `brunt report DIR`.
 //!
 //! Top to bottom: the verdicts; latency percentiles per second with phase
-//! bands; offered vs achieved rate; outcomes per second; ok and shed p99
-//! apart per second when anything was shed (with the other things kept
-//! apart so they read right: [`apart`]); the latency
+//! bands, the service time and the p99 budgets as lines; for a stress run
+//! the knee chart (p99 and throughput against the offered rate, `knee`);
+//! offered vs achieved rate; outcomes per second; ok and shed p99 apart per
+//! second when anything was shed (with the other things kept apart so they
+//! read right: [`apart`]); the latency
 //! distribution per phase (merged histograms from `latency.hlog`); the
-//! per-phase (and per-step) table; budgets; the server side (CPU, memory,
+//! per-phase (and per-step) table; the errors table; budgets; the server side (CPU, memory,
 //! connections, threads, findings) when `diagnostics/evidence.json` exists;
 //! threads by phase (dumps and JFR, phase by phase) when there were any;
 //! flame graphs when the run left JFR stacks (`flame`).
@@ -22,8 +24,10 @@
 
 mod apart;
 mod charts;
+mod errors;
 mod flame;
 mod growth;
+mod knee;
 mod server;
 mod threads;
 
@@ -115,7 +119,7 @@ td,th{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f4f4
 td.l,th.l{text-align:left}td:first-child{white-space:nowrap}.pass{color:#1a7f37;font-weight:bold}.fail{color:#c62828;font-weight:bold}
 .na{color:#888}.verdict{font-size:15px;margin:6px 0;padding:8px 12px;background:#f7f7fa;border-left:4px solid #3a5ba0}
 .verdict.bad{border-left-color:#c62828}.verdict.good{border-left-color:#1a7f37}
-figure{margin:12px 0}.note{color:#8a5a00}";
+figure{margin:12px 0}.note{color:#8a5a00}pre.sample{background:#f7f7f7;padding:6px;white-space:pre-wrap;max-width:1100px;font-size:12px}";
 
 fn status_cell(st: CheckStatus) -> String {
     let cls = match st {
@@ -177,11 +181,17 @@ pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
     let mut o = String::new();
     header(&mut o, s);
     verdict_section(&mut o, s);
-    time_charts(&mut o, &secs, total, &bands)?;
+    time_charts(&mut o, &secs, total, &bands, &knee::p99_budgets(s))?;
     apart::ok_shed_chart(&mut o, &secs, total, &bands)?;
+    if let Some(st) = s.verdicts.as_ref().and_then(|v| v.stress.as_ref()) {
+        knee::section(&mut o, s, st, &secs)?;
+    }
     distribution_chart(&mut o, s, &data.latency)?;
     phase_table(&mut o, s);
     step_tables(&mut o, s);
+    if let Some(t) = &s.errors {
+        errors::section(&mut o, t);
+    }
     budget_table(&mut o, s);
     server_section(&mut o, s, data.server.as_ref(), &bands, total)?;
     threads::section(&mut o, s);
@@ -242,10 +252,15 @@ fn header(o: &mut String, s: &Summary) {
     );
     let _ = writeln!(
         o,
-        "<h1>brunt · {}</h1><div class=\"meta\">{} · {:?} model · {} · started {} · brunt {}{}</div>",
+        "<h1>brunt · {}</h1><div class=\"meta\">{} · {:?} model{} · {} · started {} · brunt {}{}</div>",
         esc(&s.meta.name),
         esc(&s.meta.target),
         s.meta.model,
+        s.meta
+            .protocol
+            .as_ref()
+            .map(|p| format!(" · {}", esc(p)))
+            .unwrap_or_default(),
         shape_name(s),
         chrono::DateTime::from_timestamp(s.meta.started_at as i64, 0)
             .map(|d| d.to_rfc3339())
@@ -278,7 +293,7 @@ type TimeChart = (
 const TIME_CHARTS: [TimeChart; 3] = [
     (
         "chart-latency",
-        "Latency per second, every answer together (from each request's intended start)",
+        "Latency per second, every answer together (from each request's intended start), service time beside it",
         "latency (log)",
         true,
         &[
@@ -286,6 +301,9 @@ const TIME_CHARTS: [TimeChart; 3] = [
             ("p90", |r| r.p90_us as f64 / 1000.0),
             ("p99", |r| r.p99_us as f64 / 1000.0),
             ("max", |r| r.max_us as f64 / 1000.0),
+            ("service p99 (from the send)", |r| {
+                r.svc_p99_us as f64 / 1000.0
+            }),
         ],
     ),
     (
@@ -318,16 +336,20 @@ fn time_charts(
     secs: &BTreeMap<u64, Second>,
     total: f64,
     bands: &[Band],
+    budgets: &[(String, f64)],
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Over time</h2>");
     for (id, title, y_desc, is_log, picks) in TIME_CHARTS {
-        let lines = picks
+        let mut lines: Vec<Line> = picks
             .iter()
             .map(|(name, f)| Line {
                 name: (*name).into(),
                 pts: secs.iter().map(|(t, r)| (*t as f64 + 0.5, f(r))).collect(),
             })
             .collect();
+        if id == "chart-latency" {
+            lines.extend(knee::budget_lines(budgets, (0.0, total)));
+        }
         let y_fmt: &dyn Fn(&f64) -> String = if is_log { &fmt_ms } else { &fmt_num };
         let chart = time_chart(id, title, y_desc, lines, y_fmt, total, bands);
         o.push_str(&if is_log { log(&chart) } else { linear(&chart) }?);
@@ -514,19 +536,14 @@ fn stress_steps(o: &mut String, st: &StressVerdict) {
 }
 
 /// The overload checks, one row each.
+/// The overload phase's latency apart and its capacity; its checks are
+/// gates, listed once in the gates table above.
 fn overload_checks(o: &mut String, ov: &OverloadVerdict) {
-    let _ = writeln!(o, "<h3>Overload checks</h3><table><tr><th class=\"l\">check</th><th class=\"l\">result</th><th class=\"l\">measured</th><th class=\"l\">expected</th></tr>");
-    for c in &ov.checks {
-        let _ = writeln!(
-            o,
-            "<tr><td class=\"l\">{}</td>{}<td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
-            esc(&c.name),
-            status_cell(c.status),
-            esc(&c.measured),
-            esc(&c.expected)
-        );
-    }
-    let _ = writeln!(o, "</table>");
+    let _ = writeln!(
+        o,
+        "<h3>Overload</h3><p class=\"meta\">its {} checks are gates: see the table above</p>",
+        ov.checks.len()
+    );
     let split = |l: Option<LatencySplit>| {
         l.map(|l| {
             format!(
@@ -709,16 +726,28 @@ fn ms_cells(p: &Percentiles, cols: &[Pct]) -> Vec<String> {
 
 fn budget_table(o: &mut String, s: &Summary) {
     let _ = writeln!(o, "<h2>Budgets</h2>");
-    if s.budgets.is_empty() {
+    // A stress run's budgets on every request are judged per step: said
+    // here, with what the first breach broke, so none goes unlisted.
+    if let Some(st) = &s.stress {
+        let broke: Vec<String> = st
+            .breached
+            .iter()
+            .map(|v| format!("{} (measured {})", v.budget, v.shown))
+            .collect();
         let _ = writeln!(
             o,
-            "<p class=\"meta\">{}</p>",
-            if s.stress.is_some() {
-                "unscoped budgets are judged step by step (see the stress steps)"
-            } else {
-                "no budgets in the profile"
+            "<p class=\"meta\">unscoped budgets are judged step by step (see the stress steps){}</p>",
+            match &st.first_breach {
+                Some(b) if !broke.is_empty() =>
+                    esc(&format!("; the first breach, {b}, broke {}", broke.join(", "))),
+                _ => String::new(),
             }
         );
+    }
+    if s.budgets.is_empty() {
+        if s.stress.is_none() {
+            let _ = writeln!(o, "<p class=\"meta\">no budgets in the profile</p>");
+        }
         return;
     }
     let _ = writeln!(o, "<table><tr><th class=\"l\">budget</th><th class=\"l\">scope</th><th>measured</th><th>limit</th><th class=\"l\">result</th></tr>");

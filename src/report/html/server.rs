@@ -103,6 +103,20 @@ fn chart_of(name: &str) -> &'static str {
     }
 }
 
+/// A series' legend: what it measures and its unit, not its key
+/// (`target process RSS (MB)`, `JVM threads BLOCKED (count)`).
+fn legend(key: &str, unit: &str) -> String {
+    let what = match (
+        names::lookup(key),
+        key.strip_prefix(names::JVM_THREADS_PREFIX),
+    ) {
+        (_, Some(state)) => format!("JVM threads {}", state.to_uppercase()),
+        (Some(s), None) => s.what.to_string(),
+        (None, None) => key.to_string(),
+    };
+    format!("{what} ({unit})")
+}
+
 pub(super) fn server_section(
     o: &mut String,
     s: &Summary,
@@ -127,12 +141,13 @@ pub(super) fn server_section(
         return Ok(());
     };
     for (g, title, unit, div) in SERIES_CHARTS {
+        let keys: Vec<&String> = sv.series.keys().filter(|k| chart_of(k) == g).collect();
         let lines: Vec<Line> = sv
             .series
             .iter()
             .filter(|(k, _)| chart_of(k) == g)
             .map(|(k, pts)| Line {
-                name: k.clone(),
+                name: legend(k, unit),
                 pts: pts.iter().map(|(t, v)| (*t, v / div)).collect(),
             })
             .collect();
@@ -157,6 +172,12 @@ pub(super) fn server_section(
             y_labels: 8,
             y_fmt: &fmt_num,
         })?);
+        // The keys, for thresholds and queries: the legend says what they are.
+        let keys: Vec<String> = keys
+            .iter()
+            .map(|k| format!("<code>{}</code>", esc(k)))
+            .collect();
+        let _ = writeln!(o, "<p class=\"meta\">series: {}</p>", keys.join(", "));
     }
     let _ = writeln!(o, "<h3>Findings</h3>");
     if sv.findings.is_empty() {
