@@ -202,10 +202,11 @@ fn phase_table(o: &mut String, s: &Summary) {
             "warm-up (not judged): sent, but no budget or verdict reads it"
         );
     }
-    if s.phases.iter().any(|p| p.abandoned) {
+    for p in s.phases.iter().filter(|p| p.abandoned) {
         let _ = writeln!(
             o,
-            "abandoned: the step begun, then abandoned at the breach: not judged"
+            "{}: begun, then abandoned at the breach (not judged)",
+            p.name
         );
     }
     if s.totals.shed > 0 || matches!(s.meta.shape, ShapeKind::Overload { .. }) {
@@ -272,8 +273,7 @@ fn phase_row(o: &mut String, p: &ScopeSummary) {
     ];
     cells.extend(ms_cells(&p.latency, &BRIEF));
     cells.extend([(count(p.errors + p.dropped), 6), (count(p.shed), 6)]);
-    let tail = if p.abandoned { " abandoned" } else { "" };
-    text_row(o, (&fit(phase_name(&p.name), 9), 9), &cells, tail);
+    text_row(o, (&fit(phase_name(&p.name), 9), 9), &cells, "");
 }
 
 /// A row's latency cells, 7 wide (`fmt_ms` writes at most 7), in the
