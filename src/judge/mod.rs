@@ -174,6 +174,7 @@ mod tests {
                 summary: "9 of 16 threads BLOCKED on com.acme.Inventory".into(),
                 evidence: None,
             }),
+            db_finding: None,
         };
         let prev = StepRow {
             p99_ms: 20.0,

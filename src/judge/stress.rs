@@ -94,6 +94,7 @@ fn step_row(
         generator_lag_ms: mean(names::GENERATOR_SCHED_LAG.name),
         threads: server.map(|sv| threads(sv, from, to)).unwrap_or_default(),
         top_finding: server.and_then(|sv| sv.top_finding(&p.name, from, to).cloned()),
+        db_finding: server.and_then(|sv| sv.top_db_finding(&p.name, from, to).cloned()),
     }
 }
 

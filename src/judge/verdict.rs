@@ -122,6 +122,11 @@ pub struct StepRow {
     /// Mean `jvm.threads.<state>` over the step, by state.
     pub threads: BTreeMap<String, f64>,
     pub top_finding: Option<FindingRef>,
+    /// The worst database finding of the step (a lock wait, saturated
+    /// connections), when a database collector ran: the cause chains it
+    /// behind a pool wait the JVM showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_finding: Option<FindingRef>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -48,6 +48,7 @@ pub fn render(s: &Summary) -> String {
     iteration_table(&mut o, s);
     service_time(&mut o, s);
     threads_by_phase(&mut o, s);
+    database_by_phase(&mut o, s);
     let mut judged = String::new();
     knee(&mut judged, s);
     if let Some(v) = &s.verdicts {
@@ -120,6 +121,52 @@ fn threads_by_phase(o: &mut String, s: &Summary) {
             r.dump_text(),
             r.jfr_text()
         );
+    }
+}
+
+/// One line per phase of the database table, only with a database collector:
+/// lock waiters, connections in use, the oldest transaction, the top wait,
+/// and the blocking chain where there was one.
+fn database_by_phase(o: &mut String, s: &Summary) {
+    if s.database_by_phase.is_empty() {
+        return;
+    }
+    let knee = s.stress.as_ref().and_then(|st| st.knee.as_deref());
+    let breach = s.stress.as_ref().and_then(|st| st.first_breach.as_deref());
+    let _ = writeln!(o, "\ndatabase by phase (postgres collector):");
+    let w = s
+        .database_by_phase
+        .iter()
+        .map(|r| r.phase.len())
+        .max()
+        .unwrap_or(0);
+    for r in &s.database_by_phase {
+        let mark = if Some(r.phase.as_str()) == breach {
+            "  ← first breach"
+        } else if Some(r.phase.as_str()) == knee {
+            "  ← knee"
+        } else {
+            ""
+        };
+        let pct = r
+            .max_connections_used_pct
+            .map(|p| format!("{p:.0}%"))
+            .unwrap_or_else(|| "-".into());
+        let top = r
+            .top_waits
+            .first()
+            .map(|w| format!(" · top wait {} {:.1}", w.wait, w.backends))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  {:w$}  {} waiting for a lock · connections {pct} · oldest xact {:.1} s{top}{mark}",
+            r.phase,
+            r.max_waiting_lock,
+            r.max_oldest_xact_s.unwrap_or(0.0),
+        );
+        if let Some(c) = &r.lock_chain {
+            let _ = writeln!(o, "  {:w$}  └ {c}", "");
+        }
     }
 }
 

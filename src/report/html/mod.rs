@@ -19,6 +19,7 @@
 //! centres tick labels on their tick, and the last one would be clipped.
 
 mod charts;
+mod database;
 mod flame;
 mod growth;
 mod server;
@@ -180,6 +181,7 @@ pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
     budget_table(&mut o, s);
     server_section(&mut o, s, data.server.as_ref(), &bands, total)?;
     threads::section(&mut o, s);
+    database::section(&mut o, s);
     flame::section(&mut o, s, &data.flames);
     notes(&mut o, s);
     footer(&mut o);
