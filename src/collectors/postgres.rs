@@ -144,7 +144,7 @@ pub fn normalize_sql(sql: &str) -> String {
             i += 1;
         }
     }
-    let t = out.trim();
+    let t = out.trim().trim_end_matches(';').trim_end();
     if t.chars().count() > MAX_SQL_CHARS {
         let mut s: String = t.chars().take(MAX_SQL_CHARS).collect();
         s.push('…');

@@ -163,12 +163,12 @@ fn one_phase(
                 .total_cmp(&b.1.state_s.unwrap_or(0.0))
         });
     if let Some((r, b)) = idle {
-        let blocking = r
-            .row
-            .lock_waits
+        // Every waiter whose chain ends at it, not only those right behind it.
+        let blocking: usize = chains(&r.row)
             .iter()
-            .filter(|w| w.blocked_by.contains(&b.pid))
-            .count();
+            .filter(|c| c.root_pid == Some(b.pid))
+            .map(|c| c.waiters)
+            .sum();
         let (sev, also) = match blocking {
             0 => (Severity::Warning, String::new()),
             n => (

@@ -15,7 +15,7 @@ pub struct DbSample {
     pub max_connections: Option<u64>,
     /// `superuser_reserved_connections`: slots ordinary roles cannot use.
     pub reserved_connections: Option<u64>,
-    /// Client backends, the collector's own included.
+    /// Client backends, the collector's own left out.
     pub connections: Option<u64>,
     /// Is `pg_stat_statements` installed (in the collector's database)?
     pub pg_stat_statements: Option<bool>,

@@ -13,7 +13,6 @@ use std::io::Write;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 /// The superuser's password (also the `app` role's).
 pub const PASSWORD: &str = "brunt-pg-secret-7d1e";
@@ -29,7 +28,11 @@ pub struct Postgres {
 fn bin_dir() -> PathBuf {
     let base = Path::new("/usr/lib/postgresql");
     let mut versions: Vec<PathBuf> = std::fs::read_dir(base)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path().join("bin")).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.path().join("bin"))
+                .collect()
+        })
         .unwrap_or_default();
     versions.retain(|p| p.join("initdb").exists());
     versions.sort();
@@ -154,15 +157,28 @@ impl Postgres {
     /// `psql` as `user` with the password in its environment (tests only).
     pub fn psql(&self, user: &str) -> Command {
         let mut c = Command::new("psql");
-        c.args(["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1"])
-            .args(["-p", &self.port.to_string(), "-U", user, "-d", "postgres"])
-            .env("PGPASSWORD", PASSWORD);
+        c.args([
+            "-X",
+            "-q",
+            "-A",
+            "-t",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-h",
+            "127.0.0.1",
+        ])
+        .args(["-p", &self.port.to_string(), "-U", user, "-d", "postgres"])
+        .env("PGPASSWORD", PASSWORD);
         c
     }
 
     /// Run SQL as the superuser; its output.
     pub fn sql(&self, sql: &str) -> String {
-        let out = self.psql("postgres").args(["-c", sql]).output().expect("psql");
+        let out = self
+            .psql("postgres")
+            .args(["-c", sql])
+            .output()
+            .expect("psql");
         assert!(
             out.status.success(),
             "psql `{sql}`: {}",
@@ -186,18 +202,18 @@ impl Postgres {
         stdin.flush().expect("flush");
         // Kept open: the session lives until killed.
         std::mem::forget(stdin);
+        // Its first output line is its pid (asking the server instead would
+        // take a connection slot of its own).
+        let out = child.stdout.take().expect("stdout");
         self.held.push(child);
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let pid = self.sql(&format!(
-                "SELECT pid FROM pg_stat_activity WHERE application_name = '{app}' ORDER BY backend_start DESC LIMIT 1"
-            ));
-            if let Ok(p) = pid.parse() {
-                return p;
-            }
-            assert!(Instant::now() < deadline, "session {app} never appeared");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut line = String::new();
+        let mut r = std::io::BufReader::new(out);
+        let _ = std::io::BufRead::read_line(&mut r, &mut line);
+        // Kept open too: psql dies of SIGPIPE writing to a closed pipe.
+        std::mem::forget(r);
+        line.trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("session {app} did not start (got `{}`)", line.trim()))
     }
 
     /// The `collectors.database` section for this cluster, its password
@@ -231,7 +247,9 @@ pub fn assert_no_password(dir: &Path) {
             } else {
                 let bytes = std::fs::read(&p).unwrap_or_default();
                 assert!(
-                    !bytes.windows(PASSWORD.len()).any(|w| w == PASSWORD.as_bytes()),
+                    !bytes
+                        .windows(PASSWORD.len())
+                        .any(|w| w == PASSWORD.as_bytes()),
                     "the database password was written to {}",
                     p.display()
                 );
