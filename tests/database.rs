@@ -182,6 +182,17 @@ fn a_hot_row_stress_run_names_the_knee_the_lock_the_relation_and_the_blocker() {
     assert!(ev["series"]["db.backends_waiting_lock"].is_array());
     assert!(ev["series"]["db.connections_used_pct"].is_array());
     assert!(ev["series"]["db.oldest_xact_s"].is_array());
+    // The statement that got slower past the knee (pg_stat_statements).
+    let slow = ev["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["kind"] == "slow_statement"))
+        .unwrap_or_else(|| panic!("no slow_statement finding: {}", ev["findings"]));
+    let slow = slow["summary"].as_str().unwrap_or("");
+    assert!(
+        slow.starts_with("`SELECT n FROM orders WHERE id = $1 FOR UPDATE` took")
+            && slow.contains("in step-2 against"),
+        "{slow}"
+    );
     postgres::assert_no_password(&run);
 }
 

@@ -25,6 +25,10 @@ const CONNECTIONS_HIGH_PCT: f64 = 90.0;
 /// Statements kept per phase.
 const TOP_STATEMENTS: usize = 5;
 const TOP_WAITS: usize = 5;
+/// A statement "got slower" from one phase to the next at this factor…
+const SLOWER_FACTOR: f64 = 5.0;
+/// …and at least this mean time per call.
+const SLOWER_MIN_MS: f64 = 5.0;
 
 /// One database finding on the run clock.
 #[derive(Debug, Clone, PartialEq)]
@@ -95,10 +99,40 @@ pub fn analyze(rows: &[Stamped<DbSample>]) -> DbAnalysis {
         let in_phase: Vec<&Stamped<DbSample>> = rows.iter().filter(|r| r.phase == name).collect();
         let (phase, findings) = one_phase(name, &in_phase, before);
         before = in_phase.last().map(|r| &r.row);
-        out.phases.push(phase);
         out.findings.extend(findings);
+        if let Some(f) = out
+            .phases
+            .last()
+            .and_then(|prev| slower(prev, &phase, in_phase.last()))
+        {
+            out.findings.push(f);
+        }
+        out.phases.push(phase);
     }
     out
+}
+
+/// The statement whose mean time grew the most from one phase to the next
+/// (at least [`SLOWER_FACTOR`]× and [`SLOWER_MIN_MS`]): what got slower at the knee.
+fn slower(prev: &DbPhase, now: &DbPhase, last: Option<&&Stamped<DbSample>>) -> Option<DbFinding> {
+    let (before, after) = (prev.statements.as_ref()?, now.statements.as_ref()?);
+    let (b, a) = after
+        .iter()
+        .filter_map(|a| before.iter().find(|b| b.query == a.query).map(|b| (b, a)))
+        .filter(|(b, a)| a.mean_ms >= SLOWER_MIN_MS && a.mean_ms >= SLOWER_FACTOR * b.mean_ms)
+        .max_by(|x, y| {
+            (x.1.mean_ms / x.0.mean_ms.max(1e-6)).total_cmp(&(y.1.mean_ms / y.0.mean_ms.max(1e-6)))
+        })?;
+    Some(DbFinding {
+        at_s: last?.t,
+        phase: now.phase.clone(),
+        severity: Severity::Warning,
+        kind: FindingKind::from("slow_statement"),
+        summary: format!(
+            "`{}` took {:.2} ms per call in {} against {:.2} ms in {} ({} calls, {:.0} ms in all)",
+            a.query, a.mean_ms, now.phase, b.mean_ms, prev.phase, a.calls, a.total_ms
+        ),
+    })
 }
 
 fn one_phase(
@@ -310,7 +344,7 @@ pub fn chains(s: &DbSample) -> Vec<Chain> {
             root_pid,
         })
         .collect();
-    out.sort_by(|a, b| b.waiters.cmp(&a.waiters));
+    out.sort_by_key(|c| std::cmp::Reverse(c.waiters));
     out
 }
 
@@ -469,7 +503,12 @@ mod tests {
         let quiet = r#"{"max_connections":20,"reserved_connections":3,"connections":2,"backends":[],
           "lock_waits":[],"blockers":[],"idle_in_xact":[],
           "statements":[{"id":"1","query":"UPDATE orders SET n = n + $1 WHERE id = $2","calls":10,"total_ms":10,"rows":10}]}"#;
-        let rows = [row(1.0, "step-1", quiet), row(3.0, "step-2", HOT_ROW)];
+        let earlier = quiet.replace(r#""calls":10,"total_ms":10"#, r#""calls":5,"total_ms":5"#);
+        let rows = [
+            row(0.5, "step-1", &earlier),
+            row(1.0, "step-1", quiet),
+            row(3.0, "step-2", HOT_ROW),
+        ];
         let a = analyze(&rows);
         let lock = a
             .findings
@@ -488,9 +527,18 @@ mod tests {
             .find(|f| f.kind == "idle_in_transaction")
             .expect("idle");
         assert!(
-            idle.summary.contains("blocking 1 backend"),
+            idle.summary.contains("blocking 3 backends"),
             "{}",
             idle.summary
+        );
+        let slow = a
+            .findings
+            .iter()
+            .find(|f| f.kind == "slow_statement")
+            .expect("slower");
+        assert_eq!(
+            slow.summary,
+            "`UPDATE orders SET n = n + $1 WHERE id = $2` took 44.50 ms per call in step-2 against 1.00 ms in step-1 (20 calls, 890 ms in all)"
         );
         let conn = a
             .findings
@@ -508,7 +556,7 @@ mod tests {
         );
         assert_eq!(
             a.series[series::DB_BACKENDS_WAITING_LOCK.name],
-            vec![(1.0, 0.0), (3.0, 3.0)]
+            vec![(0.5, 0.0), (1.0, 0.0), (3.0, 3.0)]
         );
         assert!(a.phases[0].lock_chain.is_none());
     }
