@@ -89,13 +89,23 @@ pub(crate) fn met_not_pass(text: &str) -> String {
     out
 }
 
+/// A stress run's knee and first breaking step, marked at the end of a phase's line.
+fn phase_mark(s: &Summary, phase: &str) -> &'static str {
+    let st = s.stress.as_ref();
+    if st.and_then(|st| st.first_breach.as_deref()) == Some(phase) {
+        "  ← first breach"
+    } else if st.and_then(|st| st.knee.as_deref()) == Some(phase) {
+        "  ← knee"
+    } else {
+        ""
+    }
+}
+
 /// One line per phase of the thread table, only with thread evidence.
 fn threads_by_phase(o: &mut String, s: &Summary) {
     if s.threads_by_phase.is_empty() {
         return;
     }
-    let knee = s.stress.as_ref().and_then(|st| st.knee.as_deref());
-    let breach = s.stress.as_ref().and_then(|st| st.first_breach.as_deref());
     let _ = writeln!(
         o,
         "\nthreads by phase (each phase's most contended dump; JFR where recorded):"
@@ -107,13 +117,7 @@ fn threads_by_phase(o: &mut String, s: &Summary) {
         .max()
         .unwrap_or(0);
     for r in &s.threads_by_phase {
-        let mark = if Some(r.phase.as_str()) == breach {
-            "  ← first breach"
-        } else if Some(r.phase.as_str()) == knee {
-            "  ← knee"
-        } else {
-            ""
-        };
+        let mark = phase_mark(s, &r.phase);
         let _ = writeln!(
             o,
             "  {:w$}  {} · {}{mark}",
@@ -131,8 +135,6 @@ fn database_by_phase(o: &mut String, s: &Summary) {
     if s.database_by_phase.is_empty() {
         return;
     }
-    let knee = s.stress.as_ref().and_then(|st| st.knee.as_deref());
-    let breach = s.stress.as_ref().and_then(|st| st.first_breach.as_deref());
     let _ = writeln!(o, "\ndatabase by phase (postgres collector):");
     let w = s
         .database_by_phase
@@ -141,13 +143,7 @@ fn database_by_phase(o: &mut String, s: &Summary) {
         .max()
         .unwrap_or(0);
     for r in &s.database_by_phase {
-        let mark = if Some(r.phase.as_str()) == breach {
-            "  ← first breach"
-        } else if Some(r.phase.as_str()) == knee {
-            "  ← knee"
-        } else {
-            ""
-        };
+        let mark = phase_mark(s, &r.phase);
         let pct = r
             .max_connections_used_pct
             .map(|p| format!("{p:.0}%"))
