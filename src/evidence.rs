@@ -210,6 +210,25 @@ impl ServerEvidence {
         })
     }
 
+    /// [`Self::top_finding`], except that with a database finding in the
+    /// phase a pool wait the service showed leads: the database finding
+    /// then says what its connections waited on (the cause chains the two).
+    pub fn top_finding_beside_db(&self, phase: &str, from: f64, to: f64) -> Option<&FindingRef> {
+        let pool = || {
+            self.top_where(phase, from, to, |f| {
+                f.kind == FindingKind::Pool
+                    && !f
+                        .evidence
+                        .as_deref()
+                        .is_some_and(|e| e.ends_with(crate::vocab::files::DB_SAMPLES))
+            })
+        };
+        match self.top_db_finding(phase, from, to) {
+            Some(_) => pool().or_else(|| self.top_finding(phase, from, to)),
+            None => self.top_finding(phase, from, to),
+        }
+    }
+
     fn top_where(
         &self,
         phase: &str,

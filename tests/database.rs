@@ -4,12 +4,16 @@
 //! relation and the blocker; an idle-in-transaction holder and connection
 //! exhaustion are findings; a bad password is an error before the load; the
 //! database going away mid-run is a gap (through the SSH transport), never a
-//! stall; the password never reaches the run directory.
+//! stall; the password never reaches the run directory. A Java service on
+//! HikariCP shows the chain across tiers: its workers wait in the pool,
+//! the pooled connections wait on the row lock.
 
 #[path = "support/cmd.rs"]
 mod cmd;
 #[path = "support/collect.rs"]
 mod collect;
+#[path = "support/java.rs"]
+mod java;
 #[path = "support/postgres.rs"]
 mod postgres;
 #[path = "support/sshd.rs"]
@@ -357,4 +361,85 @@ fn the_database_going_away_mid_run_is_a_gap_over_ssh_not_a_stall() {
     );
     assert!(rep.transport.contains("ssh"), "{}", rep.transport);
     postgres::assert_no_password(dir.path());
+}
+
+#[test]
+fn a_java_service_on_hikaricp_chains_the_pool_wait_to_the_row_lock() {
+    let pg = Postgres::start(60);
+    std::env::set_var("PGPASSWORD", PASSWORD);
+    let jdk = java::jdk17();
+    let marker = format!("hot-row-db-{}", std::process::id());
+    // 16 workers, 4 pooled connections, 25 ms inside the row lock: ~40/s.
+    let svc = java::JavaProcess::start(
+        &jdk,
+        &["-Xmx256m"],
+        "com.brunt.target.HotRowDb",
+        &[
+            "--port",
+            "0",
+            "--db-port",
+            &pg.port.to_string(),
+            "--pool-size",
+            "4",
+            "--workers",
+            "16",
+            "--hold-ms",
+            "25",
+            "--marker",
+            &marker,
+        ],
+        "LISTENING ",
+    );
+    let port: u16 = svc
+        .ready_line
+        .trim_start_matches("LISTENING ")
+        .trim()
+        .parse()
+        .expect("port");
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    for _ in 0..30 {
+        let r = java::http_get(addr, "/hot", Duration::from_secs(5));
+        assert!(matches!(r, Ok((200, _))), "warm-up: {r:?}");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let prof = format!(
+        r#"
+name: hot-row-java
+target: {{ url: "http://127.0.0.1:{port}", timeout: 5s }}
+requests: [ {{ path: /hot }} ]
+load: {{ connections: 32 }}
+shape: {{ stress: {{ start: 10/s, step: 70/s, step_duration: 4s, max: 80/s }} }}
+budgets: [ "p99 < 600ms" ]
+collectors:
+  target: {{ pgrep: "java .*{marker}", jcmd: "{}" }}
+  database: {{ host: 127.0.0.1, port: {}, user: postgres, dbname: postgres, password_env: {PW_VAR} }}
+  collect:
+    - use: jvm
+      probes:
+        thread-dump: {{ every: 1s, at_phase_start: true }}
+        thread-dump-json: {{ enabled: false }}
+        heap: {{ enabled: false }}
+        jfr: {{ enabled: false }}
+    - use: postgres
+      probes: {{ postgres: {{ every: 500ms }} }}
+"#,
+        jdk.jcmd().display(),
+        pg.port
+    );
+    let prof = cmd::write(dir.path(), "hot-java.yaml", &prof);
+    let run = dir.path().join("run");
+    let (_, text) = brunt_run(&prof, &run, Some(PASSWORD));
+    let s = collect::read_json(&run.join("summary.json"));
+    let v = &s["verdicts"]["stress"];
+    assert_eq!(v["first_breach"], "step-2", "{text}");
+    let why = v["text"].as_str().expect("verdict text");
+    eprintln!("the cause: {why}");
+    assert!(
+        why.contains("waiting to borrow from a hikari pool")
+            && why.contains("← database: ")
+            && why.contains("waiting on a row lock of `orders`")
+            && why.contains("`hot-java`"),
+        "no pool ← row lock chain in the cause: {why}"
+    );
+    postgres::assert_no_password(&run);
 }
