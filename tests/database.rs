@@ -241,6 +241,7 @@ fn phase(name: &str, secs: u64) -> Vec<PhaseInfo> {
 fn an_idle_in_transaction_holder_and_exhausted_connections_are_findings() {
     // 10 slots, 3 reserved for superusers: the application gets 7.
     let mut pg = Postgres::start(10);
+    pg.sql("ALTER ROLE app CONNECTION LIMIT 7");
     let holder = pg.hold(
         "app",
         "holder",
@@ -264,7 +265,9 @@ fn an_idle_in_transaction_holder_and_exhausted_connections_are_findings() {
         .expect("psql");
     assert!(!refused.status.success());
     assert!(
-        String::from_utf8_lossy(&refused.stderr).contains("reserved"),
+        // The role's own limit or the server's (reserved slots aside): both are full.
+        String::from_utf8_lossy(&refused.stderr).contains("too many connections for role \"app\"")
+            || String::from_utf8_lossy(&refused.stderr).contains("reserved"),
         "{}",
         String::from_utf8_lossy(&refused.stderr)
     );
@@ -314,6 +317,13 @@ fn an_idle_in_transaction_holder_and_exhausted_connections_are_findings() {
         conn.summary
     );
     assert_eq!(conn.severity, "critical");
+    assert!(
+        ev.findings.iter().any(|f| f.kind == "connections"
+            && f.summary
+                .starts_with("role `app` at its own connection limit: 7 of 7 in use (100%)")),
+        "{:#?}",
+        ev.findings
+    );
     postgres::assert_no_password(dir.path());
 }
 

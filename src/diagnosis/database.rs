@@ -249,6 +249,27 @@ fn one_phase(
         );
         findings.push(finding(r, sev, FindingKind::from("connections"), text));
     }
+    // A role or database at its own limit.
+    let own = rows
+        .iter()
+        .flat_map(|r| r.row.limits.iter().map(move |l| (r, l)))
+        .filter(|(_, l)| l.conn_limit > 0)
+        .max_by(|a, b| (a.1.used * 1000 / a.1.conn_limit).cmp(&(b.1.used * 1000 / b.1.conn_limit)));
+    if let Some((r, l)) = own {
+        let pct = 100.0 * l.used as f64 / l.conn_limit as f64;
+        if pct >= CONNECTIONS_HIGH_PCT {
+            let sev = if pct >= 100.0 {
+                Severity::Critical
+            } else {
+                Severity::High
+            };
+            let text = format!(
+                "{} `{}` at its own connection limit: {} of {} in use ({pct:.0}%) — its new connections are refused",
+                l.kind, l.name, l.used, l.conn_limit
+            );
+            findings.push(finding(r, sev, FindingKind::from("connections"), text));
+        }
+    }
     if let (Some(r), false) = (rows.last(), phase.top_waits.is_empty()) {
         let waits: Vec<String> = phase
             .top_waits

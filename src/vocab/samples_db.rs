@@ -29,6 +29,9 @@ pub struct DbSample {
     pub lock_waits: Vec<DbLockWait>,
     /// The backends some waiter is blocked by.
     pub blockers: Vec<DbBackend>,
+    /// Roles and databases with a connection limit of their own
+    /// (`rolconnlimit`, `datconnlimit`) and their connections.
+    pub limits: Vec<DbLimit>,
     /// Backends idle inside an open transaction, oldest first.
     pub idle_in_xact: Vec<DbBackend>,
     /// `pg_stat_statements` totals (cumulative since its last reset); `None`
@@ -88,6 +91,17 @@ pub struct DbBackend {
     pub state_s: Option<f64>,
     /// Its current (active) or last statement, normalised.
     pub query: Option<String>,
+}
+
+/// A role's or a database's own connection limit and its use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct DbLimit {
+    /// `role` or `database`.
+    pub kind: String,
+    pub name: String,
+    pub conn_limit: u64,
+    pub used: u64,
 }
 
 /// One statement's `pg_stat_statements` totals.
