@@ -273,7 +273,13 @@ fn an_idle_in_transaction_holder_and_exhausted_connections_are_findings() {
     );
     let dir = tempfile::tempdir().expect("tempdir");
     std::env::set_var(PW_VAR, PASSWORD);
+    // Locally through a command prefix (as `docker exec -i NAME` would be):
+    // the password and the script pass through it on standard input.
     let cfg = CollectorsConfig {
+        transport: brunt::profile::collectors::TransportConfig {
+            prefix: vec!["env".into(), "BRUNT_VIA=prefix".into()],
+            ..Default::default()
+        },
         collect: collect_postgres(300),
         database: Some(pg.database(PW_VAR)),
         ..Default::default()
@@ -282,6 +288,11 @@ fn an_idle_in_transaction_holder_and_exhausted_connections_are_findings() {
     std::thread::sleep(Duration::from_millis(2500));
     let rep = set.finish();
     assert!(rep.errors.is_empty(), "{:?}", rep.errors);
+    assert!(
+        rep.transport.contains("env BRUNT_VIA=prefix"),
+        "{}",
+        rep.transport
+    );
     let ev = brunt::rundir::evidence::from_collector_streams(dir.path());
     let find = |kind: &str| {
         ev.findings

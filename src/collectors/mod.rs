@@ -8,10 +8,11 @@
 //! | [`transport`] | `local`, `ssh` (libssh2), `openssh`, command prefix: one file each |
 //! | [`host`] | the `proc-host` parser (`/proc` in one command per sample) |
 //! | [`jvm`] | target PID discovery, JVM version, `gc-heap-info` parser |
+//! | [`postgres`] | the `pg-json` parser (the `postgres` collector's one JSON document per sample) and statement normalisation |
 //! | [`prometheus`] | the Prometheus source: named PromQL queries on a thread of their own |
 //! | [`generator`] | brunt's own CPU/RSS and scheduler lag; the "saturated" verdict |
 //! | [`store`] | `diagnostics/*.jsonl` streams, artifact names, phase tracking |
-//! | `lanes` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
+//! | `lanes` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps; the database probes' password on standard input and their check before the load |
 //!
 //! The engine never waits on a collector: the run sees collectors only through
 //! [`crate::vocab::RunObserver`] callbacks, which just send a message to the

@@ -53,7 +53,7 @@ pub fn save(dir: &Path, ev: &ServerEvidence) -> Result<(), RundirError> {
     super::write_json(&path, ev)
 }
 
-/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator,jfr-windows}.jsonl`,
+/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator,jfr-windows,postgres}.jsonl`,
 /// rows stamped with `t` seconds since the run start) and the run's own
 /// per-second generator figures into the series names above.
 pub fn from_collector_streams(dir: &Path) -> ServerEvidence {

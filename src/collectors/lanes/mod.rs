@@ -12,8 +12,10 @@
 //!
 //! This file holds the lane's state, its loop and the scheduling (phases,
 //! triggers, probe order). Helpers, each an `impl Lane` block, from the
-//! bottom up: `link` (reconnects, gaps), `probes` (running one probe on the
-//! target), `jfr` (recordings) and `jfr_window` (a recording dumped and
+//! bottom up: `database` (the database probes' placeholders, password
+//! input, check before the load and gaps), `link` (reconnects, gaps),
+//! `probes` (running one probe on the target), `jfr` (recordings) and
+//! `jfr_window` (a recording dumped and
 //! analysed window by window). Each calls only those before it, except that
 //! `jfr` and `jfr_window` call each other (a stop dumps the last window; a
 //! failed window may find the JVM gone).
