@@ -437,7 +437,7 @@ collectors:
   collect:
     - use: jvm
       probes:
-        thread-dump: {{ every: 1s, at_phase_start: true }}
+        thread-dump: {{ every: 2s, at_phase_start: true }}
         thread-dump-json: {{ enabled: false }}
         heap: {{ enabled: false }}
         jfr: {{ enabled: false }}

@@ -328,7 +328,10 @@ pub fn chains(s: &DbSample) -> Vec<Chain> {
         .iter()
         .map(|w| (w.pid, &w.blocked_by))
         .collect();
-    // Follow the blockers until one that is not itself waiting.
+    // Follow the blockers until one that is not itself waiting — or one
+    // that no longer was when `pg_blocking_pids()` ran (it got the lock
+    // between the activity snapshot and the lock scan: the holder now).
+    // Only a chain that comes back on itself has no root.
     let root_of = |pid: u32| -> Option<u32> {
         let mut seen = BTreeSet::new();
         let mut todo = vec![pid];
@@ -336,7 +339,11 @@ pub fn chains(s: &DbSample) -> Vec<Chain> {
             if !seen.insert(p) {
                 continue;
             }
-            for b in blocked_by.get(&p).map(|v| v.as_slice()).unwrap_or(&[]) {
+            let by = blocked_by.get(&p).map(|v| v.as_slice()).unwrap_or(&[]);
+            if by.is_empty() && p != pid {
+                return Some(p);
+            }
+            for b in by {
                 if !waiting.contains(b) {
                     return Some(*b);
                 }
@@ -347,7 +354,8 @@ pub fn chains(s: &DbSample) -> Vec<Chain> {
     };
     let mut groups: BTreeMap<Option<u32>, Vec<&crate::vocab::samples_db::DbLockWait>> =
         BTreeMap::new();
-    for w in &s.lock_waits {
+    // A waiter nothing blocked any more (it got its lock meanwhile) waits for nothing.
+    for w in s.lock_waits.iter().filter(|w| !w.blocked_by.is_empty()) {
         groups.entry(root_of(w.pid)).or_default().push(w);
     }
     let mut out: Vec<Chain> = groups
@@ -590,6 +598,20 @@ mod tests {
         assert_eq!(c.len(), 1);
         assert!(
             chain_text(&c[0]).contains("block each other"),
+            "{}",
+            chain_text(&c[0])
+        );
+        // A head of the queue that got its lock while the sample was taken
+        // is the root, not a loop.
+        let doc = r#"{"lock_waits":[{"pid":1,"locktype":"transactionid","blocked_by":[]},
+                                    {"pid":2,"locktype":"tuple","blocked_by":[1]},
+                                    {"pid":3,"locktype":"tuple","blocked_by":[1, 2]}],
+                      "blockers":[{"pid":1,"state":"active","xact_s":0.3,"query":"SELECT 1"}]}"#;
+        let c = chains(&serde_json::from_str(doc).expect("sample"));
+        assert_eq!((c[0].waiters, c[0].root_pid), (2, Some(1)), "{c:?}");
+        assert_eq!(c.len(), 1, "the head is no waiter of its own: {c:?}");
+        assert!(
+            chain_text(&c[0]).contains("held by pid 1 `SELECT 1`"),
             "{}",
             chain_text(&c[0])
         );
