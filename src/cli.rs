@@ -3,7 +3,9 @@
 //! the library; `brunt analyze` and `brunt watch` have files of their own.
 
 pub mod analyze;
+mod dashboard;
 mod generate;
+mod k8s;
 pub mod out;
 pub mod watch;
 
@@ -81,6 +83,8 @@ enum Cmd {
         /// How long to wait for the run to start writing DIR (its run.json).
         #[arg(long, default_value = "30s")]
         wait: String,
+        #[command(flatten)]
+        dashboard: dashboard::DashboardArgs,
     },
     /// Rebuild summary.json, report.html and the terminal summary from a run directory, also an interrupted one.
     #[command(after_help = EXIT_CODES)]
@@ -105,7 +109,7 @@ enum Cmd {
     },
     /// Print a Kubernetes manifest (ConfigMap + Indexed Job) that runs PROFILE as N shards, then the commands to gather and merge.
     #[command(after_help = EXIT_CODES)]
-    K8s(K8sArgs),
+    K8s(k8s::K8sArgs),
     /// Compare two run directories side by side: per phase percentiles (merged histograms), requests, errors and deltas (B − A); with --fail-if, a regression gate.
     #[command(
         after_help = "Conditions: METRIC OP CHANGE [in PHASE] — METRIC p50 p90 p95 p99 p99.9 max mean throughput rps requests errors shed error_rate; OP > >= < <=; CHANGE relative to A (+10%, -5%) or absolute (+50ms, -20/s, +100, +1pp for error_rate). Scope: the run without its warm-up, or `in PHASE`.\nExit codes: 0 no condition holds · 99 a condition holds or has no data in either run · 2 bad input (a condition, a directory) · 1 any other failure."
@@ -126,6 +130,8 @@ enum Cmd {
     Completions { shell: clap_complete::Shell },
     /// Print the man page (roff) to stdout: `brunt man > brunt.1; man ./brunt.1`.
     Man,
+    /// Print the profiles' JSON Schema to stdout, for editors: `brunt schema > brunt.schema.json`.
+    Schema,
 }
 
 #[derive(clap::Args)]
@@ -144,6 +150,9 @@ struct RunArgs {
     /// Run shard I of N (1-based): take 1/N of the load.
     #[arg(long, value_name = "I/N")]
     shard: Option<String>,
+    /// With --shard: shard 1 serves a stop endpoint at HOST:PORT and every shard stops when one does (a breach, a feeder run out, Ctrl-C).
+    #[arg(long, value_name = "HOST:PORT", requires = "shard")]
+    control: Option<String>,
     /// Start the load at this Unix time (seconds), so shards step together.
     #[arg(long, value_name = "UNIX_SECONDS")]
     start_at: Option<f64>,
@@ -173,6 +182,8 @@ struct RunArgs {
     junit: Option<PathBuf>,
     #[command(flatten)]
     overrides: Overrides,
+    #[command(flatten)]
+    dashboard: dashboard::DashboardArgs,
 }
 
 /// Values from the command line that beat the profile and the environment.
@@ -201,46 +212,6 @@ impl Overrides {
     fn sets(&self) -> Result<Vec<(String, String)>, Failure> {
         Self::pairs(&self.set, "--set")
     }
-}
-
-#[derive(clap::Args)]
-struct K8sArgs {
-    profile: PathBuf,
-    /// Number of shards (pods, each on its own node).
-    #[arg(long)]
-    shards: u32,
-    /// The brunt image (build it with the Dockerfile at the repository top).
-    #[arg(long)]
-    image: String,
-    #[arg(long, default_value = "default")]
-    namespace: String,
-    /// Time from now to the shared start: enough to schedule the pods and pull the image.
-    #[arg(long, default_value = "60s")]
-    start_delay: String,
-    /// CPU request per shard.
-    #[arg(long, default_value = "2")]
-    cpu: String,
-    /// Memory request and limit per shard.
-    #[arg(long, default_value = "1Gi")]
-    memory: String,
-    /// A ReadWriteMany PersistentVolumeClaim for the run directories (default: an emptyDir per pod, fetched with kubectl cp).
-    #[arg(long)]
-    results_pvc: Option<String>,
-    /// Without --results-pvc: how long a finished pod keeps its run directory for kubectl cp.
-    #[arg(long, default_value = "30m")]
-    hold: String,
-    /// Job name (default brunt-<profile name>).
-    #[arg(long)]
-    job_name: Option<String>,
-    /// The URL the shards load, overriding the profile's target.url (required when it is `builtin`).
-    #[arg(long)]
-    target: Option<String>,
-    /// A Kubernetes Secret whose keys are the profile's {{ env.X }} variables (values never go into the manifest).
-    #[arg(long)]
-    secret: Option<String>,
-    /// A shard ready later than this after the shared start refuses to run (exit 3) rather than skew the merge.
-    #[arg(long, default_value = "5s")]
-    max_late: String,
 }
 
 /// Bad input (exit 2) versus other failures (exit 1).
@@ -482,13 +453,17 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
             write_junit(junit.as_deref(), &merged.summary)?;
             Ok(merged.exit_code())
         }
-        Cmd::K8s(args) => k8s(args),
+        Cmd::K8s(args) => k8s::k8s(args),
         Cmd::Analyze {
             paths,
             json,
             flamegraph,
         } => Ok(analyze::analyze_cli(&paths, json, flamegraph.as_deref())?),
-        Cmd::Watch { dir, wait } => watch(&dir, &wait),
+        Cmd::Watch {
+            dir,
+            wait,
+            dashboard,
+        } => watch(&dir, &wait, &dashboard),
         Cmd::Report { dir, junit } => report(&dir, junit.as_deref()),
         Cmd::Compare {
             run_a,
@@ -498,6 +473,7 @@ fn dispatch(cli: Cli) -> Result<i32, Failure> {
         } => compare(&run_a, &run_b, json, &fail_if),
         Cmd::Completions { shell } => generate::completions(shell),
         Cmd::Man => generate::man(),
+        Cmd::Schema => generate::schema(),
     }
 }
 
@@ -590,10 +566,13 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
     };
     let metrics_linger = flag_duration("--metrics-linger", &a.metrics_linger)?;
     check_junit(a.junit.as_deref())?;
+    let live = a.dashboard.start()?;
     let stop = Arc::new(AtomicBool::new(false));
     let stopped_by = Arc::new(OnceLock::new());
     install_stop_signals(stop.clone(), stopped_by.clone());
     let opts = RunOptions {
+        dashboard: live.as_ref().map(|l| l.server.clone()),
+        control: a.control,
         metrics_listen,
         remote_write: a.remote_write,
         metrics_linger: Some(metrics_linger),
@@ -610,7 +589,7 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         } else {
             Progress::Auto
         },
-        stop: Some(stop),
+        stop: Some(stop.clone()),
         stopped_by: Some(stopped_by),
         observers: Vec::new(),
         base_dir: a.profile.parent().map(std::path::Path::to_path_buf),
@@ -636,6 +615,9 @@ fn run_profile(a: RunArgs) -> Result<i32, Failure> {
         outln!("report: {}", html.display());
     }
     write_junit(a.junit.as_deref(), &result.summary)?;
+    if let Some(l) = &live {
+        l.linger(Some(&stop));
+    }
     Ok(result.exit_code())
 }
 
@@ -651,25 +633,6 @@ fn demo_target(listen: &str, stall_every: Option<&str>, stall_for: &str) -> Resu
         cfg.stall_for = flag_duration("--stall-for", stall_for)?;
     }
     crate::demo::run_standalone(cfg, &|l| outln!("{l}")).context("demo target")?;
-    Ok(exit::PASS)
-}
-
-fn k8s(a: K8sArgs) -> Result<i32, Failure> {
-    let opts = crate::shard::k8s::K8sOptions {
-        namespace: a.namespace,
-        start_delay: flag_duration("--start-delay", &a.start_delay)?,
-        cpu: a.cpu,
-        memory: a.memory,
-        results_pvc: a.results_pvc,
-        hold: flag_duration("--hold", &a.hold)?,
-        job_name: a.job_name,
-        target: a.target,
-        secret: a.secret,
-        max_late: flag_duration("--max-late", &a.max_late)?,
-        ..crate::shard::k8s::K8sOptions::new(a.shards, &a.image)
-    };
-    let text = crate::shard::k8s::manifest(&a.profile, &opts).map_err(shard_failure)?;
-    out!("{text}");
     Ok(exit::PASS)
 }
 
@@ -701,10 +664,23 @@ fn report(dir: &std::path::Path, junit: Option<&std::path::Path>) -> Result<i32,
     Ok(s.exit_code())
 }
 
-fn watch(dir: &std::path::Path, wait: &str) -> Result<i32, Failure> {
+fn watch(
+    dir: &std::path::Path,
+    wait: &str,
+    dashboard: &dashboard::DashboardArgs,
+) -> Result<i32, Failure> {
     let wait = flag_duration("--wait", wait)?;
+    let live = dashboard.start()?;
+    if let Some(l) = &live {
+        l.server.follow(dir);
+    }
     match watch::watch(dir, wait).map_err(|e| Failure::Bad(anyhow!(e)))? {
-        watch::WatchEnd::Finished(s) => Ok(s.exit_code()),
+        watch::WatchEnd::Finished(s) => {
+            if let Some(l) = &live {
+                l.linger(None);
+            }
+            Ok(s.exit_code())
+        }
         watch::WatchEnd::Stalled(why) => Err(Failure::Other(anyhow!(why))),
     }
 }

@@ -382,7 +382,14 @@ fn a_starved_generator_is_flagged_as_saturated() {
             .unwrap();
     let g = &s["generator"];
     assert!(g["late_seconds"].as_u64().unwrap() >= 1, "{g}");
-    assert!(out(&o).contains("generator was saturated"), "{}", out(&o));
+    // Two hogs on its core are other processes: the note may name them (the
+    // host busy) or brunt's own saturation; either way it is flagged.
+    assert!(
+        out(&o).contains("generator was saturated")
+            || out(&o).contains("generator host was busy with other processes"),
+        "{}",
+        out(&o)
+    );
 
     // The same load unhindered is not flagged.
     let o = brunt()

@@ -114,30 +114,55 @@ fn prometheus(targets: &[(&str, String)]) -> Prom {
     }
 }
 
+/// A sample's number (`[time, "value"]`).
+fn value(v: &serde_json::Value) -> f64 {
+    v[1].as_str()
+        .and_then(|s| s.parse().ok())
+        .expect("a number")
+}
+
 impl Prom {
-    /// An instant query's vector: (labels, value) per series.
-    fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
-        let url = url::Url::parse_with_params(
-            &format!("{}/api/v1/query", self.base),
-            &[("query", promql)],
-        )
-        .expect("url");
+    /// `data.result` of an API query (`query` or `query_range`), which must succeed.
+    fn api(&self, endpoint: &str, params: &[(&str, &str)]) -> Vec<serde_json::Value> {
+        let url = url::Url::parse_with_params(&format!("{}/api/v1/{endpoint}", self.base), params)
+            .expect("url");
+        let promql = params.first().map_or("", |p| p.1);
         let text = get(url.as_str()).unwrap_or_else(|e| panic!("query {promql}: {e}"));
         let v: serde_json::Value = serde_json::from_str(&text).expect("json answer");
         assert_eq!(v["status"], "success", "{promql}: {text}");
-        v["data"]["result"]
-            .as_array()
-            .expect("a vector")
+        v["data"]["result"].as_array().expect("a result").clone()
+    }
+
+    /// An instant query's vector: (labels, value) per series.
+    fn query(&self, promql: &str) -> Vec<(serde_json::Value, f64)> {
+        self.api("query", &[("query", promql)])
             .iter()
-            .map(|r| {
-                let val = r["value"][1]
-                    .as_str()
-                    .and_then(|s| s.parse().ok())
-                    .expect("a number");
-                (r["metric"].clone(), val)
-            })
+            .map(|r| (r["metric"].clone(), value(&r["value"])))
             .collect()
     }
+
+    /// How many points a range query returns over `[from, to]` (1-s steps), all series.
+    fn range(&self, promql: &str, from: f64, to: f64) -> usize {
+        let (from, to) = (format!("{from:.3}"), format!("{to:.3}"));
+        let params = [
+            ("query", promql),
+            ("start", &from),
+            ("end", &to),
+            ("step", "1"),
+        ];
+        self.api("query_range", &params)
+            .iter()
+            .map(|r| r["values"].as_array().map_or(0, Vec::len))
+            .sum()
+    }
+
+    /// An instant query's single value at time `at`.
+    fn query_at(&self, promql: &str, at: f64) -> f64 {
+        let r = self.api("query", &[("query", promql), ("time", &format!("{at:.3}"))]);
+        assert_eq!(r.len(), 1, "{promql}: {r:?}");
+        value(&r[0]["value"])
+    }
+
     fn one(&self, promql: &str) -> f64 {
         let r = self.query(promql);
         assert_eq!(r.len(), 1, "{promql}: {r:?}");
@@ -166,6 +191,7 @@ shape:
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("run-prom-out");
+    let t0 = unix_now();
     let r = execute(
         &p,
         RunOptions {
@@ -263,6 +289,70 @@ shape:
         let failures = prom.one(&last("brunt_remote_write_failures_total", ""));
         assert_eq!(failures, 0.0, "{how}: remote-write failures");
     }
+    grafana_dashboard_answers(&prom, run, s, t0, unix_now());
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64()
+}
+
+/// Every query of `examples/grafana/brunt.json` answers from Prometheus
+/// over the run (the scraped series, `job="brunt"`), and its totals are
+/// the summary's.
+fn grafana_dashboard_answers(prom: &Prom, run: &str, s: &brunt::judge::Summary, t0: f64, t1: f64) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/grafana/brunt.json");
+    let dash: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).expect("the dashboard")).expect("JSON");
+    let vars: Vec<&str> = dash["templating"]["list"]
+        .as_array()
+        .expect("variables")
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(vars, ["run", "job"], "the dashboard picks a run and a job");
+    let range = format!("{}s", (t1 - t0).ceil() as u64 + 60);
+    let fill = |e: &str| {
+        e.replace("$run", run)
+            .replace("$job", "brunt")
+            .replace("$__rate_interval", "5s")
+            .replace("$__range", &range)
+    };
+    let panels = dash["panels"].as_array().expect("panels");
+    let mut queries = 0;
+    for p in panels {
+        let title = p["title"].as_str().unwrap_or_default();
+        assert_eq!(
+            p["datasource"]["uid"], "${DS_PROMETHEUS}",
+            "{title}: imported with a chosen datasource"
+        );
+        for t in p["targets"].as_array().expect("targets") {
+            let expr = fill(t["expr"].as_str().expect("expr"));
+            assert!(
+                !expr.contains('$'),
+                "{title}: a variable left unfilled: {expr}"
+            );
+            let points = prom.range(&expr, t0, t1 + 2.0);
+            assert!(
+                points > 0,
+                "{title}: `{expr}` returned no data over the run"
+            );
+            queries += 1;
+        }
+    }
+    assert!(queries >= 15, "{queries} queries");
+    // The stat panels' totals at the end are the summary's.
+    let stat = |title: &str| {
+        let p = panels.iter().find(|p| p["title"] == title).expect(title);
+        let e = fill(p["targets"][0]["expr"].as_str().expect("expr"));
+        prom.query_at(&e, t1 + 2.0)
+    };
+    assert_eq!(stat("offered") as u64, s.totals.offered, "offered");
+    assert_eq!(stat("ok") as u64, s.totals.ok, "ok");
+    assert_eq!(stat("dropped") as u64, s.totals.dropped, "dropped");
+    assert_eq!(stat("errors") as u64, s.totals.errors, "errors");
 }
 
 #[test]

@@ -5,10 +5,12 @@
 //! recovery, soak leak trends, `brunt compare`, and `report.html` rendered
 //! by headless Chromium (Debian package `chromium`).
 
+#[path = "support/chromium.rs"]
+mod chromium;
 #[path = "support/load.rs"]
 mod load;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -483,23 +485,10 @@ verdicts: { leaks: { rss: 20MB/h, p99_drift: 90% } }
     assert!(so.text.starts_with("LEAK: target.rss_bytes"), "{}", so.text);
 }
 
-fn chromium() -> PathBuf {
-    for name in ["chromium", "chromium-browser"] {
-        if let Some(p) = std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|d| d.join(name))
-                .find(|p| p.is_file())
-        }) {
-            return p;
-        }
-    }
-    panic!("headless Chromium is needed for this test: apt-get install -y chromium");
-}
-
 /// Run Chromium with a deadline; it must not hang the suite.
 fn screenshot(html: &Path, png: &Path) -> std::process::ExitStatus {
     let profile = png.with_extension("chromium-profile");
-    let mut child = Command::new(chromium())
+    let mut child = Command::new(chromium::path())
         .args([
             "--headless",
             "--no-sandbox",

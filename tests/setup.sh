@@ -63,6 +63,11 @@ if ! python3 -c 'import junitparser' 2>/dev/null; then
   python3 -m pip install -q "junitparser==5.*"
 fi
 
+if ! python3 -c 'import jsonschema, yaml' 2>/dev/null; then
+  echo "setup: installing jsonschema and pyyaml (check brunt's profile JSON Schema independently)"
+  python3 -m pip install -q jsonschema pyyaml
+fi
+
 if ! python3 -m kubernetes_validate --version 2>/dev/null | grep -q '^1\.37'; then
   echo "setup: installing $K8S_VALIDATE_PIP (Kubernetes API schemas for the manifest test)"
   python3 -m pip install -q "$K8S_VALIDATE_PIP"

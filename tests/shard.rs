@@ -82,21 +82,7 @@ fn run_shards(
 ) -> Vec<PathBuf> {
     let children: Vec<(PathBuf, std::process::Child)> = which
         .iter()
-        .map(|i| {
-            let dir = root.join(format!("shard-{i}"));
-            let child = brunt()
-                .args(["run", "--quiet", "--target", url])
-                .arg(profile)
-                .args(["--shard", &format!("{i}/{SHARDS}")])
-                .args(["--start-at", &format!("{start_at:.3}")])
-                .arg("--out")
-                .arg(&dir)
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .expect("brunt run starts");
-            (dir, child)
-        })
+        .map(|i| spawn_shard(profile, url, root, *i, start_at, &[]))
         .collect();
     children
         .into_iter()
@@ -107,6 +93,32 @@ fn run_shards(
             dir
         })
         .collect()
+}
+
+/// Shard `i` (1-based) of `profile` against `url`, starting at `start_at`,
+/// into `root/shard-i`, with `extra` arguments; its output piped.
+fn spawn_shard(
+    profile: &Path,
+    url: &str,
+    root: &Path,
+    i: u32,
+    start_at: f64,
+    extra: &[&str],
+) -> (PathBuf, std::process::Child) {
+    let dir = root.join(format!("shard-{i}"));
+    let child = brunt()
+        .args(["run", "--quiet", "--target", url])
+        .arg(profile)
+        .args(["--shard", &format!("{i}/{SHARDS}")])
+        .args(extra)
+        .args(["--start-at", &format!("{start_at:.3}")])
+        .arg("--out")
+        .arg(&dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("brunt run starts");
+    (dir, child)
 }
 
 /// Counts per (tag, absolute second from `base`) of a run directory's interval log.
@@ -741,7 +753,10 @@ fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
     let docs: Vec<serde_json::Value> =
         serde_saphyr::from_str_multiple::<serde_json::Value, _>(&manifest)
             .expect("manifest parses as YAML");
-    assert_eq!(docs.len(), 2, "{manifest}");
+    // ConfigMap, Job, the shards' control Service.
+    assert_eq!(docs.len(), 3, "{manifest}");
+    assert_eq!(docs[2]["kind"], "Service");
+    assert_eq!(docs[2]["spec"]["clusterIP"], "None");
     let (cm, job) = (&docs[0], &docs[1]);
     assert_eq!(cm["kind"], "ConfigMap");
     // The profile travels byte for byte, however it is quoted.
@@ -768,8 +783,12 @@ fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
         "{script}"
     );
     assert!(
-        script.contains("brunt run /profile/profile.yaml --shard \"$i/4\""),
+        script.contains("brunt run /profile/profile.yaml --shard \"$i/4\" --control brunt-checkout-peak-s-quotes-0.brunt-checkout-peak-s-quotes-control:5670"),
         "{script}"
+    );
+    assert_eq!(
+        pod["subdomain"], "brunt-checkout-peak-s-quotes-control",
+        "pod 0's name resolves under the Service"
     );
     assert!(
         script.contains("--out \"/results/shard-$i\" --plain"),
@@ -809,7 +828,7 @@ fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
     validate(&path);
     let docs: Vec<serde_json::Value> =
         serde_saphyr::from_str_multiple::<serde_json::Value, _>(&manifest).expect("YAML");
-    assert_eq!(docs.len(), 3);
+    assert_eq!(docs.len(), 4);
     let pod = &docs[1]["spec"]["template"]["spec"];
     assert_eq!(
         pod["volumes"][1]["persistentVolumeClaim"]["claimName"],
@@ -922,4 +941,131 @@ fn a_killed_or_cut_shard_is_never_merged_as_complete() {
     );
     let notes = json(&out.join("summary.json"))["notes"].to_string();
     assert!(notes.contains("shard 2: "), "{notes}");
+}
+
+/// Four shards of a stress run with `--control`: shard 3 loads a target
+/// that stalls, breaks its first step and stops at the breach; the other
+/// three, whose target is healthy, stop with it within a bounded time and
+/// say why; the merge is a designed stop that names shard 3.
+#[test]
+fn one_shards_breach_stops_all_four_and_the_merge_says_which() {
+    let healthy = load::demo(brunt::demo::DemoConfig::default());
+    let stalling = load::demo(brunt::demo::DemoConfig {
+        stall_every: Some(Duration::from_millis(1500)),
+        stall_for: Duration::from_millis(700),
+        ..Default::default()
+    });
+    let root = tempfile::tempdir().expect("tmp");
+    let profile = root.path().join("stress.yaml");
+    std::fs::write(
+        &profile,
+        "
+name: together
+target: { url: \"http://127.0.0.1:9\" }
+requests: [ { path: /fast } ]
+load: { model: open, workers: 1, connections: 64 }
+shape: { stress: { start: 80/s, step: 80/s, max: 800/s, step_duration: 3s, stop_on_breach: true } }
+budgets: [ 'p99 < 300ms' ]
+",
+    )
+    .expect("profile");
+    let control = format!("127.0.0.1:{}", free_port());
+    let start_at = unix_now() + 2.0;
+    let children: Vec<(u32, PathBuf, std::process::Child)> = (1..=SHARDS)
+        .map(|i| {
+            let url = if i == 3 {
+                stalling.base_url()
+            } else {
+                healthy.base_url()
+            };
+            let (dir, child) = spawn_shard(
+                &profile,
+                &url,
+                root.path(),
+                i,
+                start_at,
+                &["--control", &control],
+            );
+            (i, dir, child)
+        })
+        .collect();
+    let done: Vec<(u32, PathBuf, Output)> = children
+        .into_iter()
+        .map(|(i, dir, child)| (i, dir, cmd::wait_with_limit(child, Duration::from_secs(60))))
+        .collect();
+    let how: Vec<String> = done
+        .iter()
+        .map(|(i, dir, _)| {
+            let s = json(&dir.join("summary.json"));
+            format!(
+                "shard {i}: {} {} {:?}",
+                s["stop_kind"], s["stopped_reason"], s["notes"]
+            )
+        })
+        .collect();
+    let mut ends = BTreeMap::new();
+    let mut dirs = vec![];
+    for (i, dir, o) in done {
+        let s = json(&dir.join("summary.json"));
+        assert_eq!(
+            s["stop_kind"],
+            "breach",
+            "shard {i} ({how:?}): {}",
+            text(&o)
+        );
+        let reason = s["stopped_reason"].as_str().unwrap_or_default();
+        if i == 3 {
+            assert!(
+                reason.contains("broke p99 < 300ms"),
+                "shard 3 broke it: {reason}"
+            );
+        } else {
+            assert!(
+                reason.starts_with("stopped with shard 3: ") && reason.contains("broke p99"),
+                "shard {i} stopped with shard 3: {reason}"
+            );
+        }
+        let last = s["phases"]
+            .as_array()
+            .expect("phases")
+            .iter()
+            .filter(|p| p["requests"].as_u64() > Some(0))
+            .count();
+        ends.insert(i, (s["totals"]["duration_s"].as_f64().unwrap_or(0.0), last));
+        dirs.push(dir);
+    }
+    // All four stopped within a bounded time of each other, far before the plan's 30 s.
+    let durations: Vec<f64> = ends.values().map(|e| e.0).collect();
+    let (lo, hi) = durations
+        .iter()
+        .fold((f64::MAX, 0f64), |(a, b), d| (a.min(*d), b.max(*d)));
+    assert!(hi < 12.0, "stopped early: {ends:?}");
+    assert!(hi - lo <= 1.5, "within 1.5 s of each other: {ends:?}");
+    // The merge is a designed stop that names shard 3.
+    let out = root.path().join("merged");
+    let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();
+    let o = merge(&refs, &out);
+    assert_ne!(
+        o.status.code(),
+        Some(105),
+        "a designed stop, not an interruption: {}",
+        text(&o)
+    );
+    let m = json(&out.join("summary.json"));
+    assert_eq!(m["stop_kind"], "breach", "{m}");
+    assert!(
+        m["stopped_reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("shard 3: step-"),
+        "{}",
+        m["stopped_reason"]
+    );
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }

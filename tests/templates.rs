@@ -240,6 +240,31 @@ shape: { constant: { rate: 800/s, duration: 5s } }
         );
         assert!(unfinished <= 8, "a few arrivals at most: {s}");
     }
+    // Merged, they stopped by design (not as if someone pressed Ctrl-C).
+    let dirs: Vec<PathBuf> = (1..=4)
+        .map(|i| tmp.path().join(format!("shard-{i}")))
+        .collect();
+    let merged = tmp.path().join("merged");
+    let o = brunt()
+        .arg("merge")
+        .args(&dirs)
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .expect("brunt merge");
+    assert!(
+        matches!(o.status.code(), Some(0) | Some(99)),
+        "{}",
+        text(&o)
+    );
+    let m = summary(&merged);
+    assert_eq!(m["stop_kind"], "data_exhausted", "{m}");
+    assert_eq!(m["interrupted"], false, "{m}");
+    let reason = m["stopped_reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains("shard 1: ") && reason.contains("feeder `users`"),
+        "{reason}"
+    );
     let counts: HashMap<String, u64> = server.cache_counts();
     assert_eq!(counts.len(), 400, "every row used");
     for i in 0..400 {

@@ -52,7 +52,7 @@ pub use verdict::{Status, Verdict};
 pub struct BudgetError(pub String);
 
 /// A budget as written in the profile.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum BudgetSpec {
     Expr(String),

@@ -1,6 +1,7 @@
-//! `brunt completions SHELL` and `brunt man`: shell completions
-//! (`clap_complete`) and a man page (`clap_mangen`) generated from the
-//! same argument definitions the CLI parses, so they never drift from it.
+//! `brunt completions SHELL`, `brunt man` and `brunt schema`: shell
+//! completions (`clap_complete`) and a man page (`clap_mangen`) generated
+//! from the same argument definitions the CLI parses, and the profiles'
+//! JSON Schema from the profile's own types, so none drifts from its source.
 
 use clap::CommandFactory;
 
@@ -31,5 +32,11 @@ pub fn man() -> Result<i32, Failure> {
             .map_err(|e| Failure::Other(anyhow::anyhow!("man page: {e}")))?;
     }
     out!("{}", String::from_utf8_lossy(&buf));
+    Ok(0)
+}
+
+/// The profiles' JSON Schema on stdout.
+pub fn schema() -> Result<i32, Failure> {
+    out!("{}\n", crate::profile::schema::profile_schema());
     Ok(0)
 }

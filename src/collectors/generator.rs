@@ -184,6 +184,9 @@ impl Generator {
                         let row = GeneratorSample {
                             cpu_pct: Some((cpu * 10.0).round() / 10.0),
                             host_cpu_pct: Some((host_cpu * 10.0).round() / 10.0),
+                            others_cpu_pct: Some(
+                                ((host_cpu - cpu / ncpu).max(0.0) * 10.0).round() / 10.0,
+                            ),
                             rss_bytes: Some(rss),
                             lag_p99_ms: Some((p99 * 100.0).round() / 100.0),
                             lag_max_ms: Some((max * 100.0).round() / 100.0),

@@ -62,7 +62,7 @@ pub const MAX_THREADS: usize = 64;
 
 /// How the demo target behaves. Every field has a default, so an empty
 /// mapping (or `DemoConfig::default()`) is a working server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct DemoConfig {
     /// Address to listen on; port 0 picks a free one. Default `127.0.0.1:0`.
@@ -71,20 +71,25 @@ pub struct DemoConfig {
     pub threads: usize,
     /// `/slow` delay. Default 200ms.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub slow: Duration,
     /// `/contended`: how long each request holds the shared lock. Default 2ms.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub contended_hold: Duration,
     /// `/shed`: in-flight cap before answering 503; also `/noshed`'s permits. Default 32.
     pub shed_cap: usize,
     /// `/shed` and `/noshed`: work time of an admitted request. Default 5ms.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub shed_work: Duration,
     /// The whole server pauses once every this long (measured from start). Default none.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "Option<String>")]
     pub stall_every: Option<Duration>,
     /// Length of each pause. Default 1s.
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "String")]
     pub stall_for: Duration,
 }
 

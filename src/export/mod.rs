@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`figures`] | the cumulative figures folded from the recorder's 1-s windows, and their metric families |
 //! | [`encode`] | OpenMetrics text (`prometheus-client`) and remote-write protobuf + snappy (`prost`, `snap`) |
+//! | [`http`] | the read-only HTTP endpoint (hyper, a thread of its own) that `/metrics` and the live dashboard answer through |
 //!
 //! The load never waits on the exporter: the recorder thread folds each
 //! finished window into [`Figures`] (a short lock), scrapes are answered on
@@ -21,6 +22,7 @@
 
 pub mod encode;
 pub mod figures;
+pub mod http;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -142,7 +144,10 @@ impl Exporter {
                 let notices = cfg.notices.clone();
                 let h = std::thread::Builder::new()
                     .name("brunt-metrics".into())
-                    .spawn(move || serve(l, state, rx, &notices))?;
+                    .spawn(move || {
+                        let answer: http::Answer = Arc::new(move |a| state.body(a.path, a.accept));
+                        http::serve(l, answer, rx, &notices, "metrics endpoint")
+                    })?;
                 Some((tx, h))
             }
             None => None,
@@ -279,7 +284,12 @@ struct Served {
 impl Served {
     /// `/metrics` in OpenMetrics when the `Accept` header asks for it (as
     /// Prometheus does), else in the text format 0.0.4 (curl, promtool).
-    fn body(&self, path: &str, accept: &str) -> (u16, &'static str, String) {
+    fn body(&self, path: &str, accept: &str) -> http::Reply {
+        let (code, ctype, text) = self.text(path, accept);
+        (code, ctype, text.into_bytes())
+    }
+
+    fn text(&self, path: &str, accept: &str) -> (u16, &'static str, String) {
         if path != "/metrics" {
             return (404, "text/plain", "brunt serves /metrics\n".into());
         }
@@ -306,61 +316,6 @@ impl Served {
         }
         (200, ctype, text)
     }
-}
-
-/// The endpoint: hyper HTTP/1 on a current-thread runtime of its own.
-fn serve(
-    l: std::net::TcpListener,
-    state: Served,
-    stop: tokio::sync::oneshot::Receiver<()>,
-    notices: &crate::vocab::Say,
-) {
-    use http_body_util::Full;
-    use hyper::body::Bytes;
-    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
-        notices.warn("metrics endpoint: cannot start its runtime");
-        return;
-    };
-    rt.block_on(async move {
-        let Ok(listener) = tokio::net::TcpListener::from_std(l) else {
-            notices.warn("metrics endpoint: cannot listen");
-            return;
-        };
-        tokio::pin!(stop);
-        loop {
-            let conn = tokio::select! {
-                _ = &mut stop => break,
-                c = listener.accept() => c,
-            };
-            let Ok((stream, _)) = conn else { continue };
-            let st = state.clone();
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(
-                    move |req: hyper::Request<hyper::body::Incoming>| {
-                        let accept = req
-                            .headers()
-                            .get(hyper::header::ACCEPT)
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or("");
-                        let (code, ctype, text) = st.body(req.uri().path(), accept);
-                        async move {
-                            hyper::Response::builder()
-                                .status(code)
-                                .header("content-type", ctype)
-                                .body(Full::new(Bytes::from(text)))
-                        }
-                    },
-                );
-                let io = hyper_util::rt::TokioIo::new(stream);
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, svc)
-                    .await;
-            });
-        }
-    });
 }
 
 /// How long one remote-write POST may take.

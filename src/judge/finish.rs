@@ -47,7 +47,16 @@ pub fn judge(j: Judging<'_>, data: &RunData) -> Summary {
         j.ending.reason,
     );
     s.set_stop_kind(j.ending.kind);
-    s.set_generator(j.generator);
+    // Around the worst second: was the host busy with something else?
+    let w = j.generator.worst_second as f64;
+    let others = data.server.as_ref().and_then(|sv| {
+        sv.max_in(
+            crate::vocab::series::GENERATOR_OTHERS_CPU.name,
+            w - 1.0,
+            w + 2.0,
+        )
+    });
+    s.set_generator(j.generator, others);
     if j.collectors.is_some() {
         s.set_collectors(j.collectors);
     }

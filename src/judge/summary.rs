@@ -496,14 +496,10 @@ impl Summary {
         self.passed = !self.interrupted && self.gates.iter().all(Gate::holds);
     }
 
-    /// Attach the generator's health and say plainly when it fell behind.
-    pub fn set_generator(&mut self, g: GeneratorHealth) {
-        if g.saturated() {
-            self.notes.push(format!(
-                "the generator was saturated in {} second(s) (worst at {} s: a load worker at {:.0}% of a core, scheduler up to {:.0} ms late): latencies there include brunt's own delay — use more workers, a bigger machine or shards",
-                g.late_seconds, g.worst_second, g.max_worker_cpu_pct, g.max_sched_lag_ms
-            ));
-        }
+    /// Attach the generator's health and say plainly when it fell behind,
+    /// and whose doing that was (see [`generator_note`]).
+    pub fn set_generator(&mut self, g: GeneratorHealth, others_cpu_pct: Option<f64>) {
+        self.notes.extend(generator_note(&g, others_cpu_pct));
         self.generator = g;
     }
 }
@@ -556,4 +552,53 @@ pub fn merge_notes(m: &MergedFrom) -> Vec<String> {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+/// Other processes using this share of the generator host (% of all cores)
+/// make a late scheduler the host's doing, not brunt's.
+pub const OTHERS_BUSY_PCT: f64 = 50.0;
+
+/// The note on a generator that fell behind; `others_cpu_pct` is the
+/// host's CPU used by other processes around the worst second.
+fn generator_note(g: &GeneratorHealth, others_cpu_pct: Option<f64>) -> Option<String> {
+    if !g.saturated() {
+        return None;
+    }
+    Some(match others_cpu_pct.filter(|o| *o >= OTHERS_BUSY_PCT) {
+        Some(o) => format!(
+            "the generator host was busy with other processes in {} second(s) (worst at {} s: other processes {o:.0}% of the host's CPU, brunt's busiest load worker {:.0}% of a core, scheduler up to {:.0} ms late): latencies there include that delay, not the service's — run brunt where nothing else competes for the CPU",
+            g.late_seconds, g.worst_second, g.max_worker_cpu_pct, g.max_sched_lag_ms
+        ),
+        None => format!(
+            "the generator was saturated in {} second(s) (worst at {} s: a load worker at {:.0}% of a core, scheduler up to {:.0} ms late): latencies there include brunt's own delay — use more workers, a bigger machine or shards",
+            g.late_seconds, g.worst_second, g.max_worker_cpu_pct, g.max_sched_lag_ms
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{generator_note, GeneratorHealth};
+
+    #[test]
+    fn a_late_generator_blames_the_busy_host_or_brunt() {
+        let mut g = GeneratorHealth::default();
+        assert_eq!(generator_note(&g, Some(99.0)), None, "on time: no note");
+        g.observe(3, 40_000, 95.0);
+        let own = generator_note(&g, Some(10.0)).unwrap_or_default();
+        assert!(
+            own.contains("brunt's own delay") && own.contains("use more workers"),
+            "{own}"
+        );
+        assert_eq!(
+            generator_note(&g, None),
+            Some(own),
+            "unknown host: brunt's wording"
+        );
+        let host = generator_note(&g, Some(80.0)).unwrap_or_default();
+        assert!(
+            host.contains("other processes 80%") && host.contains("not the service's"),
+            "{host}"
+        );
+    }
 }

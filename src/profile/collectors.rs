@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// The `collectors:` section of a profile. Absent = generator health only.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectorsConfig {
     /// How commands reach the target host (default: `local`).
@@ -27,9 +27,11 @@ pub struct CollectorsConfig {
     pub generator: GeneratorConfig,
     /// 1-s p99 above which `on_trigger` probes fire. Default: the budgets' p99.
     #[serde(default, with = "humantime_serde::option")]
+    #[schemars(with = "Option<crate::profile::schema::Duration>")]
     pub trigger_p99: Option<Duration>,
     /// Minimum time between two trigger firings.
     #[serde(default = "d_trigger_cooldown", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub trigger_cooldown: Duration,
     /// Directory on the target for files that are downloaded then removed.
     #[serde(default = "d_remote_dir")]
@@ -98,7 +100,7 @@ fn d_psql() -> String {
 
 /// `collectors.prometheus`: named PromQL instant queries every `every`,
 /// each landing in `evidence.json` as a series.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PrometheusSource {
     /// Base URL of the Prometheus server, e.g. `http://prometheus:9090`.
@@ -112,6 +114,7 @@ pub struct PrometheusSource {
     pub mode: PromMode,
     /// How often every query runs (the step of a range query).
     #[serde(default = "d_prom_every", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub every: Duration,
     /// Value of `{instance}` in queries (a regex on the `instance` label).
     #[serde(default = "d_prom_instance")]
@@ -128,7 +131,9 @@ pub struct PrometheusSource {
 }
 
 /// When the Prometheus source asks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum PromMode {
     #[default]
@@ -138,7 +143,7 @@ pub enum PromMode {
 
 /// One named PromQL query: it must give one number (a scalar, or a vector
 /// of one element: aggregate with `sum`, `avg`, `max`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromQuery {
     /// Letters, digits, `-`, `_`.
@@ -176,7 +181,9 @@ impl Default for CollectorsConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum TransportKind {
     /// Commands run on the generator's machine.
@@ -189,7 +196,9 @@ pub enum TransportKind {
 }
 
 /// What to do with the server's host key.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum HostKeyPolicy {
     /// Key must be in known_hosts; unknown or changed = refuse.
@@ -201,7 +210,7 @@ pub enum HostKeyPolicy {
     Insecure,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransportConfig {
     #[serde(default)]
@@ -221,14 +230,18 @@ pub struct TransportConfig {
     #[serde(default)]
     pub host_key: HostKeyPolicy,
     #[serde(default = "d_keepalive", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub keepalive: Duration,
     #[serde(default = "d_connect_timeout", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub connect_timeout: Duration,
     /// Upper bound for one remote command (and each blocking SSH call).
     #[serde(default = "d_command_timeout", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub command_timeout: Duration,
     /// Longest wait between two reconnect attempts (back-off doubles up to it).
     #[serde(default = "d_max_backoff", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub max_backoff: Duration,
     /// Argv put before every command, e.g. `[docker, exec, app]` or
     /// `[kubectl, exec, pod-0, --]`; each word is quoted.
@@ -262,7 +275,7 @@ impl Default for TransportConfig {
 }
 
 /// How to find the target process.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetConfig {
     /// A fixed PID (not re-found after a restart).
@@ -291,7 +304,7 @@ impl Default for TargetConfig {
 }
 
 /// One `collect:` entry: a definition and overrides for its probes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CollectEntry {
     /// Built-in name (`linux-host`, `jvm`) or a path to a YAML definition.
@@ -305,13 +318,14 @@ pub struct CollectEntry {
 /// When and how a probe runs: in a definition (`collectors/*.yaml`) its
 /// settings, in a profile's `collect:` entry overrides of them; unset fields
 /// keep the definition's value.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeOverride {
     /// Default: on.
     pub enabled: Option<bool>,
     /// Run this often.
     #[serde(default, with = "humantime_serde::option")]
+    #[schemars(with = "Option<crate::profile::schema::Duration>")]
     pub every: Option<Duration>,
     /// Run when a phase starts; when a 1-s p99 crosses the threshold (default: no).
     pub at_phase_start: Option<bool>,
@@ -327,6 +341,7 @@ pub struct ProbeOverride {
     /// `jfr`: dump and analyse the recording every this long (`10m`), the
     /// recording bounded in the JVM; unset = one recording, downloaded at its end.
     #[serde(default, with = "humantime_serde::option")]
+    #[schemars(with = "Option<crate::profile::schema::Duration>")]
     pub window: Option<Duration>,
     /// `jfr` windows: window files kept on the local disk (default 12).
     pub keep_windows: Option<u32>,
@@ -354,18 +369,20 @@ impl ProbeOverride {
 }
 
 /// Thresholds for calling the generator saturated.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratorConfig {
     #[serde(default = "d_true")]
     pub enabled: bool,
     #[serde(default = "d_every", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub every: Duration,
     /// brunt's CPU, in % of all cores, at or above which a second counts as saturated.
     #[serde(default = "d_cpu_saturation")]
     pub cpu_saturation_pct: f64,
     /// p99 oversleep of the lag-probe thread at or above which a second counts as saturated.
     #[serde(default = "d_lag_saturation", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub lag_saturation: Duration,
 }
 

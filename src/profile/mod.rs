@@ -11,6 +11,7 @@ pub mod collectors;
 mod load;
 mod locate;
 mod overrides;
+pub mod schema;
 pub mod sections;
 pub mod shape;
 pub mod template;
@@ -59,7 +60,7 @@ pub enum ProfileError {
 }
 
 /// A whole profile, as written in YAML.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
     /// Names the run directory and the report.

@@ -12,7 +12,7 @@ use crate::demo::DemoConfig;
 use crate::vocab::ByteSize;
 
 /// One feeder: a CSV file with a header row, or JSON Lines (one object a line).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FeederSpec {
     /// Relative paths resolve against the profile's directory.
@@ -35,7 +35,9 @@ impl FeederSpec {
 }
 
 /// How a feeder hands out its rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FeederMode {
     /// In order, starting over after the last row.
@@ -47,7 +49,7 @@ pub enum FeederMode {
     Unique,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FeederFormat {
     Csv,
@@ -55,7 +57,7 @@ pub enum FeederFormat {
 }
 
 /// Where the load goes.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetSpec {
     /// `http://host:port`, `https://…`, or `builtin` for the embedded demo target.
@@ -67,9 +69,11 @@ pub struct TargetSpec {
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
     #[serde(default = "default_connect_timeout", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub connect_timeout: Duration,
     /// Whole-request timeout (connect included), from the actual send.
     #[serde(default = "default_timeout", with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub timeout: Duration,
     #[serde(default)]
     pub tls: TlsSpec,
@@ -140,7 +144,7 @@ fn default_timeout() -> Duration {
     Duration::from_secs(10)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TlsSpec {
     /// PEM file with extra CA certificates to trust (beside the web PKI roots).
@@ -170,7 +174,7 @@ impl Default for TlsSpec {
 }
 
 /// One entry of the request mix.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestSpec {
     #[serde(default)]
@@ -197,6 +201,7 @@ pub struct RequestSpec {
         with = "humantime_serde",
         skip_serializing_if = "Option::is_none"
     )]
+    #[schemars(with = "Option<crate::profile::schema::Duration>")]
     pub think_time: Option<Duration>,
     /// Scenario steps only: a failure of this step does not end the
     /// iteration (it is counted on the step; the iteration goes on).
@@ -213,7 +218,9 @@ pub struct RequestSpec {
 /// have processed it. RFC 9110 §9.2.2 lets a client resend automatically
 /// only idempotent methods; a load test that double-submits orders
 /// corrupts the system under test.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Retry {
     /// The default: GET, HEAD, OPTIONS, TRACE, PUT and DELETE are sent
@@ -236,7 +243,7 @@ impl Retry {
 }
 
 /// A weighted sequence of requests run in order (a user's visit).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioSpec {
     pub name: String,
@@ -246,7 +253,7 @@ pub struct ScenarioSpec {
 }
 
 /// Where an extracted value comes from: exactly one of the three.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExtractSpec {
     /// A JSON pointer into the body (`/token`, `/items/0/id`).
@@ -277,7 +284,7 @@ fn default_weight() -> f64 {
 }
 
 /// What counts as a good answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectSpec {
     /// Statuses that count as `ok`. Default: 200–399. 503 and 429 not listed here are `shed`.
@@ -314,7 +321,9 @@ impl Default for ExpectSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrival {
     /// Evenly spaced starts.
@@ -325,7 +334,7 @@ pub enum Arrival {
 }
 
 /// How the load is generated.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LoadSpec {
     #[serde(default)]
@@ -345,6 +354,7 @@ pub struct LoadSpec {
     pub workers: Option<usize>,
     /// Closed model: pause of each virtual user between its requests.
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub think_time: Option<Duration>,
     /// `false`: a new connection for every request (handshake and accept
     /// cost measured each time; HTTP/1.1 sends `Connection: close`).
@@ -384,7 +394,7 @@ impl Default for LoadSpec {
 }
 
 /// The `diagnosis:` section.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiagnosisSpec {
     /// Extra connection pools to recognise in thread dumps: a thread whose
@@ -393,7 +403,7 @@ pub struct DiagnosisSpec {
     pub pools: Vec<PoolSpec>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PoolSpec {
     pub name: String,
@@ -402,7 +412,7 @@ pub struct PoolSpec {
 }
 
 /// Where and how results are written.
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct OutputSpec {
     /// Parent folder of run directories (default `runs/`).

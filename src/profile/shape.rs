@@ -11,7 +11,7 @@ pub use crate::vocab::ShapeKind;
 use crate::vocab::{Level, PhaseInfo};
 
 /// The `shape:` section: exactly one of the shapes below.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum Shape {
     /// One level held for a duration, after an optional ramp.
@@ -22,6 +22,7 @@ pub enum Shape {
         start: Level,
         step: Level,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         step_duration: Duration,
         max: Level,
         /// Stop at the first step that breaks a budget (default true).
@@ -42,10 +43,13 @@ pub enum Shape {
         #[serde(default = "ten")]
         factor: f64,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         baseline_duration: Duration,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         spike_duration: Duration,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         recovery_duration: Duration,
         /// A warm-up phase before the measured ones (see [`Warmup`]).
         #[serde(default)]
@@ -57,16 +61,21 @@ pub enum Shape {
         #[serde(alias = "vus")]
         rate: Level,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         baseline_duration: Duration,
         /// Time to ramp from baseline to `rate` (default: at once).
         #[serde(default, with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         ramp: Option<Duration>,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         duration: Duration,
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         recovery_duration: Duration,
         /// Shed responses (503/429) must come back faster than this (p99).
         #[serde(default = "fast_fail", with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         fast_fail: Duration,
         /// The capacity the shed checks measure against (default: the best
         /// ok/s sustained for 3 s in `ramp`, or the baseline's).
@@ -89,14 +98,16 @@ pub enum Shape {
 
 /// A level held for a duration, after an optional ramp from 0: the
 /// `constant` shape, and the `soak` shape, which judges leaks and drift over it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Hold {
     #[serde(alias = "vus")]
     pub rate: Level,
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub duration: Duration,
     #[serde(default, with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub ramp_up: Option<Duration>,
     /// A warm-up phase (see [`Warmup`]): for `constant` before `duration`;
     /// for `soak` the first part of `duration`, left out of leak trends (JIT,
@@ -110,12 +121,17 @@ pub struct Hold {
 /// `warmup`, before the measured phases (for soak: the first part of
 /// `duration`, after `ramp_up`), and nothing judges it: budgets, the knee,
 /// verdicts, gates and leak trends all leave it out.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum Warmup {
-    For(#[serde(with = "humantime_serde")] Duration),
+    For(
+        #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
+        Duration,
+    ),
     At {
         #[serde(with = "humantime_serde")]
+        #[schemars(with = "crate::profile::schema::Duration")]
         duration: Duration,
         #[serde(default, alias = "vus")]
         rate: Option<Level>,
@@ -147,12 +163,13 @@ fn fast_fail() -> Duration {
     Duration::from_millis(50)
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Stage {
     #[serde(default)]
     pub name: Option<String>,
     #[serde(with = "humantime_serde")]
+    #[schemars(with = "crate::profile::schema::Duration")]
     pub duration: Duration,
     #[serde(alias = "rate", alias = "vus")]
     pub target: Level,

@@ -7,7 +7,7 @@ use crate::vocab::series;
 use crate::vocab::{PerHour, Percent};
 
 /// The profile's optional `verdicts:` section.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VerdictsConfig {
     #[serde(default)]
@@ -20,7 +20,7 @@ pub struct VerdictsConfig {
 
 /// Soak leak thresholds: a series whose slope exceeds its threshold with a
 /// fit of at least `min_r2` is flagged as leaking.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct LeakThresholds {
     /// `target.rss_bytes`.

@@ -2,7 +2,8 @@
 //! in the terminal ([`terminal`]), as a self-contained page with charts
 //! ([`html`]), its gates as JUnit XML for CI ([`junit`]), and `brunt
 //! analyze`'s findings ([`analysis`]); a running load as it goes ([`live`]:
-//! the live view and `brunt watch`); two runs side by side ([`compare`]).
+//! the live view and `brunt watch`; [`dashboard`]: the live page's data and
+//! page); two runs side by side ([`compare`]).
 //! Nothing here judges a run, and nothing opens a file: every renderer
 //! takes the [`crate::judge::Summary`] and the data its caller read through
 //! [`crate::rundir`] (the charts' [`crate::rundir::RunData`]); `report.html`
@@ -13,6 +14,7 @@
 
 pub mod analysis;
 pub mod compare;
+pub mod dashboard;
 pub mod html;
 pub mod junit;
 pub mod live;

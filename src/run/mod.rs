@@ -9,6 +9,8 @@
 //! and a summary judged from the seconds still in memory could differ from
 //! the one `brunt report` rebuilds on the same directory.
 
+mod control;
+pub mod dashboard;
 mod export;
 pub mod live;
 pub mod rebuild;
@@ -159,6 +161,11 @@ pub struct RunOptions {
     /// After the run, wait at most this long for a scrape of the final
     /// figures (default 15 s, Prometheus' default scrape interval).
     pub metrics_linger: Option<std::time::Duration>,
+    /// `--control ADDR` (sharded runs): shard 1 serves a stop endpoint here
+    /// and every shard stops when one does (see `run::control`).
+    pub control: Option<String>,
+    /// `--dashboard`: the live page, bound by the caller; it follows the run directory.
+    pub dashboard: Option<Arc<dashboard::DashboardServer>>,
     /// Where warnings and progress lines go (the CLI prints them; the
     /// default drops them).
     pub say: crate::vocab::Say,
@@ -259,6 +266,11 @@ fn execute_spec(
     if let Some(a) = opts.metrics_listen {
         crate::export::check_listen(a)?;
     }
+    if let (Some(a), 0) = (&opts.control, opts.shard.index) {
+        std::net::TcpListener::bind(control::listen_addr(a))
+            .map(drop)
+            .map_err(|e| RunError::Invalid(format!("--control {a}: {e}")))?;
+    }
     claim_dir(&dir, opts.force)?;
     engine::preflight(cfg)?;
 
@@ -288,6 +300,9 @@ fn execute_spec(
     let clock = RunClock::now();
     let meta = run_meta(&spec.profile, url, plan, cfg, &clock, scale, &opts);
     rundir::write_json(&dir.join(rundir::RUN_JSON), &meta)?;
+    if let Some(d) = &opts.dashboard {
+        d.follow(&dir);
+    }
     let exporter = export::start(spec, plan, cfg, &dir, &opts)?;
     let outcome = load(spec, plan, cfg, &dir, clock, &opts, exporter.clone())?;
     drop(demo);
@@ -386,8 +401,12 @@ struct LoadOutcome {
     /// Why the engine stopped the load itself (a unique feeder ran out).
     engine_reason: Option<String>,
     recorded: recorder::Recorded,
-    /// The stop flag was set (by the user, a signal, or a breach).
+    /// The stop flag was set (by the user, a signal, a breach, or another shard).
     stopped: bool,
+    /// Another shard's stop that stopped this one.
+    peer: Option<control::SharedStop>,
+    /// Why the shards' control endpoint could not be reached, if it could not.
+    control_lost: Option<String>,
     collectors: Option<crate::collectors::CollectorsSummary>,
 }
 
@@ -428,7 +447,32 @@ fn load(
         observers.push(c.observer());
     }
     let (tx, rx) = mpsc::channel();
+    let breach_cause: Arc<std::sync::OnceLock<String>> = Arc::default();
+    let control = match opts.control {
+        Some(ref addr) => {
+            let engine_cfg = cfg.clone();
+            let causes = control::LocalCauses {
+                breach: breach_cause.clone(),
+                signal: opts.stopped_by.clone(),
+                engine: Some(Arc::new(move || engine_cfg.stopped_reason())),
+            };
+            let ends = clock.start + plan.total();
+            Some(
+                control::Control::start(
+                    addr,
+                    opts.shard.index,
+                    stop.clone(),
+                    causes,
+                    ends,
+                    opts.say.clone(),
+                )
+                .map_err(|e| RunError::Invalid(format!("--control {addr}: {e}")))?,
+            )
+        }
+        None => None,
+    };
     let rec = Recording {
+        breach_cause,
         dir: dir.to_path_buf(),
         plan: plan.clone(),
         clock,
@@ -462,10 +506,20 @@ fn load(
         o.finished();
     }
     let collectors = collectors.map(|c| c.finish());
+    let (peer, control_lost) = match control {
+        Some(c) => {
+            let seen = (c.peer.get().cloned(), c.unreachable.get().cloned());
+            c.finish();
+            seen
+        }
+        None => (None, None),
+    };
     Ok(LoadOutcome {
         engine_reason,
         recorded: recorded??,
         stopped: stop.load(Ordering::Relaxed),
+        peer,
+        control_lost,
         collectors,
     })
 }
@@ -490,12 +544,19 @@ fn finish(
         Some(StopKind::Breach)
     } else if out.engine_reason.is_some() {
         Some(StopKind::DataExhausted)
+    } else if let Some(p) = &out.peer {
+        // Stopped with another shard: its kind (a breach stays by design).
+        Some(p.kind)
     } else if out.stopped {
         Some(StopKind::Interrupted)
     } else {
         None
     };
     let reason = match kind {
+        _ if out.peer.is_some() && !out.recorded.breach_stop && out.engine_reason.is_none() => out
+            .peer
+            .as_ref()
+            .map(|p| format!("stopped with shard {}: {}", p.shard, p.reason)),
         Some(StopKind::Interrupted) => Some(match opts.stopped_by.as_ref().and_then(|w| w.get()) {
             Some(by) => format!("stopped by {by}"),
             None => "stopped by the user (Ctrl-C)".to_string(),
@@ -519,7 +580,11 @@ fn finish(
             generator: rundir::read::generator_health(&data.seconds),
             collectors: out.collectors,
             findings: analysis.and_then(|a| serde_json::to_value(&a.findings).ok()),
-            notes: vec![],
+            notes: out
+                .control_lost
+                .map(|e| format!("shard control unreachable ({e}): a stop in another shard may not have reached this one"))
+                .into_iter()
+                .collect(),
         },
         &data,
     );

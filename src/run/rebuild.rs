@@ -44,6 +44,21 @@ pub fn rebuild(dir: &Path) -> Result<Summary, RunError> {
 
 /// [`rebuild`], telling `say` what was cut short or could not be read.
 pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Rebuilt, RunError> {
+    let r = judged(dir, say, false)?;
+    rundir::write_json(&dir.join(rundir::SUMMARY), &r.summary)?;
+    Ok(r)
+}
+
+/// The gates of a run still running, as they stand: its directory judged
+/// as it is, without writing anything, each phase begun judged on what it
+/// has so far (phases not reached are not judged). The thread dumps are not
+/// diagnosed here (the live view's newest-dump finding is), so it costs one
+/// read of the latency log.
+pub fn so_far(dir: &Path) -> Result<Summary, RunError> {
+    judged(dir, &Say::default(), true).map(|r| r.summary)
+}
+
+fn judged(dir: &Path, say: &Say, so_far: bool) -> Result<Rebuilt, RunError> {
     let meta = rundir::read_meta(dir)?;
     let profile_path = dir.join(rundir::PROFILE);
     let profile = Profile::from_yaml(&rundir::read_text(dir, rundir::PROFILE)?, &profile_path)?;
@@ -57,17 +72,21 @@ pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Rebuilt, RunError> {
     let ended_early = elapsed + Duration::from_secs(1) < meta.planned();
     // Keep what only the live run knew (why and how it stopped, collectors,
     // findings). A directory without a summary was killed: interrupted.
-    let old: Option<Summary> = rundir::read_json(dir, rundir::SUMMARY).ok();
+    let old: Option<Summary> = if so_far {
+        None
+    } else {
+        rundir::read_json(dir, rundir::SUMMARY).ok()
+    };
     let reason = old.as_ref().and_then(|o| o.stopped_reason.clone());
     let kind = match &old {
         Some(o) if o.stop_kind.is_some() => o.stop_kind,
         Some(o) if o.interrupted => Some(StopKind::Interrupted),
-        _ => ended_early.then_some(StopKind::Interrupted),
+        _ => (ended_early && !so_far).then_some(StopKind::Interrupted),
     };
     // A run that ended before its summary never saved its evidence either.
     let diag_dir = dir.join(rundir::DIAGNOSTICS);
     let analysis = match rundir::evidence::load(dir) {
-        Ok(None) if diag_dir.is_dir() => {
+        Ok(None) if diag_dir.is_dir() && !so_far => {
             super::gather_evidence(dir, &spec.pool_patterns, &meta, say)
         }
         _ => None,
@@ -109,7 +128,6 @@ pub fn rebuild_saying(dir: &Path, say: &Say) -> Result<Rebuilt, RunError> {
         },
         &data,
     );
-    rundir::write_json(&dir.join(rundir::SUMMARY), &s)?;
     Ok(Rebuilt { summary: s, data })
 }
 

@@ -37,6 +37,8 @@ pub(super) struct Recording {
     pub say: crate::vocab::Say,
     /// Live export to Prometheus: gets every window as it is written.
     pub export: Option<Arc<crate::export::Exporter>>,
+    /// Set with the reason before a breach stops the load (for the shards' control).
+    pub breach_cause: Arc<std::sync::OnceLock<String>>,
 }
 
 pub(super) struct Recorded {
@@ -268,6 +270,7 @@ impl Recording {
                 let _ = st.events.push(
                     &serde_json::json!({"event": "breach", "phase": p.info.name, "why": why}),
                 );
+                let _ = self.breach_cause.set(why.clone());
                 st.stopped_reason = Some(why);
                 // A stop already asked for (Ctrl-C, SIGTERM) stays the user's.
                 st.breach_stop = !self.stop.swap(true, Ordering::Relaxed);

@@ -111,6 +111,7 @@ pub fn from_collector_streams(dir: &Path) -> ServerEvidence {
     });
     for_rows(&diag.join(GENERATOR_SAMPLES), |t, g: GeneratorSample| {
         push(series::GENERATOR_HOST_CPU, t, g.host_cpu_pct);
+        push(series::GENERATOR_OTHERS_CPU, t, g.others_cpu_pct);
         push(series::GENERATOR_RSS, t, g.rss_bytes.map(|b| b as f64));
         push(series::GENERATOR_PROBE_LAG, t, g.lag_p99_ms);
     });

@@ -304,7 +304,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     let (m, elapsed) = rundir::read::measured(out, &meta)?;
     let total = meta.planned();
     // A shard stopped by the user (or killed) interrupts the merged run; a
-    // breach stop (stress stop on breach) stays a designed stop.
+    // designed stop (a stress breach, an exhausted `unique` feeder) stays one.
     let mut reasons: Vec<String> = shards
         .iter()
         .filter_map(|s| {
@@ -331,6 +331,9 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
         Some(StopKind::Interrupted)
     } else if shard_kind(StopKind::Breach) {
         Some(StopKind::Breach)
+    } else if shard_kind(StopKind::DataExhausted) {
+        // Shards whose share of a `unique` feeder ran out stopped by design.
+        Some(StopKind::DataExhausted)
     } else if elapsed + Duration::from_secs(1) < total {
         Some(StopKind::Interrupted)
     } else {

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::clock::RunClock;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema, Default,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Model {
     /// Requests start on a schedule whatever the server does (arrival rate).

@@ -131,6 +131,10 @@ pub struct GeneratorSample {
     pub cpu_pct: Option<f64>,
     /// The generator's host, % of all cores.
     pub host_cpu_pct: Option<f64>,
+    /// The generator host's CPU used by everything but brunt, % of all
+    /// cores: tells a host busy with other work from a busy brunt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_cpu_pct: Option<f64>,
     pub rss_bytes: Option<u64>,
     /// The lag probe's p99 and max in this second.
     pub lag_p99_ms: Option<f64>,

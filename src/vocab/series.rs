@@ -124,6 +124,7 @@ series! {
     DB_CONNECTIONS_USED_PCT = Target("db.connections_used_pct", PctOfLimit, "database connections in use, % of the usable max_connections");
     DB_OLDEST_XACT_S = Target("db.oldest_xact_s", Seconds, "age of the oldest open database transaction");
     GENERATOR_HOST_CPU = Generator("generator.host_cpu_pct", PctOfHost, "generator host CPU busy");
+    GENERATOR_OTHERS_CPU = Generator("generator.others_cpu_pct", PctOfHost, "generator host CPU used by other processes");
     GENERATOR_RSS = Generator("generator.rss_bytes", Bytes, "brunt's RSS");
     GENERATOR_PROBE_LAG = Generator("generator.probe_lag_ms", Millis, "timer probe lateness p99");
     GENERATOR_SCHED_LAG = Generator("generator.sched_lag_ms", Millis, "open-model scheduler lateness");

@@ -94,6 +94,19 @@ macro_rules! number_or_string {
                 d.deserialize_any(NumOrStr::<$t>(std::marker::PhantomData))
             }
         }
+
+        // The profile's JSON Schema: what the visitor above accepts.
+        impl schemars::JsonSchema for $t {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($t).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "type": ["number", "string"],
+                    "description": "a number, or a string with its unit such as `200/s`, `0.1%`, `10 MB/h` or `64KiB`"
+                })
+            }
+        }
     )*};
 }
 

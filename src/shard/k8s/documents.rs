@@ -8,6 +8,9 @@ use super::inputs::Plan;
 use super::yaml::{m, s, Y};
 use super::K8sOptions;
 
+/// The port of shard 1's stop endpoint.
+const CONTROL_PORT: u16 = 5670;
+
 /// The Dockerfile's non-root user; `fsGroup` makes the results volume writable for it.
 fn pod_security() -> Y {
     m([
@@ -94,6 +97,49 @@ impl Plan<'_> {
         ])
     }
 
+    /// The headless Service that gives shard 1's pod a name the other
+    /// shards reach its stop endpoint by (`--control`, see `run::control`).
+    pub(super) fn control_service_name(&self) -> String {
+        format!("{}-control", self.job)
+    }
+
+    /// Shard 1's stop endpoint, as every shard's `--control` names it: the
+    /// Indexed Job's pod 0 (hostname `JOB-0`) under the headless Service.
+    pub(super) fn control_addr(&self) -> String {
+        format!(
+            "{}-0.{}:{CONTROL_PORT}",
+            self.job,
+            self.control_service_name()
+        )
+    }
+
+    pub(super) fn control_service(&self) -> Y {
+        m([
+            ("apiVersion", s("v1")),
+            ("kind", s("Service")),
+            (
+                "metadata",
+                self.meta(&self.control_service_name(), "control"),
+            ),
+            (
+                "spec",
+                m([
+                    ("clusterIP", s("None")),
+                    // The name must resolve before the pods are ready (they never are: no probe).
+                    ("publishNotReadyAddresses", Y::B(true)),
+                    ("selector", self.labels("shard")),
+                    (
+                        "ports",
+                        Y::L(vec![m([
+                            ("name", s("control")),
+                            ("port", Y::I(CONTROL_PORT.into())),
+                        ])]),
+                    ),
+                ]),
+            ),
+        ])
+    }
+
     /// A shard's pod: one per node, the brunt container, profile and results volumes.
     pub(super) fn pod_template(&self) -> Y {
         m([
@@ -101,6 +147,7 @@ impl Plan<'_> {
             (
                 "spec",
                 m([
+                    ("subdomain", s(self.control_service_name())),
                     ("restartPolicy", s("Never")),
                     ("securityContext", pod_security()),
                     ("affinity", self.one_shard_per_node()),
@@ -240,7 +287,8 @@ impl Plan<'_> {
         }
         let _ = writeln!(
             script,
-            "brunt run /profile/profile.yaml --shard \"$i/{n}\" --start-at {start_at} --max-late {late}s{extra} --out \"{root}/shard-$i\" --plain"
+            "brunt run /profile/profile.yaml --shard \"$i/{n}\" --control {} --start-at {start_at} --max-late {late}s{extra} --out \"{root}/shard-$i\" --plain",
+            self.control_addr()
         );
         let _ = writeln!(script, "code=$?");
         let _ = writeln!(script, "mkdir -p {root}/exit-codes");

@@ -30,7 +30,7 @@
 //! |---|---|
 //! | `mod.rs` | the options of `brunt k8s`, their checks, [`manifest`] |
 //! | `inputs.rs` | reading the profile, its feeder files and `{{ env.X }}` variables into a checked plan |
-//! | `documents.rs` | the ConfigMap, the Indexed Job and the gather pod, as YAML trees |
+//! | `documents.rs` | the ConfigMap, the Indexed Job, the gather pod and the shards' control Service, as YAML trees |
 //! | `yaml.rs` | the ordered YAML tree the documents are serialized from |
 //! | `commands.rs` | the shell commands printed after the manifest |
 
@@ -201,6 +201,7 @@ pub fn manifest(profile_path: &Path, opts: &K8sOptions) -> Result<String, ShardE
     if let Some(pvc) = &opts.results_pvc {
         docs.push(plan.gather_pod(pvc));
     }
+    docs.push(plan.control_service());
     let mut out = String::new();
     for d in &docs {
         out.push_str("---\n");

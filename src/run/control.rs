@@ -1,0 +1,374 @@
+//! Shards that act as one run (`brunt run --shard I/N --control ADDR`): a
+//! stop by design or by hand in any shard — a stress breach, a `unique`
+//! feeder run out, Ctrl-C — stops every shard within a bounded time, and
+//! each says which shard stopped it and why. Shard 1 serves the control
+//! endpoint at ADDR (`export::http`, as `/metrics` is served); every shard,
+//! shard 1 too, watches its own stop flag and the endpoint every
+//! [`POLL`]. The first stop posted wins. Nothing new to run: the shards
+//! already share the `--start-at` clock, and shard 1's address is the one
+//! thing they need (a headless Service in `brunt k8s`).
+//!
+//! A shard that cannot reach the endpoint goes on alone and says so; the
+//! load never waits on it (its own thread, short timeouts).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::export::http::{self, Answer};
+use crate::judge::StopKind;
+
+/// How often each shard looks at its stop flag and the endpoint.
+pub const POLL: Duration = Duration::from_millis(250);
+const TIMEOUT: Duration = Duration::from_millis(800);
+/// How long shard 1 answers after its own load ended.
+const SERVE_ON: Duration = Duration::from_secs(5);
+/// Shard 1 may bind a little after the others first look: failures this
+/// early are not yet "unreachable".
+const STARTUP: Duration = Duration::from_secs(5);
+
+/// A stop, as the shards tell each other.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharedStop {
+    /// 1-based shard that stopped first.
+    pub shard: u32,
+    pub kind: StopKind,
+    pub reason: String,
+}
+
+/// Why this shard's stop flag went up, read when it does.
+#[derive(Clone, Default)]
+pub struct LocalCauses {
+    /// Set by the recorder before it stops a stress run at a breach.
+    pub breach: Arc<OnceLock<String>>,
+    /// A signal's name (Ctrl-C when unset).
+    pub signal: Option<Arc<OnceLock<String>>>,
+    /// Why the engine stopped itself (a `unique` feeder ran out).
+    pub engine: Option<Arc<dyn Fn() -> Option<String> + Send + Sync>>,
+}
+
+impl LocalCauses {
+    fn read(&self) -> (StopKind, String) {
+        if let Some(b) = self.breach.get() {
+            return (StopKind::Breach, b.clone());
+        }
+        if let Some(r) = self.engine.as_ref().and_then(|f| f()) {
+            return (StopKind::DataExhausted, r);
+        }
+        let by = self.signal.as_ref().and_then(|s| s.get()).cloned();
+        (
+            StopKind::Interrupted,
+            format!(
+                "stopped by {}",
+                by.as_deref().unwrap_or("the user (Ctrl-C)")
+            ),
+        )
+    }
+}
+
+/// The control endpoint's side of shard 1: the first stop posted.
+struct Board(Mutex<Option<SharedStop>>);
+
+impl Board {
+    fn post(&self, s: SharedStop) {
+        if let Ok(mut b) = self.0.lock() {
+            b.get_or_insert(s);
+        }
+    }
+    fn get(&self) -> Option<SharedStop> {
+        self.0.lock().ok().and_then(|b| b.clone())
+    }
+}
+
+/// Where this shard stands with the others.
+pub struct Control {
+    /// The stop another shard made, when this shard stopped with it.
+    pub peer: Arc<OnceLock<SharedStop>>,
+    /// The endpoint could not be reached at some point (said in the summary).
+    pub unreachable: Arc<OnceLock<String>>,
+    done: Arc<AtomicBool>,
+    server_stop: Option<tokio::sync::oneshot::Sender<()>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Control {
+    /// Start: shard 1 (`index` 0) binds and serves `addr` (`HOST:PORT`; a
+    /// name is resolved, as a pod's own DNS name is in Kubernetes); every
+    /// shard watches `stop` and the endpoint.
+    pub fn start(
+        addr: &str,
+        index: u32,
+        stop: Arc<AtomicBool>,
+        causes: LocalCauses,
+        ends: Instant,
+        notices: crate::vocab::Say,
+    ) -> std::io::Result<Control> {
+        let board = Arc::new(Board(Mutex::new(None)));
+        let mut threads = Vec::new();
+        let mut server_stop = None;
+        if index == 0 {
+            let l = std::net::TcpListener::bind(listen_addr(addr))?;
+            l.set_nonblocking(true)?;
+            let b = board.clone();
+            let answer: Answer = Arc::new(move |a| match (a.method, a.path) {
+                ("GET", "/stop") => {
+                    let body = serde_json::to_vec(&b.get()).unwrap_or_default();
+                    (200, "application/json", body)
+                }
+                ("POST", "/stop") => match parse_post(a.query) {
+                    Some(s) => {
+                        b.post(s);
+                        (200, "application/json", b"{}".to_vec())
+                    }
+                    None => (400, "text/plain", b"shard, kind, reason\n".to_vec()),
+                },
+                _ => (
+                    404,
+                    "text/plain",
+                    b"brunt's shard control serves /stop\n".to_vec(),
+                ),
+            });
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            let n = notices.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("brunt-control".into())
+                    .spawn(move || http::serve(l, answer, rx, &n, "shard control"))?,
+            );
+            server_stop = Some(tx);
+        }
+        let peer: Arc<OnceLock<SharedStop>> = Arc::default();
+        let unreachable: Arc<OnceLock<String>> = Arc::default();
+        let done = Arc::new(AtomicBool::new(false));
+        let w = Watch {
+            base: format!("http://{addr}/stop"),
+            shard: index + 1,
+            local: (index == 0).then_some(board),
+            stop,
+            causes,
+            peer: peer.clone(),
+            unreachable: unreachable.clone(),
+            done: done.clone(),
+            ends,
+            started: Instant::now(),
+            notices,
+        };
+        threads.push(
+            std::thread::Builder::new()
+                .name("brunt-control-watch".into())
+                .spawn(move || w.run())?,
+        );
+        Ok(Control {
+            peer,
+            unreachable,
+            done,
+            server_stop,
+            threads,
+        })
+    }
+
+    /// Stop watching (at the end of the load, after the drain). Shard 1
+    /// serves on for [`SERVE_ON`] while this process judges and writes, so a
+    /// shard that polls late still reads the stop; the process may end sooner.
+    pub fn finish(mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(tx) = self.server_stop.take() {
+            let _ = std::thread::Builder::new()
+                .name("brunt-control-end".into())
+                .spawn(move || {
+                    std::thread::sleep(SERVE_ON);
+                    let _ = tx.send(());
+                });
+        }
+        // The watcher ends within a poll; the server thread is left to its stop.
+        if let Some(watcher) = self.threads.pop() {
+            let _ = watcher.join();
+        }
+    }
+}
+
+/// Where shard 1 listens for `addr`: the address itself when it is one
+/// (`127.0.0.1:5670`), every interface at its port when it is a name (the
+/// name is for the other shards to find shard 1, e.g. a pod's DNS name).
+pub fn listen_addr(addr: &str) -> String {
+    match addr.rsplit_once(':') {
+        Some((host, port))
+            if host
+                .trim_matches(['[', ']'])
+                .parse::<std::net::IpAddr>()
+                .is_err() =>
+        {
+            format!("0.0.0.0:{port}")
+        }
+        _ => addr.to_string(),
+    }
+}
+
+/// `shard=2&kind=breach&reason=…` (percent-encoded).
+fn parse_post(query: &str) -> Option<SharedStop> {
+    let mut shard = None;
+    let mut kind = None;
+    let mut reason = String::new();
+    for (k, v) in url::form_urlencoded::parse(query.as_bytes()) {
+        match &*k {
+            "shard" => shard = v.parse().ok(),
+            "kind" => kind = serde_json::from_value(serde_json::Value::String(v.into_owned())).ok(),
+            "reason" => reason = v.into_owned(),
+            _ => {}
+        }
+    }
+    Some(SharedStop {
+        shard: shard?,
+        kind: kind?,
+        reason,
+    })
+}
+
+/// One shard's watcher thread.
+struct Watch {
+    base: String,
+    shard: u32,
+    /// Shard 1 posts to its own board without a round trip.
+    local: Option<Arc<Board>>,
+    stop: Arc<AtomicBool>,
+    causes: LocalCauses,
+    peer: Arc<OnceLock<SharedStop>>,
+    unreachable: Arc<OnceLock<String>>,
+    done: Arc<AtomicBool>,
+    /// The plan's end: shard 1 may be gone after it (its run over), not lost.
+    ends: Instant,
+    started: Instant,
+    notices: crate::vocab::Say,
+}
+
+impl Watch {
+    fn run(self) {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(TIMEOUT))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut posted = false;
+        loop {
+            // Read before posting: a load that stops and drains within one
+            // poll still has its stop posted on the way out.
+            let finishing = self.done.load(Ordering::Relaxed);
+            // Our own stop first: tell the others (once).
+            if self.stop.load(Ordering::Relaxed) && self.peer.get().is_none() && !posted {
+                let (kind, reason) = self.causes.read();
+                let s = SharedStop {
+                    shard: self.shard,
+                    kind,
+                    reason,
+                };
+                posted = match &self.local {
+                    Some(b) => {
+                        b.post(s);
+                        true
+                    }
+                    None => self.post(&agent, &s),
+                };
+            }
+            if finishing {
+                return;
+            }
+            // Then theirs: a stop posted by another shard stops this one.
+            if self.peer.get().is_none() {
+                let seen = match &self.local {
+                    Some(b) => b.get(),
+                    None => self.get(&agent),
+                };
+                if let Some(s) = seen.filter(|s| s.shard != self.shard) {
+                    if !self.stop.load(Ordering::Relaxed) {
+                        self.notices
+                            .line(format!("stopping with shard {}: {}", s.shard, s.reason));
+                        let _ = self.peer.set(s);
+                        self.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn get(&self, agent: &ureq::Agent) -> Option<SharedStop> {
+        let r = agent
+            .get(&self.base)
+            .call()
+            .and_then(|mut r| r.body_mut().read_to_string());
+        match r {
+            Ok(text) => serde_json::from_str::<Option<SharedStop>>(&text)
+                .ok()
+                .flatten(),
+            Err(e) => {
+                self.lost(&e.to_string());
+                None
+            }
+        }
+    }
+
+    fn post(&self, agent: &ureq::Agent, s: &SharedStop) -> bool {
+        let kind = serde_json::to_value(s.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let q: String = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("shard", &s.shard.to_string())
+            .append_pair("kind", &kind)
+            .append_pair("reason", &s.reason)
+            .finish();
+        match agent.post(&format!("{}?{q}", self.base)).send_empty() {
+            Ok(r) if r.status().is_success() => true,
+            Ok(r) => {
+                self.lost(&format!("HTTP {}", r.status()));
+                false
+            }
+            Err(e) => {
+                self.lost(&e.to_string());
+                false
+            }
+        }
+    }
+
+    fn lost(&self, why: &str) {
+        let now = Instant::now();
+        if now + POLL >= self.ends || now < self.started + STARTUP {
+            return;
+        }
+        if self
+            .unreachable
+            .set(format!("{}: {why}", self.base))
+            .is_ok()
+        {
+            self.notices.warn(format!(
+                "shard control {} unreachable ({why}): this shard goes on, but a stop elsewhere may not reach it",
+                self.base
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_posted_stop_is_read_back() {
+        let s =
+            super::parse_post("shard=3&kind=data_exhausted&reason=feeder%20%60u%60%20ran%20out");
+        assert_eq!(
+            s,
+            Some(super::SharedStop {
+                shard: 3,
+                kind: crate::judge::StopKind::DataExhausted,
+                reason: "feeder `u` ran out".into()
+            })
+        );
+        assert_eq!(super::parse_post("kind=breach"), None, "a shard is needed");
+        assert_eq!(super::listen_addr("127.0.0.1:5670"), "127.0.0.1:5670");
+        assert_eq!(super::listen_addr("[::1]:5670"), "[::1]:5670");
+        assert_eq!(super::listen_addr("job-0.job-control:5670"), "0.0.0.0:5670");
+        assert_eq!(super::parse_post("shard=1&kind=nope"), None, "a known kind");
+    }
+}
