@@ -47,7 +47,7 @@ pub struct CollectorsConfig {
 /// `collectors.database`: how `psql` reaches the database, as seen from
 /// where the collectors' commands run (the target host, or inside the
 /// container a `prefix` enters).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DatabaseConfig {
     /// Host or socket directory for `psql -h` (default `127.0.0.1`).
