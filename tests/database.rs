@@ -4,7 +4,8 @@
 //! relation and the blocker; an idle-in-transaction holder and connection
 //! exhaustion are findings; a bad password is an error before the load; the
 //! database going away mid-run is a gap (through the SSH transport), never a
-//! stall; the password never reaches the run directory. A Java service on
+//! stall (and a database without pg_stat_statements says so); the
+//! password never reaches the run directory. A Java service on
 //! HikariCP shows the chain across tiers: its workers wait in the pool,
 //! the pooled connections wait on the row lock.
 
@@ -341,6 +342,8 @@ fn an_idle_in_transaction_holder_and_exhausted_connections_are_findings() {
 #[test]
 fn the_database_going_away_mid_run_is_a_gap_over_ssh_not_a_stall() {
     let mut pg = Postgres::start(20);
+    // Without pg_stat_statements: said in every row, never an error.
+    pg.sql("DROP EXTENSION pg_stat_statements");
     let sshd = sshd::Sshd::start();
     let dir = tempfile::tempdir().expect("tempdir");
     std::env::set_var(PW_VAR, PASSWORD);
@@ -381,6 +384,15 @@ fn the_database_going_away_mid_run_is_a_gap_over_ssh_not_a_stall() {
         rep.gaps
     );
     assert!(rep.transport.contains("ssh"), "{}", rep.transport);
+    let text = std::fs::read_to_string(&rows).expect("rows");
+    for line in text.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).expect("a row");
+        assert_eq!(r["pg_stat_statements"], false, "{line}");
+        assert!(
+            r["statements"].is_null() && r["max_connections"] == 20,
+            "{line}"
+        );
+    }
     postgres::assert_no_password(dir.path());
 }
 
