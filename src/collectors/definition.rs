@@ -4,8 +4,9 @@
 //! anywhere) and the same files ship in `collectors/` for users to copy.
 //!
 //! Placeholders in commands (`{pid}`, `{port}` (target.port), `{jcmd}`,
-//! `{remote_file}`, `{settings}`, `{file}`, `{offset}`, and for windowed JFR
-//! `{maxage}`, `{begin}`) are replaced by
+//! `{remote_file}`, `{settings}`, `{file}`, `{offset}`, for windowed JFR
+//! `{maxage}`, `{begin}`, and from `collectors.database` `{psql}`,
+//! `{db_host}`, `{db_port}`, `{db_user}`, `{db_name}`) are replaced by
 //! shell-quoted values. Only `{lowercase_name}` is a placeholder; other
 //! braces (`{ print $1 }`, `${HOME}`) are literal.
 
@@ -30,6 +31,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "jvm-memory",
         include_str!("../../collectors/jvm-memory.yaml"),
     ),
+    ("postgres", include_str!("../../collectors/postgres.yaml")),
 ];
 
 /// One collector definition file.
@@ -98,6 +100,11 @@ pub struct ProbeDef {
     /// the definition and the override. Unset: see the accessors.
     #[serde(flatten)]
     pub tune: ProbeOverride,
+    /// Text sent to the command's standard input, after one line holding
+    /// the database password (`database.password_env`; empty without one):
+    /// a script for `psql -f -`, so secrets stay off command lines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
     /// `jfr` windows: the commands of the windowed recording.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub windows: Option<JfrWindow>,
@@ -132,7 +139,7 @@ fn d_ext() -> String {
 }
 
 /// Parsers known to the lanes.
-pub const PARSERS: &[&str] = &["proc-host", "gc-heap-info", "lines", "proc-fds"];
+pub const PARSERS: &[&str] = &["proc-host", "gc-heap-info", "lines", "proc-fds", "pg-json"];
 const PLACEHOLDERS: &[&str] = &[
     "pid",
     "port",
@@ -143,7 +150,15 @@ const PLACEHOLDERS: &[&str] = &[
     "offset",
     "maxage",
     "begin",
+    "psql",
+    "db_host",
+    "db_port",
+    "db_user",
+    "db_name",
 ];
+
+/// The placeholders `collectors.database` fills.
+pub const DB_PLACEHOLDERS: &[&str] = &["psql", "db_host", "db_port", "db_user", "db_name"];
 
 impl ProbeDef {
     /// The window length in seconds when this jfr probe records in windows
@@ -154,6 +169,11 @@ impl ProbeDef {
             .window
             .filter(|w| !w.is_zero())
             .map(|w| w.as_secs_f64())
+    }
+
+    /// Does the probe talk to the database (`collectors.database` needed)?
+    pub fn uses_database(&self) -> bool {
+        DB_PLACEHOLDERS.iter().any(|p| self.uses(p))
     }
 
     pub fn uses(&self, placeholder: &str) -> bool {

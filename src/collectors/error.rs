@@ -51,6 +51,10 @@ pub enum CollectorError {
     TargetNotFound,
     #[error("parser {parser}: {msg}")]
     Parse { parser: String, msg: String },
+    /// The database a probe samples refused it (bad password, unknown
+    /// role or database, nothing listening) before the load.
+    #[error("database: {0}")]
+    Database(String),
     #[error("{0}")]
     Other(String),
 }
@@ -80,7 +84,9 @@ impl CollectorError {
     pub fn is_bad_input(&self) -> bool {
         matches!(
             self,
-            CollectorError::Config(_) | CollectorError::Definition { .. }
+            CollectorError::Config(_)
+                | CollectorError::Definition { .. }
+                | CollectorError::Database(_)
         )
     }
 
@@ -99,6 +105,7 @@ impl CollectorError {
             CollectorError::Command { .. } => K::ProbeFailed,
             CollectorError::TargetNotFound => K::TargetNotFound,
             CollectorError::Parse { .. } => K::Parse,
+            CollectorError::Database(_) => K::ProbeFailed,
             CollectorError::Other(_) => K::Other,
         }
     }

@@ -8,10 +8,11 @@
 //! | [`transport`] | `local`, `ssh` (libssh2), `openssh`, command prefix: one file each |
 //! | [`host`] | the `proc-host` parser (`/proc` in one command per sample) |
 //! | [`jvm`] | target PID discovery, JVM version, `gc-heap-info` parser |
+//! | [`postgres`] | the `pg-json` parser (the `postgres` collector's one JSON document per sample) and statement normalisation |
 //! | [`prometheus`] | the Prometheus source: named PromQL queries on a thread of their own |
 //! | [`generator`] | brunt's own CPU/RSS and scheduler lag; the "saturated" verdict |
 //! | [`store`] | `diagnostics/*.jsonl` streams, artifact names, phase tracking |
-//! | `lanes` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps |
+//! | `lanes` | the collector threads (a `samples` and an `artifacts` lane): scheduling, triggers, JFR, reconnects, gaps; the database probes' password on standard input and their check before the load |
 //!
 //! The engine never waits on a collector: the run sees collectors only through
 //! [`crate::vocab::RunObserver`] callbacks, which just send a message to the
@@ -30,6 +31,7 @@ pub mod generator;
 pub mod host;
 pub mod jvm;
 mod lanes;
+pub mod postgres;
 pub mod prometheus;
 pub mod quote;
 pub mod store;
@@ -167,6 +169,12 @@ pub fn compile(
     let findable = t.pid.is_some() || t.pgrep.is_some() || t.jcmd_match.is_some();
     for d in &definitions {
         for p in d.probes.iter().filter(|p| p.enabled()) {
+            if p.uses_database() && cfg.database.is_none() {
+                return Err(CollectorError::Config(format!(
+                    "collector {} probe {} talks to a database: set `collectors.database` (host, port, user, dbname, password_env)",
+                    d.name, p.name
+                )));
+            }
             if p.uses("pid") && p.pid == definition::PidUse::Required && !findable {
                 return Err(CollectorError::Config(format!(
                     "collector {} probe {} needs the target process: set target.pid, target.pgrep or target.jcmd_match",
@@ -193,6 +201,35 @@ pub fn compile(
         definitions,
         prometheus,
     })
+}
+
+/// `collectors.database` with its password read from the variable it
+/// names, checked against the database before the load (see
+/// `lanes::preflight`) when some enabled probe talks to it.
+fn database_check(
+    spec: &CollectorsSpec,
+    definitions: &[definition::Definition],
+) -> Result<Option<(config::DatabaseConfig, String)>, CollectorError> {
+    let Some(db) = &spec.config.database else {
+        return Ok(None);
+    };
+    let password = match &db.password_env {
+        Some(var) => std::env::var(var).map_err(|_| {
+            CollectorError::Config(format!(
+                "collectors.database.password_env: the environment variable `{var}` is not set"
+            ))
+        })?,
+        None => String::new(),
+    };
+    if definitions
+        .iter()
+        .flat_map(|d| &d.probes)
+        .any(|p| p.enabled() && p.uses_database())
+    {
+        let mut t = transport::from_config(&spec.config.transport)?;
+        lanes::preflight(t.as_mut(), definitions, Some(db), &password)?;
+    }
+    Ok(Some((db.clone(), password)))
 }
 
 /// A JFR recording of an hour or more would grow with the run (≈ 200 MB per
@@ -250,6 +287,7 @@ pub fn start_with(
     let diag = ctx.run_dir.join(crate::vocab::files::DIAGNOSTICS);
     std::fs::create_dir_all(&diag).map_err(|e| CollectorError::io(&diag, e))?;
     let tracker = PhaseTracker::new(ctx.clock, ctx.phases.clone());
+    let database = database_check(spec, &definitions)?;
 
     // Split probes into the two lanes (see `lanes`); an empty lane is not started.
     let mut lanes_tx = Vec::new();
@@ -285,6 +323,7 @@ pub fn start_with(
             trigger_cooldown: cfg.trigger_cooldown,
             max_backoff: cfg.transport.max_backoff,
             window_reader,
+            database: database.clone(),
         })?;
         let (tx, rx) = channel();
         let h = thread::Builder::new()

@@ -11,6 +11,7 @@
 //! | [`pinning`] | `-Djdk.tracePinnedThreads` output |
 //! | [`jfr`] | JFR recordings (own streaming parser; why: see its doc) |
 //! | [`flame`] | flame graphs of recordings: `.folded` stacks, SVG, differential |
+//! | [`database`] | the database collector's samples read into lock-wait chains, idle-in-transaction holders, connection saturation, waits and statements per phase |
 //! | [`findings`] | what it all means: contention, pool waits, pinning, deadlocks, clusters, persistence |
 //! | [`phases`] | what each dump's threads were doing, and JFR waits per load phase |
 //! | [`memory`] | class histograms and Native Memory Tracking summaries (what a soak's memory is made of) |
@@ -47,6 +48,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod database;
 pub mod findings;
 pub mod flame;
 pub mod growth;

@@ -8,6 +8,7 @@ use super::knee::StressResult;
 use super::rules::opt_pct;
 use super::verdict::{Cause, StepRow};
 use crate::metrics::GeneratorHealth;
+use crate::vocab::findings::FindingKind;
 
 /// Target CPU at or above this is saturation.
 const CPU_SATURATED: f64 = 80.0;
@@ -44,7 +45,8 @@ pub(super) fn classify(
     let lock_like = step
         .top_finding
         .as_ref()
-        .is_some_and(|f| f.kind.is_lock_like());
+        .is_some_and(|f| f.kind.is_lock_like())
+        || step.db_finding.is_some();
     let seen = Seen::of(step);
     busy_host_idle_service(step, lock_like && rising, &seen)
         .unwrap_or_else(|| by_target_cpu(step, rising, lock_like, &seen))
@@ -59,11 +61,24 @@ struct Seen {
 
 impl Seen {
     fn of(step: &StepRow) -> Seen {
-        let finding = step
+        let mut finding = step
             .top_finding
             .as_ref()
             .map(|f| format!("; top finding ({} {}): {}", f.severity, f.kind, f.summary))
             .unwrap_or_default();
+        // The database behind it, in one chain: a pool waiting ← the lock
+        // its connections wait on. Only what the database showed is said.
+        match (&step.top_finding, &step.db_finding) {
+            (Some(top), Some(db)) if top == db => {}
+            (Some(top), Some(db)) if top.kind == FindingKind::Pool => {
+                finding.push_str(&format!(" ← database: {}", db.summary))
+            }
+            (_, Some(db)) => finding.push_str(&format!(
+                "; database ({} {}): {}",
+                db.severity, db.kind, db.summary
+            )),
+            _ => {}
+        }
         let threads = if step.threads.is_empty() {
             String::new()
         } else {
@@ -165,6 +180,7 @@ mod tests {
             top_finding: None,
             abandoned: false,
             connection_wait: None,
+            db_finding: None,
         }
     }
 
@@ -220,6 +236,36 @@ mod tests {
             ..wait
         });
         assert_eq!(classify(&hot, None, &breach(), true).0, Cause::Saturation);
+    }
+
+    #[test]
+    fn a_pool_wait_is_chained_to_the_database_lock_behind_it() {
+        let f = |kind: &str, summary: &str| crate::evidence::FindingRef {
+            at_s: 3.0,
+            phase: Some("step-2".into()),
+            severity: "critical".into(),
+            kind: kind.into(),
+            summary: summary.into(),
+            evidence: None,
+        };
+        let prev = StepRow {
+            p99_ms: 50.0,
+            ..step(None, 10.0)
+        };
+        let mut s = step(None, 10.0);
+        s.top_finding = Some(f("pool", "9 of 10 threads waiting in HikariPool-1"));
+        s.db_finding = Some(f("lock", "9 backends waiting on a row lock of `orders`"));
+        let (c, why) = classify(&s, Some(&prev), &breach(), true);
+        assert_eq!(c, Cause::Contention, "{why}");
+        assert!(
+            why.contains("HikariPool-1 ← database: 9 backends waiting on a row lock of `orders`"),
+            "{why}"
+        );
+        // The database alone still names the lock.
+        s.top_finding = s.db_finding.clone();
+        let (c, why) = classify(&s, Some(&prev), &breach(), true);
+        assert_eq!(c, Cause::Contention, "{why}");
+        assert_eq!(why.matches("row lock of `orders`").count(), 1, "{why}");
     }
 
     #[test]

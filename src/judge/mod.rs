@@ -179,6 +179,7 @@ mod tests {
             }),
             abandoned: false,
             connection_wait: None,
+            db_finding: None,
         };
         let prev = StepRow {
             p99_ms: 20.0,

@@ -95,7 +95,6 @@ fn step_row(
         generator_cpu_pct: mean(names::GENERATOR_WORKER_BUSY.name),
         generator_lag_ms: mean(names::GENERATOR_SCHED_LAG.name),
         threads: server.map(|sv| threads(sv, from, to)).unwrap_or_default(),
-        top_finding: server.and_then(|sv| sv.top_finding(&p.name, from, to).cloned()),
         abandoned: false,
         connection_wait: ConnectionWait::of(
             s,
@@ -103,6 +102,8 @@ fn step_row(
             meta.connections,
             !meta.scenarios.is_empty(),
         ),
+        top_finding: server.and_then(|sv| sv.top_finding_beside_db(&p.name, from, to).cloned()),
+        db_finding: server.and_then(|sv| sv.top_db_finding(&p.name, from, to).cloned()),
     }
 }
 

@@ -250,6 +250,11 @@ pub struct Summary {
     /// with sample bodies (absent when every request was ok).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errors: Option<super::errors::ErrorsTable>,
+    /// Per load phase: what the database showed (the `postgres` collector):
+    /// lock waits and the worst blocking chain, connections, the oldest
+    /// transaction, top wait events, statement deltas; empty without it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub database_by_phase: Vec<crate::vocab::samples_db::DbPhase>,
     /// What the remote-write pushes did (absent when the run pushed nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<crate::vocab::export::ExportTally>,
@@ -452,9 +457,17 @@ pub fn build(
         .map(|(p, _)| p.clone())
         .collect();
     let threads_by_phase = super::threads::by_phase(&ran, data.server.as_ref());
+    let database_by_phase = data
+        .server
+        .iter()
+        .flat_map(|s| &s.database)
+        .filter(|d| ran.iter().any(|p| p.name == d.phase))
+        .cloned()
+        .collect();
     Summary {
         schema: SUMMARY_SCHEMA.into(),
         threads_by_phase,
+        database_by_phase,
         requests,
         iterations,
         totals: ScopeSummary::of("run", "", 0.0, &m.run),

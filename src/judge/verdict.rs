@@ -133,6 +133,11 @@ pub struct StepRow {
     /// The wait for brunt's own connections in this step (open model).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connection_wait: Option<super::wait::ConnectionWait>,
+    /// The worst database finding of the step (a lock wait, saturated
+    /// connections), when a database collector ran: the cause chains it
+    /// behind a pool wait the JVM showed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub db_finding: Option<FindingRef>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -39,6 +39,63 @@ pub struct CollectorsConfig {
     /// PromQL queries against a Prometheus server during the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prometheus: Option<PrometheusSource>,
+    /// The database the `postgres` collector samples (its `{db_*}` placeholders).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database: Option<DatabaseConfig>,
+}
+
+/// `collectors.database`: how `psql` reaches the database, as seen from
+/// where the collectors' commands run (the target host, or inside the
+/// container a `prefix` enters).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// Host or socket directory for `psql -h` (default `127.0.0.1`).
+    #[serde(default = "d_db_host")]
+    pub host: String,
+    #[serde(default = "d_db_port")]
+    pub port: u16,
+    /// Role to connect as (default `postgres`). Needs `pg_monitor` (or
+    /// superuser) to see every backend's statement.
+    #[serde(default = "d_db_user")]
+    pub user: String,
+    /// Database to connect to (default `postgres`); the activity of every
+    /// database is seen from any of them.
+    #[serde(default = "d_db_user")]
+    pub dbname: String,
+    /// NAME of the environment variable holding the password (never the
+    /// password itself); unset: no password (trust, peer, `~/.pgpass`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_env: Option<String>,
+    /// The `psql` binary on the target (default `psql` on its PATH).
+    #[serde(default = "d_psql")]
+    pub psql: String,
+}
+
+impl Default for DatabaseConfig {
+    fn default() -> Self {
+        DatabaseConfig {
+            host: d_db_host(),
+            port: d_db_port(),
+            user: d_db_user(),
+            dbname: d_db_user(),
+            password_env: None,
+            psql: d_psql(),
+        }
+    }
+}
+
+fn d_db_host() -> String {
+    "127.0.0.1".into()
+}
+fn d_db_port() -> u16 {
+    5432
+}
+fn d_db_user() -> String {
+    "postgres".into()
+}
+fn d_psql() -> String {
+    "psql".into()
 }
 
 /// `collectors.prometheus`: named PromQL instant queries every `every`,
@@ -119,6 +176,7 @@ impl Default for CollectorsConfig {
             trigger_cooldown: d_trigger_cooldown(),
             remote_dir: d_remote_dir(),
             prometheus: None,
+            database: None,
         }
     }
 }

@@ -35,6 +35,7 @@ pub fn render(s: &Summary) -> String {
     }
     service_time(&mut o, s);
     threads_by_phase(&mut o, s);
+    database_by_phase(&mut o, s);
     let mut judged = String::new();
     knee(&mut judged, s);
     if let Some(v) = &s.verdicts {
@@ -61,13 +62,23 @@ pub(crate) fn met_not_pass(text: &str) -> String {
     super::width::replace_words(text, "PASS", "met ")
 }
 
+/// A stress run's knee and first breaking step, marked at the end of a phase's line.
+fn phase_mark(s: &Summary, phase: &str) -> &'static str {
+    let st = s.stress.as_ref();
+    if st.and_then(|st| st.first_breach.as_deref()) == Some(phase) {
+        "  ← first breach"
+    } else if st.and_then(|st| st.knee.as_deref()) == Some(phase) {
+        "  ← knee"
+    } else {
+        ""
+    }
+}
+
 /// One line per phase of the thread table, only with thread evidence.
 fn threads_by_phase(o: &mut String, s: &Summary) {
     if s.threads_by_phase.is_empty() {
         return;
     }
-    let knee = s.stress.as_ref().and_then(|st| st.knee.as_deref());
-    let breach = s.stress.as_ref().and_then(|st| st.first_breach.as_deref());
     let _ = writeln!(
         o,
         "\nthreads by phase (each phase's most contended dump; JFR where recorded):"
@@ -79,13 +90,7 @@ fn threads_by_phase(o: &mut String, s: &Summary) {
         .max()
         .unwrap_or(0);
     for r in &s.threads_by_phase {
-        let mark = if Some(r.phase.as_str()) == breach {
-            "  ← first breach"
-        } else if Some(r.phase.as_str()) == knee {
-            "  ← knee"
-        } else {
-            ""
-        };
+        let mark = phase_mark(s, &r.phase);
         let _ = writeln!(
             o,
             "  {:w$}  {} · {}{mark}",
@@ -93,6 +98,44 @@ fn threads_by_phase(o: &mut String, s: &Summary) {
             r.dump_text(),
             r.jfr_text()
         );
+    }
+}
+
+/// One line per phase of the database table, only with a database collector:
+/// lock waiters, connections in use, the oldest transaction, the top wait,
+/// and the blocking chain where there was one.
+fn database_by_phase(o: &mut String, s: &Summary) {
+    if s.database_by_phase.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "\ndatabase by phase (postgres collector):");
+    let w = s
+        .database_by_phase
+        .iter()
+        .map(|r| r.phase.len())
+        .max()
+        .unwrap_or(0);
+    for r in &s.database_by_phase {
+        let mark = phase_mark(s, &r.phase);
+        let pct = r
+            .max_connections_used_pct
+            .map(|p| format!("{p:.0}%"))
+            .unwrap_or_else(|| "-".into());
+        let top = r
+            .top_waits
+            .first()
+            .map(|w| format!(" · top wait {} {:.1}", w.wait, w.backends))
+            .unwrap_or_default();
+        let _ = writeln!(
+            o,
+            "  {:w$}  {} waiting for a lock · connections {pct} · oldest xact {:.1} s{top}{mark}",
+            r.phase,
+            r.max_waiting_lock,
+            r.max_oldest_xact_s.unwrap_or(0.0),
+        );
+        if let Some(c) = &r.lock_chain {
+            let _ = writeln!(o, "  {:w$}  └ {c}", "");
+        }
     }
 }
 

@@ -5,13 +5,14 @@
 use std::path::{Path, PathBuf};
 
 use super::{
-    RundirError, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES, JFR_WINDOWS,
-    PROMETHEUS_SAMPLES,
+    RundirError, DB_SAMPLES, DIAGNOSTICS, EVIDENCE, GENERATOR_SAMPLES, HEAP_SAMPLES, HOST_SAMPLES,
+    JFR_WINDOWS, PROMETHEUS_SAMPLES,
 };
 use crate::evidence::ServerEvidence;
 use crate::vocab::findings::{FindingKind, Severity};
 use crate::vocab::jfr::JfrWindowRow;
 use crate::vocab::samples::{GeneratorSample, HeapInfoSample, HostSample, PromSample, Stamped};
+use crate::vocab::samples_db::DbSample;
 use crate::vocab::series::{self, Series};
 use serde::de::DeserializeOwned;
 
@@ -52,7 +53,7 @@ pub fn save(dir: &Path, ev: &ServerEvidence) -> Result<(), RundirError> {
     super::write_json(&path, ev)
 }
 
-/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator,jfr-windows}.jsonl`,
+/// Reads the collectors' sample streams (`diagnostics/{host,heap,generator,jfr-windows,postgres}.jsonl`,
 /// rows stamped with `t` seconds since the run start) and the run's own
 /// per-second generator figures into the series names above.
 pub fn from_collector_streams(dir: &Path) -> ServerEvidence {
@@ -192,6 +193,20 @@ pub fn from_collector_streams(dir: &Path) -> ServerEvidence {
             ),
             evidence: Some(format!("{DIAGNOSTICS}/{PROMETHEUS_SAMPLES}")),
         });
+    }
+    // The database samples keep their phase: its findings are per phase.
+    let db_rows: Vec<Stamped<DbSample>> = std::fs::read_to_string(diag.join(DB_SAMPLES))
+        .map(|text| {
+            text.lines()
+                .filter_map(|l| serde_json::from_str(l).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !db_rows.is_empty() {
+        out.merge(crate::evidence::from_database(
+            &db_rows,
+            &format!("{DIAGNOSTICS}/{DB_SAMPLES}"),
+        ));
     }
     out
 }

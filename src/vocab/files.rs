@@ -34,6 +34,8 @@ pub const PROMETHEUS_SAMPLES: &str = "prometheus.jsonl";
 /// How a flame graph's collapsed stacks file ends, inside [`DIAGNOSTICS`]
 /// beside its recording (`<recording>.<phase>.<cpu|wait>.folded`).
 pub const FLAME_STACKS: &str = ".folded";
+/// The database collector's samples (`postgres`'s `postgres` probe).
+pub const DB_SAMPLES: &str = "postgres.jsonl";
 /// The target's descriptors by kind and sockets by state and peer (`linux-host`'s `fds`).
 pub const FD_SAMPLES: &str = "fds.jsonl";
 

@@ -14,6 +14,7 @@
 //! | [`findings`] | a finding's severity and kind |
 //! | [`jfr`] | a JFR recording's totals and the `jfr-windows.jsonl` row |
 //! | [`samples`] | the rows of the collectors' `diagnostics/*.jsonl` files (host, heap, generator, Prometheus, the event log) |
+//! | [`samples_db`] | the database collector's row (`postgres.jsonl`): backends, lock waits and their blockers, connections, statements |
 //! | [`growth`] | what grows in a soak: parts over time (heap class, thread group, sockets, fd kind, native category) and the judged items |
 //! | [`files`] | the names of a run directory's files |
 //! | [`status`] | PASS / FAIL / NO DATA of every gate |
@@ -29,6 +30,7 @@ pub mod growth;
 pub mod jfr;
 pub mod phase;
 pub mod samples;
+pub mod samples_db;
 pub mod say;
 pub mod series;
 pub mod status;

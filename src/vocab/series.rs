@@ -27,6 +27,9 @@ pub enum Unit {
     /// Milliseconds per second of wall time (GC pause time over a JFR window).
     MillisPerSecond,
     BytesPerSecond,
+    Seconds,
+    /// Percent of a configured limit (connections of `max_connections`).
+    PctOfLimit,
 }
 
 impl Unit {
@@ -43,6 +46,8 @@ impl Unit {
             Unit::PerSecond => "per second",
             Unit::MillisPerSecond => "ms per second",
             Unit::BytesPerSecond => "bytes per second",
+            Unit::Seconds => "s",
+            Unit::PctOfLimit => "% of the limit",
         }
     }
 }
@@ -115,6 +120,9 @@ series! {
     JFR_PINNED_THREADS = Target("jvm.jfr.pinned_threads", Count, "virtual threads pinned to their carrier, mean over a JFR window");
     JFR_ALLOC_RATE = Target("jvm.jfr.alloc_bytes_per_s", BytesPerSecond, "allocation rate (JFR allocation samples)");
     JFR_GC_PAUSE = Target("jvm.jfr.gc_pause_ms_per_s", MillisPerSecond, "GC pause time per second (JFR window)");
+    DB_BACKENDS_WAITING_LOCK = Target("db.backends_waiting_lock", Count, "database backends waiting for a lock");
+    DB_CONNECTIONS_USED_PCT = Target("db.connections_used_pct", PctOfLimit, "database connections in use, % of the usable max_connections");
+    DB_OLDEST_XACT_S = Target("db.oldest_xact_s", Seconds, "age of the oldest open database transaction");
     GENERATOR_HOST_CPU = Generator("generator.host_cpu_pct", PctOfHost, "generator host CPU busy");
     GENERATOR_OTHERS_CPU = Generator("generator.others_cpu_pct", PctOfHost, "generator host CPU used by other processes");
     GENERATOR_RSS = Generator("generator.rss_bytes", Bytes, "brunt's RSS");
@@ -125,6 +133,8 @@ series! {
 
 /// `jvm.threads.<state>` (`runnable`, `blocked`, `waiting`, `timed_waiting`), count per dump.
 pub const JVM_THREADS_PREFIX: &str = "jvm.threads.";
+/// The database collector's series (`collectors/postgres.yaml`).
+pub const DB_PREFIX: &str = "db.";
 /// Per JFR window (`window:` on the jfr probe), at the window's middle.
 pub const JFR_PREFIX: &str = "jvm.jfr.";
 

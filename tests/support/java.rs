@@ -28,7 +28,8 @@ pub const HINT_JDK25: &str = "JDK 25 is required: `pip install --target /opt/jdk
      or set BRUNT_JDK25 to a JDK 25 home";
 pub const HINT_JARS: &str = "the pool libraries are required: `apt-get install libhikaricp-java \
      libcommons-pool2-java libcommons-dbcp2-java libc3p0-java libtomcat9-java libhttpclient-java \
-     libhttpclient5-java libhttpcore5-java libslf4j-java libcommons-logging-java libhttpcore-java`";
+     libhttpclient5-java libhttpcore5-java libslf4j-java libcommons-logging-java libhttpcore-java \
+     libpostgresql-jdbc-java`";
 
 /// Jars the Java target and the pool harness compile and run against.
 const JARS: &[&str] = &[
@@ -46,6 +47,7 @@ const JARS: &[&str] = &[
     "httpcore5-h2.jar",
     "slf4j-api.jar",
     "slf4j-nop.jar",
+    "postgresql.jar",
 ];
 
 /// How long a JVM may take to print its ready line.

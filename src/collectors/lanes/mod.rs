@@ -12,12 +12,16 @@
 //!
 //! This file holds the lane's state, its loop and the scheduling (phases,
 //! triggers, probe order). Helpers, each an `impl Lane` block, from the
-//! bottom up: `link` (reconnects, gaps), `probes` (running one probe on the
-//! target), `jfr` (recordings) and `jfr_window` (a recording dumped and
+//! bottom up: `database` (the database probes' placeholders, password
+//! input, check before the load and gaps), `link` (reconnects, gaps),
+//! `probes` (running one probe on the target), `jfr` (recordings) and
+//! `jfr_window` (a recording dumped and
 //! analysed window by window). Each calls only those before it, except that
 //! `jfr` and `jfr_window` call each other (a stop dumps the last window; a
 //! failed window may find the JVM gone).
 
+mod database;
+pub(crate) use database::preflight;
 mod jfr;
 mod jfr_window;
 pub use jfr_window::{no_window_reader, WindowFigures, WindowReader};
@@ -37,7 +41,7 @@ use super::host::ProcHostParser;
 use super::store::{safe, Jsonl, PhaseTracker};
 use super::transport::Transport;
 use super::{CollectorsSummary, ErrorInfo, GapInfo, StreamInfo};
-use crate::profile::collectors::TargetConfig;
+use crate::profile::collectors::{DatabaseConfig, TargetConfig};
 use crate::vocab::samples::{CollectorEvent, EventRow};
 
 /// Messages from the run (via the observer) to the collector thread.
@@ -54,6 +58,7 @@ enum Parser {
     Heap,
     Lines,
     Fds,
+    Pg,
 }
 
 struct JfrActive {
@@ -89,6 +94,8 @@ struct Probe {
     tail_offset: Option<u64>,
     tail_out: Option<File>,
     disabled: bool,
+    /// A database probe failing since (see `database`).
+    down: Option<database::ProbeDown>,
 }
 
 impl Probe {
@@ -116,6 +123,7 @@ impl Probe {
             Some("gc-heap-info") => Parser::Heap,
             Some("lines") => Parser::Lines,
             Some("proc-fds") => Parser::Fds,
+            Some("pg-json") => Parser::Pg,
             _ => Parser::None,
         };
         Ok(Probe {
@@ -132,6 +140,7 @@ impl Probe {
             tail_offset: None,
             tail_out: None,
             disabled: false,
+            down: None,
             def: p.clone(),
         })
     }
@@ -149,6 +158,8 @@ pub(crate) struct LaneSetup {
     pub trigger_cooldown: Duration,
     pub max_backoff: Duration,
     pub window_reader: jfr_window::WindowReader,
+    /// `collectors.database` and the password read from its variable.
+    pub database: Option<(DatabaseConfig, String)>,
 }
 
 pub(crate) struct Lane {
@@ -185,6 +196,7 @@ pub(crate) struct Lane {
     rescan: bool,
     /// Reads each JFR window as it arrives (the run's diagnosis).
     window_reader: jfr_window::WindowReader,
+    database: Option<(DatabaseConfig, String)>,
 }
 
 const MAX_ERRORS_KEPT: usize = 200;
@@ -234,6 +246,7 @@ impl Lane {
             finishing: false,
             rescan: false,
             window_reader: s.window_reader,
+            database: s.database,
         })
     }
 
@@ -478,6 +491,9 @@ impl Lane {
             self.jfr_gap(i, "until the load ended");
         }
         let now = self.now();
+        for i in 0..self.probes.len() {
+            self.close_db_gap(i, now, " (still failing at the end)");
+        }
         if let Some(from) = self.down_since.take() {
             self.rep.gaps.push(GapInfo {
                 lane: self.lane.to_string(),

@@ -125,6 +125,9 @@ impl Lane {
             "settings" => d.tune.settings.clone(),
             "file" => d.tune.file.clone(),
             "offset" => Some(offset.to_string()),
+            k if super::super::definition::DB_PLACEHOLDERS.contains(&k) => {
+                super::database::db_value(self.database.as_ref().map(|(d, _)| d), k)
+            }
             k => extra.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone()),
         })
     }
@@ -159,6 +162,9 @@ impl Lane {
             ProbeKind::Jfr => Ok(()),
         };
         self.probes[i].count += 1;
+        if matches!(self.probes[i].parser, Parser::Pg) {
+            self.db_outcome(i, res.as_ref().err());
+        }
         match res {
             Ok(()) => self.succeeded(i),
             Err(e) => self.fail(i, e),
@@ -168,7 +174,14 @@ impl Lane {
     fn sample(&mut self, i: usize, pid: Option<u32>) -> Result<(), CollectorError> {
         let cmd = self.render(i, &self.probes[i].def.command, Fill::pid(pid, ""));
         let at = (self.now(), self.tracker.name());
-        let out = self.t.exec(&cmd)?.check(&cmd)?;
+        let password = self
+            .database
+            .as_ref()
+            .map(|(_, p)| p.as_str())
+            .unwrap_or("");
+        let out =
+            super::database::exec_probe(self.t.as_mut(), &self.probes[i].def, &cmd, password)?
+                .check(&cmd)?;
         let text = out.stdout_str();
         match &mut self.probes[i].parser {
             Parser::Host(h) => {
@@ -186,6 +199,10 @@ impl Lane {
             }
             Parser::Fds => {
                 let sample = super::super::fds::FdCensus::parse(&text)?.row();
+                self.store_sample(i, &at, pid, sample)
+            }
+            Parser::Pg => {
+                let sample = crate::collectors::postgres::parse(&text)?;
                 self.store_sample(i, &at, pid, sample)
             }
             Parser::Lines => {

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use super::process::run_with_timeout;
+use super::process::{run_with_input, run_with_timeout};
 use super::{ExecOutput, Transport};
 use crate::collectors::error::CollectorError;
 
@@ -27,6 +27,11 @@ impl Transport for LocalTransport {
         let mut c = Command::new("sh");
         c.arg("-c").arg(cmd);
         run_with_timeout(c, self.timeout, cmd, None)
+    }
+    fn exec_input(&mut self, cmd: &str, input: &[u8]) -> Result<ExecOutput, CollectorError> {
+        let mut c = Command::new("sh");
+        c.arg("-c").arg(cmd);
+        run_with_input(c, self.timeout, cmd, None, Some(input.to_vec()))
     }
     fn own_pid(&self) -> Option<u32> {
         Some(std::process::id())

@@ -78,6 +78,16 @@ pub trait Transport: Send {
     fn describe(&self) -> String;
     /// Run `cmd` (a complete POSIX shell command line, already quoted) on the target.
     fn exec(&mut self, cmd: &str) -> Result<ExecOutput, CollectorError>;
+    /// Run `cmd` with `input` on its standard input (a secret, a script):
+    /// what never belongs on a command line. A transport that cannot feed
+    /// a command's input says so.
+    fn exec_input(&mut self, cmd: &str, input: &[u8]) -> Result<ExecOutput, CollectorError> {
+        let _ = (cmd, input);
+        Err(CollectorError::Config(format!(
+            "the {} transport cannot pass a command's standard input",
+            self.describe()
+        )))
+    }
     /// Copy a file from the target to `local`; returns the byte count.
     fn download(&mut self, remote: &str, local: &Path) -> Result<u64, CollectorError>;
     /// Remove a file on the target.

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use super::process::run_with_timeout;
+use super::process::{run_with_input, run_with_timeout};
 use super::{expand_home, ExecOutput, Transport};
 use crate::collectors::error::CollectorError;
 use crate::collectors::quote::sh_quote;
@@ -119,13 +119,10 @@ impl Transport for OpensshTransport {
         }
     }
     fn exec(&mut self, cmd: &str) -> Result<ExecOutput, CollectorError> {
-        let out = run_with_timeout(self.command(cmd), self.timeout, cmd, None)?;
-        // ssh itself exits 255 when the link (not the command) failed.
-        if out.status == 255 {
-            self.up = false;
-            return Err(self.ssh_failure(&out.stderr));
-        }
-        Ok(out)
+        self.exec_with(cmd, None)
+    }
+    fn exec_input(&mut self, cmd: &str, input: &[u8]) -> Result<ExecOutput, CollectorError> {
+        self.exec_with(cmd, Some(input.to_vec()))
     }
     fn download(&mut self, remote: &str, local: &Path) -> Result<u64, CollectorError> {
         let cmd = format!("cat -- {}", sh_quote(remote));
@@ -143,6 +140,20 @@ impl Transport for OpensshTransport {
 }
 
 impl OpensshTransport {
+    fn exec_with(
+        &mut self,
+        cmd: &str,
+        input: Option<Vec<u8>>,
+    ) -> Result<ExecOutput, CollectorError> {
+        let out = run_with_input(self.command(cmd), self.timeout, cmd, None, input)?;
+        // ssh itself exits 255 when the link (not the command) failed.
+        if out.status == 255 {
+            self.up = false;
+            return Err(self.ssh_failure(&out.stderr));
+        }
+        Ok(out)
+    }
+
     /// What made `ssh` itself fail: security refusals are permanent, the rest is the link.
     fn ssh_failure(&self, stderr: &[u8]) -> CollectorError {
         let mut msg = String::from_utf8_lossy(stderr).trim().to_string();

@@ -34,6 +34,11 @@ impl Transport for Prefixed {
         let wrapped = self.wrap(cmd);
         self.inner.exec(&wrapped)
     }
+    /// The prefix must pass standard input on (`docker exec -i`, `kubectl exec -i`).
+    fn exec_input(&mut self, cmd: &str, input: &[u8]) -> Result<ExecOutput, CollectorError> {
+        let wrapped = self.wrap(cmd);
+        self.inner.exec_input(&wrapped, input)
+    }
     fn download(&mut self, remote: &str, local: &Path) -> Result<u64, CollectorError> {
         let cmd = format!("cat -- {}", sh_quote(remote));
         let out = self.exec(&cmd)?.check(&cmd)?;

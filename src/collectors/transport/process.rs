@@ -2,7 +2,7 @@
 //! every command through [`run_with_timeout`].
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -12,14 +12,30 @@ use crate::collectors::error::CollectorError;
 
 /// Run a child process, collecting stdout/stderr, killing it after `timeout`.
 pub(super) fn run_with_timeout(
-    mut cmd: Command,
+    cmd: Command,
     timeout: Duration,
     what: &str,
     stdout_to: Option<File>,
 ) -> Result<ExecOutput, CollectorError> {
+    run_with_input(cmd, timeout, what, stdout_to, None)
+}
+
+/// [`run_with_timeout`] with `input` written to the child's standard input
+/// (on a thread of its own, so a child that never reads cannot block us).
+pub(super) fn run_with_input(
+    mut cmd: Command,
+    timeout: Duration,
+    what: &str,
+    stdout_to: Option<File>,
+    input: Option<Vec<u8>>,
+) -> Result<ExecOutput, CollectorError> {
     // Marks the helper and all it starts as brunt's own (see `jvm::find_pid`).
     cmd.env(HELPER_ENV, std::process::id().to_string());
-    cmd.stdin(Stdio::null()).stderr(Stdio::piped());
+    match input {
+        Some(_) => cmd.stdin(Stdio::piped()),
+        None => cmd.stdin(Stdio::null()),
+    };
+    cmd.stderr(Stdio::piped());
     match &stdout_to {
         Some(f) => {
             let f = f
@@ -34,6 +50,12 @@ pub(super) fn run_with_timeout(
     let mut child = cmd
         .spawn()
         .map_err(|e| CollectorError::Other(format!("starting {what}: {e}")))?;
+    if let (Some(mut w), Some(data)) = (child.stdin.take(), input) {
+        // Dropped at the end: the child sees end-of-file.
+        thread::spawn(move || {
+            let _ = w.write_all(&data);
+        });
+    }
     // Readers on their own threads so a chatty child never blocks on a full pipe.
     let out_reader = child.stdout.take().map(read_on_thread);
     let err_reader = child.stderr.take().map(read_on_thread);

@@ -299,36 +299,11 @@ impl Transport for SshTransport {
     }
 
     fn exec(&mut self, cmd: &str) -> Result<ExecOutput, CollectorError> {
-        let sess = self.session.clone().ok_or_else(|| self.not_connected())?;
-        let mut ch = match sess.channel_session() {
-            Ok(c) => c,
-            Err(e) => return Err(self.link_err(format!("opening channel: {e}"))),
-        };
-        if let Err(e) = ch.exec(cmd) {
-            return Err(self.link_err(format!("exec: {e}")));
-        }
-        let mut stdout = Vec::new();
-        if let Err(e) = ch.read_to_end(&mut stdout) {
-            return Err(self.link_err(format!("reading output: {e}")));
-        }
-        let mut stderr = Vec::new();
-        if let Err(e) = ch.stderr().read_to_end(&mut stderr) {
-            return Err(self.link_err(format!("reading stderr: {e}")));
-        }
-        if let Err(e) = ch.wait_close() {
-            return Err(self.link_err(format!("closing channel: {e}")));
-        }
-        let status = match ch.exit_status() {
-            Ok(s) => s,
-            Err(e) => return Err(self.link_err(format!("exit status: {e}"))),
-        };
-        Ok(ExecOutput {
-            status,
-            stdout,
-            stderr,
-        })
+        self.exec_with(cmd, None)
     }
-
+    fn exec_input(&mut self, cmd: &str, input: &[u8]) -> Result<ExecOutput, CollectorError> {
+        self.exec_with(cmd, Some(input))
+    }
     fn download(&mut self, remote: &str, local: &Path) -> Result<u64, CollectorError> {
         let mut rf = match self.sftp()?.open(Path::new(remote)) {
             Ok(f) => f,
@@ -383,6 +358,49 @@ impl Transport for SshTransport {
         let s = self.open()?;
         self.session = Some(s);
         Ok(())
+    }
+}
+
+impl SshTransport {
+    /// One command on a fresh channel of the session, `input` (when given)
+    /// written to its standard input and closed.
+    fn exec_with(&mut self, cmd: &str, input: Option<&[u8]>) -> Result<ExecOutput, CollectorError> {
+        let sess = self.session.clone().ok_or_else(|| self.not_connected())?;
+        let mut ch = match sess.channel_session() {
+            Ok(c) => c,
+            Err(e) => return Err(self.link_err(format!("opening channel: {e}"))),
+        };
+        if let Err(e) = ch.exec(cmd) {
+            return Err(self.link_err(format!("exec: {e}")));
+        }
+        if let Some(data) = input {
+            if let Err(e) = ch
+                .write_all(data)
+                .and_then(|_| ch.send_eof().map_err(std::io::Error::from))
+            {
+                return Err(self.link_err(format!("writing input: {e}")));
+            }
+        }
+        let mut stdout = Vec::new();
+        if let Err(e) = ch.read_to_end(&mut stdout) {
+            return Err(self.link_err(format!("reading output: {e}")));
+        }
+        let mut stderr = Vec::new();
+        if let Err(e) = ch.stderr().read_to_end(&mut stderr) {
+            return Err(self.link_err(format!("reading stderr: {e}")));
+        }
+        if let Err(e) = ch.wait_close() {
+            return Err(self.link_err(format!("closing channel: {e}")));
+        }
+        let status = match ch.exit_status() {
+            Ok(s) => s,
+            Err(e) => return Err(self.link_err(format!("exit status: {e}"))),
+        };
+        Ok(ExecOutput {
+            status,
+            stdout,
+            stderr,
+        })
     }
 }
 

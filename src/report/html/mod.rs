@@ -24,6 +24,7 @@
 
 mod apart;
 mod charts;
+mod database;
 mod errors;
 mod flame;
 mod growth;
@@ -195,6 +196,7 @@ pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
     budget_table(&mut o, s);
     server_section(&mut o, s, data.server.as_ref(), &bands, total)?;
     threads::section(&mut o, s);
+    database::section(&mut o, s);
     flame::section(&mut o, s, &data.flames);
     notes(&mut o, s);
     footer(&mut o);

@@ -14,7 +14,7 @@ use crate::vocab::series::{self as names, Side, Unit};
 /// percentage of one core never shares an axis with a percentage of the host,
 /// and brunt's own machine is never drawn as the server's.
 /// (id, title, axis caption, divisor)
-const SERIES_CHARTS: [(&str, &str, &str, f64); 13] = [
+const SERIES_CHARTS: [(&str, &str, &str, f64); 14] = [
     (
         "server-cpu",
         "Target CPU (% of the host)",
@@ -54,6 +54,12 @@ const SERIES_CHARTS: [(&str, &str, &str, f64); 13] = [
         "MB/s",
         1e6,
     ),
+    (
+        "server-database",
+        "Database: backends waiting for locks, connections (% of the usable max), oldest transaction (s)",
+        "value",
+        1.0,
+    ),
     ("server-other", "Other server-side series", "value", 1.0),
     (
         "generator-cpu",
@@ -80,6 +86,9 @@ fn chart_of(name: &str) -> &'static str {
     let Some(s) = names::lookup(name) else {
         return "server-other";
     };
+    if name.starts_with(names::DB_PREFIX) {
+        return "server-database";
+    }
     match (s.side, s.unit) {
         (Side::Generator, Unit::Bytes) => "generator-memory",
         (Side::Generator, Unit::Millis) => "generator-lateness",
@@ -98,6 +107,7 @@ fn chart_of(name: &str) -> &'static str {
         (Side::Target, Unit::Count) => "server-threads",
         (Side::Target, Unit::Load) => "server-load",
         (Side::Target, Unit::Millis) => "server-other",
+        (Side::Target, Unit::Seconds | Unit::PctOfLimit) => "server-database",
         (Side::Target, Unit::PerSecond | Unit::MillisPerSecond) => "server-jfr-windows",
         (Side::Target, Unit::BytesPerSecond) => "server-alloc",
     }
