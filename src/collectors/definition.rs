@@ -4,6 +4,7 @@
 //! anywhere) and the same files ship in `collectors/` for users to copy.
 //!
 //! Placeholders in commands (`{pid}`, `{port}` (target.port), `{jcmd}`,
+//! `{pprof}` (target.pprof, a Go service's net/http/pprof base URL),
 //! `{remote_file}`, `{settings}`, `{file}`, `{offset}`, and for windowed JFR
 //! `{maxage}`, `{begin}`) are replaced by
 //! shell-quoted values. Only `{lowercase_name}` is a placeholder; other
@@ -30,6 +31,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         "jvm-memory",
         include_str!("../../collectors/jvm-memory.yaml"),
     ),
+    ("go", include_str!("../../collectors/go.yaml")),
 ];
 
 /// One collector definition file.
@@ -143,6 +145,7 @@ const PLACEHOLDERS: &[&str] = &[
     "offset",
     "maxage",
     "begin",
+    "pprof",
 ];
 
 impl ProbeDef {

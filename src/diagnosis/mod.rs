@@ -6,9 +6,11 @@
 //! | module | owns |
 //! |---|---|
 //! | [`model`] | the parsed dump: threads, frames, lock lines, deadlocks |
+//! | [`goroutines`] | Go goroutine dumps (`/debug/pprof/goroutine?debug=2`) into the same dump |
 //! | [`text`] | text dumps (`jstack -l`, `jcmd Thread.print -l`, SIGQUIT) |
 //! | [`json`] | `Thread.dump_to_file -format=json` |
 //! | [`pinning`] | `-Djdk.tracePinnedThreads` output |
+//! | [`pprof`] | Go's pprof profiles (gzip `profile.proto`): mutex and block waits by stack |
 //! | [`jfr`] | JFR recordings (own streaming parser; why: see its doc) |
 //! | [`flame`] | flame graphs of recordings: `.folded` stacks, SVG, differential |
 //! | [`findings`] | what it all means: contention, pool waits, pinning, deadlocks, clusters, persistence |
@@ -49,6 +51,7 @@
 
 pub mod findings;
 pub mod flame;
+pub mod goroutines;
 pub mod growth;
 pub mod jfr;
 pub mod json;
@@ -56,6 +59,7 @@ pub mod memory;
 pub mod model;
 pub mod phases;
 pub mod pinning;
+pub mod pprof;
 pub mod text;
 pub mod thread_groups;
 
@@ -91,6 +95,16 @@ pub enum DiagError {
     Binary { file: String, why: String },
     #[error("{file}: {message}")]
     Memory { file: String, message: String },
+    #[error("{file}: {source}")]
+    Pprof {
+        file: String,
+        source: pprof::PprofError,
+    },
+    #[error("{file}: {source}")]
+    GoDump {
+        file: String,
+        source: goroutines::GoDumpError,
+    },
     #[error("no diagnostics could be read: {0}")]
     NoInput(String),
 }
@@ -105,6 +119,8 @@ pub enum InputKind {
     PinningTrace,
     /// A class histogram or a Native Memory Tracking summary.
     Memory,
+    /// A Go pprof profile (mutex, block).
+    Pprof,
     Unreadable,
 }
 
@@ -189,6 +205,7 @@ enum Parsed {
     Pins(Vec<pinning::PinEvent>),
     Jfr(Box<JfrRecording>),
     Memory(growth::MemoryReport),
+    Pprof(Box<pprof::GoProfile>),
 }
 
 fn io_err(file: &str) -> impl Fn(std::io::Error) -> DiagError + '_ {
@@ -219,6 +236,14 @@ fn parse_file(
         let w = rec.warnings.clone();
         return Ok((InputKind::Jfr, Parsed::Jfr(Box::new(rec)), w));
     }
+    if pprof::looks_like_gzip(head.get(..n).unwrap_or_default()) {
+        let bytes = fs::read(path).map_err(io_err(&name))?;
+        let p = pprof::parse_profile(&bytes, &name).map_err(|source| DiagError::Pprof {
+            file: name.clone(),
+            source,
+        })?;
+        return Ok((InputKind::Pprof, Parsed::Pprof(Box::new(p)), vec![]));
+    }
     if let Some(m) = memory_report(path, &name)? {
         return Ok((InputKind::Memory, Parsed::Memory(m), vec![]));
     }
@@ -229,6 +254,14 @@ fn parse_file(
     let mut warnings = vec![];
     if matches!(text, std::borrow::Cow::Owned(_)) {
         warnings.push("invalid UTF-8 replaced".to_string());
+    }
+    if goroutines::looks_like_goroutine_dump(&text) {
+        let d =
+            goroutines::parse_goroutine_dump(&text, &name).map_err(|source| DiagError::GoDump {
+                file: name.clone(),
+                source,
+            })?;
+        return Ok((InputKind::ThreadDumpText, Parsed::Dumps(vec![d]), warnings));
     }
     if json::looks_like_json_dump(&text) {
         let d = json::parse_json_dump(&text, &name)?;
@@ -344,7 +377,10 @@ fn sniff_text(path: &Path, name: &str) -> Result<(), DiagError> {
     // so a marker across two chunks is found.
     static MARKERS: std::sync::OnceLock<Option<regex::bytes::Regex>> = std::sync::OnceLock::new();
     let markers = MARKERS.get_or_init(|| {
-        regex::bytes::Regex::new(r"Full thread dump| tid=|<== monitors:|VirtualThread\[#").ok()
+        regex::bytes::Regex::new(
+            r"Full thread dump| tid=|<== monitors:|VirtualThread\[#|(?m:^goroutine \d+ .*\[)",
+        )
+        .ok()
     });
     let Some(markers) = markers else {
         return Ok(()); // cannot happen (a fixed pattern); the parsers decide
@@ -475,6 +511,7 @@ impl Analysis {
         let mut dumps: Vec<ThreadDump> = vec![];
         let mut pins = vec![];
         let mut recs = vec![];
+        let mut profiles = vec![];
         for f in &files {
             let name = f.display().to_string();
             match parse_file(f, &opts.phases) {
@@ -501,6 +538,10 @@ impl Analysis {
                         Parsed::Jfr(r) => {
                             input.events = r.events;
                             recs.push(*r);
+                        }
+                        Parsed::Pprof(p) => {
+                            input.events = p.stacks.len() as u64;
+                            profiles.push(*p);
                         }
                         Parsed::Memory(report) => a.memory.push(growth::MemorySample {
                             at_s: f.file_name().and_then(|n| {
@@ -533,6 +574,9 @@ impl Analysis {
         }
         a.add_dumps(dumps, opts);
         a.findings.extend(findings::pinning_findings(&pins));
+        let (go_waits, go_flames) = findings::profile_findings(&profiles, &opts.phases);
+        a.findings.extend(go_waits);
+        a.flames.extend(go_flames);
         // Coverage per file (a failed window is a hole), facts once per recording.
         a.jfr_phases = phases::jfr_phases(&recs, &opts.phases);
         let mut recs = merge_windows(recs);
