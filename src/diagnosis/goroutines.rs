@@ -73,7 +73,9 @@ fn reason_of(bracket: &str) -> (&str, Option<u64>) {
 pub fn parse_goroutine_dump(text: &str, source: &str) -> Result<ThreadDump, GoDumpError> {
     let mut d = ThreadDump::new(source, 0, DumpFormat::Goroutine);
     let mut lines = text.lines().enumerate().peekable();
-    let mut current: Option<(ThreadInfo, usize)> = None;
+    // The goroutine being read, its header's line, and whether its
+    // `created by` line was seen.
+    let mut current: Option<(ThreadInfo, usize, bool)> = None;
     let garbled = |line: usize, what: String| GoDumpError::Garbled {
         line: line + 1,
         what,
@@ -81,8 +83,8 @@ pub fn parse_goroutine_dump(text: &str, source: &str) -> Result<ThreadDump, GoDu
     while let Some((n, raw)) = lines.next() {
         let line = raw.trim_end();
         if line.is_empty() {
-            if let Some((g, at)) = current.take() {
-                d.threads.push(finish(g, at)?);
+            if let Some((g, at, created)) = current.take() {
+                d.threads.push(finish(g, at, created)?);
             }
             continue;
         }
@@ -97,8 +99,8 @@ pub fn parse_goroutine_dump(text: &str, source: &str) -> Result<ThreadDump, GoDu
             continue;
         }
         if let Some((id, bracket)) = header(line) {
-            if let Some((g, at)) = current.take() {
-                d.threads.push(finish(g, at)?);
+            if let Some((g, at, created)) = current.take() {
+                d.threads.push(finish(g, at, created)?);
             }
             let (reason, _) = reason_of(bracket);
             let g = ThreadInfo {
@@ -108,10 +110,10 @@ pub fn parse_goroutine_dump(text: &str, source: &str) -> Result<ThreadDump, GoDu
                 state_detail: Some(reason.to_string()),
                 ..ThreadInfo::default()
             };
-            current = Some((g, n));
+            current = Some((g, n, false));
             continue;
         }
-        let Some((g, _)) = current.as_mut() else {
+        let Some((g, _, created)) = current.as_mut() else {
             return Err(garbled(
                 n,
                 format!("`{}` before any goroutine header", cut(line)),
@@ -134,22 +136,55 @@ pub fn parse_goroutine_dump(text: &str, source: &str) -> Result<ThreadDump, GoDu
                 ))
             }
         };
+        if !file_line_complete(file) {
+            return Err(garbled(
+                n + 1,
+                format!("file line `{}` is cut short", cut(file)),
+            ));
+        }
         if creator.is_some() {
-            continue; // the creator's frame is not on this goroutine's stack
+            // The creator's frame is not on this goroutine's stack; its
+            // line ends a complete goroutine.
+            *created = true;
+            continue;
         }
         g.frames.push(
             frame(func, file)
                 .ok_or_else(|| garbled(n, format!("`{}` is not a Go frame", cut(line))))?,
         );
     }
-    if let Some((g, at)) = current.take() {
-        d.threads.push(finish(g, at)?);
+    if let Some((g, at, created)) = current.take() {
+        d.threads.push(finish(g, at, created)?);
     }
     if d.threads.is_empty() {
         return Err(GoDumpError::NoGoroutine);
     }
     d.jvm = Some("go".into());
     Ok(d)
+}
+
+/// `/src/ledger.go:32 +0x59` or `/src/sync/mutex.go:90`: a path, a colon,
+/// a line number, and the pc offset when printed.
+fn file_line_complete(file: &str) -> bool {
+    let loc = file.split(" +0x").next().unwrap_or(file);
+    let offset_ok = file
+        .split_once(" +0x")
+        .is_none_or(|(_, h)| !h.is_empty() && h.bytes().all(|b| b.is_ascii_hexdigit()));
+    loc.rsplit_once(':')
+        .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        && offset_ok
+}
+
+/// A goroutine's stack ends at `created by …`, or at the function a
+/// goroutine the runtime started runs (`main.main`, `runtime.main`).
+fn ends_complete(g: &ThreadInfo, created: bool) -> bool {
+    created
+        || g.frames.last().is_some_and(|f| {
+            matches!(
+                f.method.as_str(),
+                "main.main" | "runtime.main" | "runtime.goexit" | "runtime.mstart"
+            )
+        })
 }
 
 fn cut(s: &str) -> String {
@@ -260,9 +295,18 @@ pub fn wait_of(g: &ThreadInfo) -> GoWait {
 }
 
 /// Sets state, lock line, idleness and `internal` from the reason and frames.
-fn finish(mut g: ThreadInfo, at: usize) -> Result<ThreadInfo, GoDumpError> {
+fn finish(mut g: ThreadInfo, at: usize, created: bool) -> Result<ThreadInfo, GoDumpError> {
     let (reason, _) = reason_of(&g.header_state);
     let reason = reason.to_string();
+    if !g.frames.is_empty() && !ends_complete(&g, created) {
+        return Err(GoDumpError::Garbled {
+            line: at + 1,
+            what: format!(
+                "goroutine {} ends without `created by`: cut short",
+                g.id.unwrap_or(0)
+            ),
+        });
+    }
     if g.frames.is_empty() {
         if reason == "running" {
             // `goroutine running on other thread; stack unavailable`.
@@ -420,6 +464,15 @@ mod tests {
         // Cut in the middle of a frame: a function without its file line.
         let cut_at = DUMP.find("main.(*ledger).post(").expect("a post frame") + 10;
         let e = parse_goroutine_dump(&DUMP[..cut_at], "x").expect_err("cut");
+        assert!(e.to_string().contains("cut short"), "{e}");
+        // Cut at a line's end inside a goroutine: its stack ends early.
+        let post = DUMP.find("main.(*ledger).post(").expect("a post frame");
+        let line_end = post + DUMP[post..].find(" +0x").expect("file line") + 8;
+        let end = line_end + DUMP[line_end..].find('\n').unwrap_or(0);
+        let e = parse_goroutine_dump(&DUMP[..end], "x").expect_err("cut at a frame");
+        assert!(e.to_string().contains("cut short"), "{e}");
+        // A file line cut in the middle.
+        let e = parse_goroutine_dump(&DUMP[..line_end - 9], "x").expect_err("cut in a file line");
         assert!(e.to_string().contains("cut short"), "{e}");
         // A header with nothing under it.
         assert!(
