@@ -52,7 +52,43 @@ pub fn profile_findings(
         }
     }
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
+    flames.extend(cpu_flames(profiles, phases));
     (findings, flames)
+}
+
+/// CPU profiles (`profile?seconds=N`, each its own span): samples per
+/// stack, root first, charged to the phase the profile started in.
+fn cpu_flames(profiles: &[GoProfile], phases: &[PhaseWindow]) -> Vec<FoldedStacks> {
+    let mut per: BTreeMap<(String, Option<String>), BTreeMap<String, u64>> = BTreeMap::new();
+    for p in profiles {
+        let (Some(i), None, Some(t)) = (
+            p.value_index("samples"),
+            p.value_index("contentions"),
+            p.time_unix,
+        ) else {
+            continue;
+        };
+        let phase = phase_at(phases, t + 1e-3).map(str::to_string);
+        let dir = Path::new(&p.source).parent().unwrap_or(Path::new(""));
+        let source = dir.join("go-cpu").display().to_string();
+        let m = per.entry((source, phase)).or_default();
+        for (stack, v) in &p.stacks {
+            let n = v.get(i).copied().unwrap_or(0);
+            if n > 0 {
+                let key: Vec<&str> = stack.iter().rev().map(String::as_str).collect();
+                *m.entry(key.join(";")).or_default() += n as u64;
+            }
+        }
+    }
+    per.into_iter()
+        .filter(|(_, m)| !m.is_empty())
+        .map(|((source, phase), stacks)| FoldedStacks {
+            source,
+            phase,
+            kind: Some(FlameKind::Cpu),
+            stacks,
+        })
+        .collect()
 }
 
 /// Most of the chain's delay is recorded at unlock (a mutex profile).
@@ -218,6 +254,28 @@ mod tests {
 
     const MUTEX: &[u8] = include_bytes!("../../../tests/fixtures/go/mutex.pprof");
     const BLOCK: &[u8] = include_bytes!("../../../tests/fixtures/go/block.pprof");
+    const CPU: &[u8] = include_bytes!("../../../tests/fixtures/go/cpu.pprof");
+
+    #[test]
+    fn a_cpu_profile_is_a_cpu_flame_graph_of_its_phase() {
+        let c = parse_profile(CPU, "d/cpu-t0001.0-step-1-001.pprof").expect("cpu profile");
+        let t = c.time_unix.expect("time");
+        let phases = [PhaseWindow {
+            name: "step-1".into(),
+            start_unix: t - 1.0,
+            end_unix: t + 10.0,
+        }];
+        let (fs, flames) = profile_findings(&[c], &phases);
+        assert!(fs.is_empty());
+        assert_eq!(flames.len(), 1, "{flames:?}");
+        let f = &flames[0];
+        assert_eq!(
+            (f.kind, f.phase.as_deref()),
+            (Some(FlameKind::Cpu), Some("step-1"))
+        );
+        assert!(f.source.ends_with("go-cpu"));
+        assert!(crate::diagnosis::flame::total(&f.stacks) > 0);
+    }
 
     /// The same capture twice, the second with no time: a chain of one
     /// timed profile has no difference, so no rate and no finding.
