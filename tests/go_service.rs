@@ -116,21 +116,7 @@ collectors:
         port = svc.addr.rsplit(':').next().unwrap_or("0"),
         pprof = svc.pprof_url(),
     );
-    // A host busy with other processes can make the scheduler late and the
-    // verdict blame the generator: then the run is tried once more.
-    let mut attempt = 0;
-    let (dir, r, st) = loop {
-        attempt += 1;
-        let dir = tempfile::tempdir().expect("tempdir");
-        let t0 = std::time::Instant::now();
-        let r = load::run(&load::profile(&yaml, &svc.url()), dir.path());
-        eprintln!("run {attempt} took {:.1} s", t0.elapsed().as_secs_f64());
-        let st = load::stress_verdict(&r);
-        eprintln!("{}", st.text);
-        if st.cause != Cause::GeneratorSaturated || attempt == 2 {
-            break (dir, r, st);
-        }
-    };
+    let (dir, r, st) = load::stress_judged(&yaml, &svc.url());
     let first_bad = st.first_breach.clone().expect("a knee: a breaking step");
     assert_eq!(st.cause, Cause::Contention, "{}", st.text);
     assert!(

@@ -15,6 +15,7 @@
 #   - cargo-nextest: the test runner (`cargo nextest run`); built from crates.io when missing
 #   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
 #   - golang-go (Go 1.19+), curl: tests/go_service.rs builds a Go service and the `go` collector fetches its pprof
+#   - py-spy (PyPI): tests/python_service.rs dumps a Python service's threads
 #   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
 #     (nginx-light guards that Prometheus with a bearer token)
 set -euo pipefail
@@ -53,6 +54,11 @@ fi
 if ! python3 -c 'import hdrh' 2>/dev/null; then
   echo "setup: installing hdrhistogram (an independent interval-log reader for the tests)"
   python3 -m pip install -q hdrhistogram
+fi
+
+if ! command -v py-spy >/dev/null 2>&1; then
+  echo "setup: installing py-spy (reads a Python service's threads for the python collector's tests)"
+  python3 -m pip install -q "py-spy==0.4.*"
 fi
 
 if ! python3 -c 'import junitparser' 2>/dev/null; then

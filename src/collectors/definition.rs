@@ -32,6 +32,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../collectors/jvm-memory.yaml"),
     ),
     ("go", include_str!("../../collectors/go.yaml")),
+    ("python", include_str!("../../collectors/python.yaml")),
 ];
 
 /// One collector definition file.

@@ -10,6 +10,7 @@
 //! | [`text`] | text dumps (`jstack -l`, `jcmd Thread.print -l`, SIGQUIT) |
 //! | [`json`] | `Thread.dump_to_file -format=json` |
 //! | [`pinning`] | `-Djdk.tracePinnedThreads` output |
+//! | [`pyspy`] | `py-spy dump --native` of a CPython process into the same dump (lock and GIL waits) |
 //! | [`pprof`] | Go's pprof profiles (gzip `profile.proto`): mutex and block waits by stack |
 //! | [`jfr`] | JFR recordings (own streaming parser; why: see its doc) |
 //! | [`flame`] | flame graphs of recordings: `.folded` stacks, SVG, differential |
@@ -60,6 +61,7 @@ pub mod model;
 pub mod phases;
 pub mod pinning;
 pub mod pprof;
+pub mod pyspy;
 pub mod text;
 pub mod thread_groups;
 
@@ -99,6 +101,11 @@ pub enum DiagError {
     Pprof {
         file: String,
         source: pprof::PprofError,
+    },
+    #[error("{file}: {source}")]
+    PySpy {
+        file: String,
+        source: pyspy::PySpyError,
     },
     #[error("{file}: {source}")]
     GoDump {
@@ -263,6 +270,13 @@ fn parse_file(
             })?;
         return Ok((InputKind::ThreadDumpText, Parsed::Dumps(vec![d]), warnings));
     }
+    if pyspy::looks_like_pyspy_dump(&text) {
+        let d = pyspy::parse_pyspy_dump(&text, &name).map_err(|source| DiagError::PySpy {
+            file: name.clone(),
+            source,
+        })?;
+        return Ok((InputKind::ThreadDumpText, Parsed::Dumps(vec![d]), warnings));
+    }
     if json::looks_like_json_dump(&text) {
         let d = json::parse_json_dump(&text, &name)?;
         warnings.extend(d.warnings.iter().cloned());
@@ -378,7 +392,7 @@ fn sniff_text(path: &Path, name: &str) -> Result<(), DiagError> {
     static MARKERS: std::sync::OnceLock<Option<regex::bytes::Regex>> = std::sync::OnceLock::new();
     let markers = MARKERS.get_or_init(|| {
         regex::bytes::Regex::new(
-            r"Full thread dump| tid=|<== monitors:|VirtualThread\[#|(?m:^goroutine \d+ .*\[)",
+            r"Full thread dump| tid=|<== monitors:|VirtualThread\[#|(?m:^goroutine \d+ .*\[)|(?m:^Python v\d)",
         )
         .ok()
     });

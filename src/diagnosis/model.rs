@@ -199,6 +199,8 @@ pub enum DumpFormat {
     Json,
     /// A Go goroutine dump (`/debug/pprof/goroutine?debug=2`).
     Goroutine,
+    /// A CPython `py-spy dump --native`.
+    PySpy,
 }
 
 /// One thread dump (a file can hold several).

@@ -12,7 +12,7 @@ use crate::diagnosis::model::{DumpFormat, Frame, ThreadDump, ThreadInfo, ThreadS
 
 /// All findings of one dump.
 pub fn dump_findings(d: &ThreadDump, opts: &Options) -> Vec<Finding> {
-    if d.format == DumpFormat::Goroutine {
+    if matches!(d.format, DumpFormat::Goroutine | DumpFormat::PySpy) {
         return super::goroutine::goroutine_findings(d, opts);
     }
     let app_threads: Vec<&ThreadInfo> = d.threads.iter().filter(|t| !t.internal).collect();

@@ -1,4 +1,4 @@
-//! A Go goroutine dump's findings, in the vocabulary the JVM dumps use:
+//! A Go goroutine dump's (and a `py-spy dump`'s) findings, in the vocabulary the JVM dumps use:
 //! the goroutine states (as thread states), `sync.Mutex` waiters per mutex
 //! (a lock finding naming the site), goroutines waiting on a channel per
 //! site (a channel finding), and identical-stack clusters of the rest —
@@ -12,11 +12,26 @@ use super::dump::{explained_threads, stack_clusters, thread_states};
 use super::finding::{dump_evidence, waiting_severity, Detail, Finding, Options};
 use super::pools::top_counts;
 use crate::diagnosis::goroutines::{site, wait_of, waited_minutes, GoWait};
-use crate::diagnosis::model::{ThreadDump, ThreadInfo};
+use crate::diagnosis::model::{DumpFormat, ThreadDump, ThreadInfo};
 
-/// `1 goroutine`, `3 goroutines`.
-fn goroutines(n: usize) -> String {
-    format!("{n} goroutine{}", if n == 1 { "" } else { "s" })
+/// `3 goroutines (go)`, `1 thread (python)`.
+fn who(d: &ThreadDump, n: usize) -> String {
+    let unit = match d.format {
+        DumpFormat::Goroutine => "goroutine",
+        _ => "thread",
+    };
+    let runtime = d.jvm.as_deref().unwrap_or("?");
+    format!("{n} {unit}{} ({runtime})", if n == 1 { "" } else { "s" })
+}
+
+/// Where a waiter waits: its first application frame.
+fn site_of(d: &ThreadDump, t: &ThreadInfo) -> String {
+    match d.format {
+        DumpFormat::PySpy => crate::diagnosis::pyspy::site(&t.frames)
+            .map(|f| format!("{} ({})", f.method, f.location))
+            .unwrap_or_else(|| "?".into()),
+        _ => site(&t.frames),
+    }
 }
 
 fn longest(ts: &[&ThreadInfo]) -> (Option<u64>, String) {
@@ -45,7 +60,7 @@ pub(super) fn goroutine_findings(d: &ThreadDump, opts: &Options) -> Vec<Finding>
             }
             GoWait::Channel => {
                 let op = t.state_detail.clone().unwrap_or_default();
-                channels.entry((op, site(&t.frames))).or_default().push(t);
+                channels.entry((op, site_of(d, t))).or_default().push(t);
             }
             GoWait::Other => {}
         }
@@ -65,8 +80,8 @@ pub(super) fn goroutine_findings(d: &ThreadDump, opts: &Options) -> Vec<Finding>
         ranked.push(Finding {
             severity: waiting_severity(ts.len()),
             summary: format!(
-                "{} (go) waiting {verb} in `{at}`{longest_text}",
-                goroutines(ts.len())
+                "{} waiting {verb} in `{at}`{longest_text}",
+                who(d, ts.len())
             ),
             key: format!("channel:{op}:{at}"),
             evidence: dump_evidence(d, names.clone()),
@@ -100,11 +115,11 @@ pub(super) fn goroutine_findings(d: &ThreadDump, opts: &Options) -> Vec<Finding>
     out
 }
 
-/// Waiters of one mutex: `12 goroutines (go) waiting for `sync.Mutex`
+/// Waiters of one lock: `12 goroutines (go) waiting for `sync.Mutex`
 /// (0xc0000a4940) in `main.(*ledger).post (ledger.go:32)``.
 fn lock_finding(d: &ThreadDump, class: String, addr: String, ts: &[&ThreadInfo]) -> Finding {
     let names: Vec<String> = ts.iter().map(|t| t.name.clone()).collect();
-    let entry_frames = top_counts(ts.iter().map(|t| site(&t.frames)));
+    let entry_frames = top_counts(ts.iter().map(|t| site_of(d, t)));
     let at = entry_frames
         .first()
         .map(|e| e.0.clone())
@@ -115,11 +130,15 @@ fn lock_finding(d: &ThreadDump, class: String, addr: String, ts: &[&ThreadInfo])
     } else {
         String::new()
     };
+    let holder = match d.format {
+        DumpFormat::Goroutine => "; Go records no holder (see the mutex profile)",
+        _ => "",
+    };
     Finding {
         severity: waiting_severity(ts.len()),
         summary: format!(
-            "{} (go) waiting for `{class}`{shown_addr} in `{at}`{longest_text}; Go records no holder (see the mutex profile)",
-            goroutines(ts.len())
+            "{} waiting for `{class}`{shown_addr} in `{at}`{longest_text}{holder}",
+            who(d, ts.len())
         ),
         key: format!("lock:{class}@{addr}"),
         evidence: dump_evidence(d, names.clone()),
