@@ -243,10 +243,15 @@ fn mutex_of(frames: &[Frame]) -> Option<(Option<String>, &'static str)> {
 }
 
 /// A frame of the service itself, not of Go's standard library: `main.`,
-/// or a package path whose first element has a dot (`github.com/…`).
+/// or a package path whose first element has a dot (`github.com/…`) —
+/// less the Go project's own (`golang.org/x/`, `google.golang.org/`: gRPC,
+/// protobuf, HTTP/2).
 pub fn is_app_frame(method: &str) -> bool {
     if method.starts_with("main.") {
         return true;
+    }
+    if method.starts_with("golang.org/x/") || method.starts_with("google.golang.org/") {
+        return false;
     }
     let path = method.split(".(").next().unwrap_or(method);
     let first = path.split('/').next().unwrap_or(path);
@@ -449,6 +454,11 @@ mod tests {
             Some("0xc000012345")
         );
         assert_eq!(d.threads[1].state(), ThreadState::Runnable);
+        assert!(is_app_frame("github.com/acme/shop.Handler"));
+        assert!(!is_app_frame("net/http.(*conn).serve"));
+        assert!(!is_app_frame(
+            "google.golang.org/grpc.(*Server).serveStreams"
+        ));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Diagnosis: reads what the collectors captured — HotSpot text thread dumps
 //! (JDK 8–25, several per file), JDK 21+ JSON thread dumps, pinning traces
-//! and JFR recordings — into findings ([`Analysis`]) for the report,
+//! and JFR recordings, Go goroutine dumps and mutex/block/CPU profiles,
+//! `py-spy` dumps of Python services — into findings ([`Analysis`]) for the report,
 //! `findings.json` and `brunt analyze`.
 //!
 //! | module | owns |
