@@ -35,7 +35,18 @@ fn live_dumps_and_profiles_read_and_a_cut_dump_is_an_error() {
                 })
             })
             .collect();
-        for h in hs {
+        // And a channel bottleneck: 12 requests queued on 2 workers.
+        let qs: Vec<_> = (0..12)
+            .map(|_| {
+                let u = format!("{url}/queue?ms=200");
+                std::thread::spawn(move || {
+                    let _ = std::process::Command::new("curl")
+                        .args(["-fsS", "--max-time", "10", "-o", "/dev/null", &u])
+                        .status();
+                })
+            })
+            .collect();
+        for h in hs.into_iter().chain(qs) {
             let _ = h.join();
         }
     });
@@ -76,6 +87,17 @@ fn live_dumps_and_profiles_read_and_a_cut_dump_is_an_error() {
         .find(|f| f.detail.kind() == "lock")
         .expect("a lock finding from the live dump");
     assert!(lock.summary.contains(SITE), "{}", lock.summary);
+    // The handlers queued on the workers' channel: a channel finding.
+    let channel = a
+        .findings
+        .iter()
+        .find(|f| f.detail.kind() == "channel")
+        .expect("a channel finding from the live dump");
+    assert!(
+        channel.summary.contains("main.main.func2"),
+        "{}",
+        channel.summary
+    );
     // Idle goroutines (8 idle workers, keep-alive readers) are counted idle.
     let states = a
         .dumps
@@ -166,4 +188,54 @@ collectors:
     // Wait flame graphs per step from the block profile, the knee's difference in the report.
     let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
     assert!(html.contains("id=\"flame-wait\""), "no wait flame graph");
+    assert!(
+        html.contains("id=\"flame-diff-wait\""),
+        "no differential wait graph at the knee"
+    );
+}
+
+/// The service killed mid-run: the run finishes, the collector's failed
+/// fetches are errors (never a hang or a crash), and what was taken before
+/// is still read.
+#[test]
+fn a_service_that_goes_away_mid_run_is_an_error_not_a_failure() {
+    let _g = load::serial();
+    let svc = go::Service::start();
+    let yaml = format!(
+        r#"
+name: go-gone
+target: {{ url: "{{url}}", timeout: 2s }}
+requests: [ {{ path: "/post?ms=1" }} ]
+shape: {{ constant: {{ rate: 20/s, duration: 4s }} }}
+collectors:
+  transport: {{ kind: local }}
+  target: {{ pprof: "{pprof}" }}
+  collect:
+    - use: go
+      probes: {{ goroutines: {{ every: 500ms }}, mutex: {{ every: 500ms }}, block: {{ enabled: false }} }}
+"#,
+        pprof = svc.pprof_url(),
+    );
+    let url = svc.url();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        drop(svc);
+    });
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&load::profile(&yaml, &url), dir.path());
+    killer.join().expect("killer");
+    let c = r.summary.collectors.as_ref().expect("collectors summary");
+    assert!(c.errors_total > 0, "fetches after the kill fail: {c:?}");
+    assert!(
+        c.errors.iter().any(|e| e.probe == "go/goroutines"),
+        "{:?}",
+        c.errors
+    );
+    assert!(
+        c.artifacts.iter().any(|a| a.probe == "goroutines"),
+        "dumps before the kill are kept: {:?}",
+        c.artifacts
+    );
+    let fj = std::fs::read_to_string(dir.path().join("findings.json")).expect("findings.json");
+    assert!(fj.contains("goroutine"), "the dumps taken before were read");
 }
