@@ -64,3 +64,43 @@ collectors:
     assert_eq!(lock.class, "threading.Lock");
     assert!(dump.activity.blocked >= 5, "{:?}", dump.activity);
 }
+
+/// `py-spy record` (enabled) at the phase start: its collapsed stacks,
+/// fetched through the transport, become the phase's CPU flame graph
+/// beside them and in `report.html`.
+#[test]
+fn py_spy_record_makes_the_phase_cpu_flame_graph() {
+    python::require_py_spy();
+    let _g = load::serial();
+    let svc = python::Service::start();
+    let yaml = format!(
+        r#"
+name: py-record
+target: {{ url: "{{url}}", timeout: 5s }}
+requests: [ {{ path: "/cpu?n=200000" }} ]
+shape: {{ constant: {{ rate: 20/s, duration: 3s }} }}
+collectors:
+  transport: {{ kind: local }}
+  target: {{ pid: {pid} }}
+  collect:
+    - use: python
+      probes: {{ py-spy-dump: {{ enabled: false }}, py-spy-record: {{ enabled: true }} }}
+"#,
+        pid = svc.pid(),
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let r = load::run(&load::profile(&yaml, &svc.url()), dir.path());
+    let c = r.summary.collectors.as_ref().expect("collectors");
+    assert!(
+        c.artifacts.iter().any(|a| a.probe == "py-spy-record"),
+        "{:?} {:?}",
+        c.artifacts,
+        c.errors
+    );
+    let folded = dir.path().join("diagnostics/py-spy.main.cpu.folded");
+    let text =
+        std::fs::read_to_string(&folded).unwrap_or_else(|e| panic!("{}: {e}", folded.display()));
+    assert!(text.contains("spin (ledger.py:"), "{text}");
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
+    assert!(html.contains("id=\"flame-cpu\""), "no CPU flame graph");
+}

@@ -127,8 +127,10 @@ pub enum InputKind {
     PinningTrace,
     /// A class histogram or a Native Memory Tracking summary.
     Memory,
-    /// A Go pprof profile (mutex, block).
+    /// A Go pprof profile (mutex, block, CPU).
     Pprof,
+    /// Collapsed stacks (`py-spy record -f raw`).
+    Stacks,
     Unreadable,
 }
 
@@ -214,6 +216,7 @@ enum Parsed {
     Jfr(Box<JfrRecording>),
     Memory(growth::MemoryReport),
     Pprof(Box<pprof::GoProfile>),
+    Stacks(jfr::FoldedStacks),
 }
 
 fn io_err(file: &str) -> impl Fn(std::io::Error) -> DiagError + '_ {
@@ -270,6 +273,13 @@ fn parse_file(
                 source,
             })?;
         return Ok((InputKind::ThreadDumpText, Parsed::Dumps(vec![d]), warnings));
+    }
+    if pyspy::looks_like_raw_record(&text) {
+        let f = pyspy::parse_raw_record(&text, &name).map_err(|source| DiagError::PySpy {
+            file: name.clone(),
+            source,
+        })?;
+        return Ok((InputKind::Stacks, Parsed::Stacks(f), warnings));
     }
     if pyspy::looks_like_pyspy_dump(&text) {
         let d = pyspy::parse_pyspy_dump(&text, &name).map_err(|source| DiagError::PySpy {
@@ -341,6 +351,17 @@ fn memory_report(path: &Path, name: &str) -> Result<Option<growth::MemoryReport>
     }))
 }
 
+/// Adds one file's stacks to those of the same source, phase and kind.
+fn add_stacks(flames: &mut Vec<jfr::FoldedStacks>, f: jfr::FoldedStacks) {
+    match flames
+        .iter_mut()
+        .find(|g| g.source == f.source && g.phase == f.phase && g.kind == f.kind)
+    {
+        Some(g) => g.stacks = flame::merge([&g.stacks, &f.stacks]),
+        None => flames.push(f),
+    }
+}
+
 /// Flame-graph files brunt wrote beside a recording: outputs, not inputs.
 fn is_flame_output(p: &Path) -> bool {
     p.extension()
@@ -393,7 +414,7 @@ fn sniff_text(path: &Path, name: &str) -> Result<(), DiagError> {
     static MARKERS: std::sync::OnceLock<Option<regex::bytes::Regex>> = std::sync::OnceLock::new();
     let markers = MARKERS.get_or_init(|| {
         regex::bytes::Regex::new(
-            r"Full thread dump| tid=|<== monitors:|VirtualThread\[#|(?m:^goroutine \d+ .*\[)|(?m:^Python v\d)",
+            r"Full thread dump| tid=|<== monitors:|VirtualThread\[#|(?m:^goroutine \d+ .*\[)|(?m:^Python v\d)|\.py:\d+\)[; ]",
         )
         .ok()
     });
@@ -557,6 +578,10 @@ impl Analysis {
                         Parsed::Pprof(p) => {
                             input.events = p.stacks.len() as u64;
                             profiles.push(*p);
+                        }
+                        Parsed::Stacks(f) => {
+                            input.events = f.stacks.values().sum();
+                            add_stacks(&mut a.flames, f);
                         }
                         Parsed::Memory(report) => a.memory.push(growth::MemorySample {
                             at_s: f.file_name().and_then(|n| {

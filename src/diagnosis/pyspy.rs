@@ -244,6 +244,73 @@ fn finish(mut t: ThreadInfo, natives: &[String], at: usize) -> Result<ThreadInfo
     Ok(t)
 }
 
+/// `py-spy record -f raw` output: collapsed stacks, root first, each frame
+/// `func (file.py:N)`, a count at the end of the line.
+pub fn looks_like_raw_record(text: &str) -> bool {
+    // A sample with no Python frame (a thread in native code holding the
+    // GIL) is a line with an empty stack: ` 3`.
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(5)
+        .collect();
+    let frames = |stack: &str| stack.ends_with(')') && stack.contains(".py:");
+    lines
+        .iter()
+        .any(|l| l.rsplit_once(' ').is_some_and(|(s, _)| frames(s)))
+        && lines.iter().all(|l| {
+            l.rsplit_once(' ').is_some_and(|(stack, n)| {
+                n.parse::<u64>().is_ok() && (stack.trim().is_empty() || frames(stack))
+            })
+        })
+}
+
+/// The phase of a brunt artifact name (`py-spy-record-t0012.3-step-2-003.txt`
+/// → `step-2`); none for other names.
+pub fn artifact_phase(name: &str) -> Option<String> {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    let re = RE
+        .get_or_init(|| Regex::new(r"^.+?-t\d{4,}\.\d-(.+)-\d{3,}\.[A-Za-z0-9]+$").ok())
+        .as_ref()?;
+    Some(re.captures(name)?.get(1)?.as_str().to_string())
+}
+
+/// A `py-spy record -f raw` file as CPU samples per stack for the flame
+/// graphs, in the phase its artifact name says, under the name `py-spy`
+/// beside it. Lines without a count are an error (a cut file).
+pub fn parse_raw_record(text: &str, source: &str) -> Result<super::jfr::FoldedStacks, PySpyError> {
+    let mut stacks = std::collections::BTreeMap::new();
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let (stack, count) = line
+            .rsplit_once(' ')
+            .and_then(|(s, c)| Some((s, c.parse::<u64>().ok()?)))
+            .ok_or_else(|| PySpyError::Garbled {
+                line: n + 1,
+                what: format!("`{}` has no sample count: cut short", cut(line)),
+            })?;
+        if !stack.trim().is_empty() {
+            *stacks.entry(stack.to_string()).or_default() += count;
+        }
+    }
+    if stacks.is_empty() {
+        return Err(PySpyError::NoThread);
+    }
+    let path = std::path::Path::new(source);
+    let phase = path
+        .file_name()
+        .and_then(|n| artifact_phase(&n.to_string_lossy()));
+    Ok(super::jfr::FoldedStacks {
+        source: path.with_file_name("py-spy").display().to_string(),
+        phase,
+        kind: Some(super::jfr::FlameKind::Cpu),
+        stacks,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,6 +356,23 @@ mod tests {
             .find(|t| t.name == "MainThread")
             .expect("main");
         assert!(main.idle, "the server loop is idle: {main:?}");
+    }
+
+    #[test]
+    fn a_real_record_is_cpu_stacks_of_its_phase() {
+        let text = include_str!("../../tests/fixtures/python/py-spy-record.txt");
+        assert!(looks_like_raw_record(text));
+        assert!(!looks_like_raw_record(DUMP));
+        let f = parse_raw_record(text, "/r/diagnostics/py-spy-record-t0012.3-step-2-003.txt")
+            .expect("record");
+        assert_eq!(f.phase.as_deref(), Some("step-2"));
+        assert_eq!(f.source, "/r/diagnostics/py-spy");
+        assert!(f
+            .stacks
+            .keys()
+            .any(|k| k.ends_with(")") && k.contains("spin (")));
+        let cut = &text[..text.len() - 3];
+        assert!(parse_raw_record(&format!("{cut} x\n"), "x").is_err());
     }
 
     #[test]
