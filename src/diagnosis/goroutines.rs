@@ -500,5 +500,22 @@ mod tests {
             b[i] = b[i].wrapping_add(7);
         }
         let _ = parse_goroutine_dump(&String::from_utf8_lossy(&b), "x");
+        // Random mutations (bounded, seeded): an answer or an error.
+        let mut rng = fastrand::Rng::with_seed(24);
+        for _ in 0..300 {
+            let mut b = DUMP.as_bytes().to_vec();
+            for _ in 0..rng.usize(1..8) {
+                let i = rng.usize(..b.len());
+                match rng.u8(..3) {
+                    0 => b[i] = rng.u8(..),
+                    1 => b.truncate(i),
+                    _ => b.insert(i, b'\n'),
+                }
+                if b.is_empty() {
+                    break;
+                }
+            }
+            let _ = parse_goroutine_dump(&String::from_utf8_lossy(&b), "x");
+        }
     }
 }

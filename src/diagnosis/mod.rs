@@ -248,6 +248,14 @@ fn parse_file(
         return Ok((InputKind::Jfr, Parsed::Jfr(Box::new(rec)), w));
     }
     if pprof::looks_like_gzip(head.get(..n).unwrap_or_default()) {
+        // Read whole only when it can be a profile (those are kilobytes).
+        let len = fs::metadata(path).map_err(io_err(&name))?.len();
+        if len > pprof::MAX_FILE {
+            return Err(DiagError::Pprof {
+                file: name,
+                source: pprof::PprofError::TooLarge,
+            });
+        }
         let bytes = fs::read(path).map_err(io_err(&name))?;
         let p = pprof::parse_profile(&bytes, &name).map_err(|source| DiagError::Pprof {
             file: name.clone(),

@@ -22,12 +22,14 @@ use super::goroutines::is_app_frame;
 /// A profile inflated to more than this is refused (a gzip bomb, or not a
 /// mutex/block profile: those are kilobytes).
 const MAX_INFLATED: u64 = 256 << 20;
+/// A gzip file larger than this is not read as a profile.
+pub const MAX_FILE: u64 = 64 << 20;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PprofError {
     #[error("not a gzip-compressed pprof profile: {0}")]
     Gzip(std::io::Error),
-    #[error("pprof profile larger than {} MiB inflated", MAX_INFLATED >> 20)]
+    #[error("gzip data larger than a pprof profile ({} MiB, {} MiB inflated): not read", MAX_FILE >> 20, MAX_INFLATED >> 20)]
     TooLarge,
     #[error("not a pprof profile (profile.proto): {0}")]
     Proto(#[from] prost::DecodeError),
@@ -433,6 +435,20 @@ mod tests {
             flipped[i] ^= 0x55;
         }
         let _ = parse_profile(&flipped, "x");
+        // Random mutations of the inflated protobuf (bounded, seeded).
+        let mut raw = vec![];
+        flate2::read::GzDecoder::new(BLOCK)
+            .read_to_end(&mut raw)
+            .expect("inflate");
+        let mut rng = fastrand::Rng::with_seed(24);
+        for _ in 0..300 {
+            let mut b = raw.clone();
+            for _ in 0..rng.usize(1..6) {
+                let i = rng.usize(..b.len());
+                b[i] = rng.u8(..);
+            }
+            let _ = parse_profile(&b, "x");
+        }
         assert_eq!(
             probe_of("/r/diagnostics/mutex-t0012.3-step-2-003.pprof"),
             "mutex"
