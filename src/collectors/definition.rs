@@ -4,6 +4,7 @@
 //! anywhere) and the same files ship in `collectors/` for users to copy.
 //!
 //! Placeholders in commands (`{pid}`, `{port}` (target.port), `{jcmd}`,
+//! `{pprof}` (target.pprof, a Go service's net/http/pprof base URL),
 //! `{remote_file}`, `{settings}`, `{file}`, `{offset}`, for windowed JFR
 //! `{maxage}`, `{begin}`, and from `collectors.database` `{psql}`,
 //! `{db_host}`, `{db_port}`, `{db_user}`, `{db_name}`) are replaced by
@@ -32,6 +33,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
         include_str!("../../collectors/jvm-memory.yaml"),
     ),
     ("postgres", include_str!("../../collectors/postgres.yaml")),
+    ("go", include_str!("../../collectors/go.yaml")),
+    ("python", include_str!("../../collectors/python.yaml")),
 ];
 
 /// One collector definition file.
@@ -155,6 +158,7 @@ const PLACEHOLDERS: &[&str] = &[
     "db_port",
     "db_user",
     "db_name",
+    "pprof",
 ];
 
 /// The placeholders `collectors.database` fills.

@@ -1,14 +1,18 @@
 //! Diagnosis: reads what the collectors captured — HotSpot text thread dumps
 //! (JDK 8–25, several per file), JDK 21+ JSON thread dumps, pinning traces
-//! and JFR recordings — into findings ([`Analysis`]) for the report,
+//! and JFR recordings, Go goroutine dumps and mutex/block/CPU profiles,
+//! `py-spy` dumps of Python services — into findings ([`Analysis`]) for the report,
 //! `findings.json` and `brunt analyze`.
 //!
 //! | module | owns |
 //! |---|---|
 //! | [`model`] | the parsed dump: threads, frames, lock lines, deadlocks |
+//! | [`goroutines`] | Go goroutine dumps (`/debug/pprof/goroutine?debug=2`) into the same dump |
 //! | [`text`] | text dumps (`jstack -l`, `jcmd Thread.print -l`, SIGQUIT) |
 //! | [`json`] | `Thread.dump_to_file -format=json` |
 //! | [`pinning`] | `-Djdk.tracePinnedThreads` output |
+//! | [`pyspy`] | `py-spy dump --native` of a CPython process into the same dump (lock and GIL waits) |
+//! | [`pprof`] | Go's pprof profiles (gzip `profile.proto`): mutex and block waits by stack |
 //! | [`jfr`] | JFR recordings (own streaming parser; why: see its doc) |
 //! | [`flame`] | flame graphs of recordings: `.folded` stacks, SVG, differential |
 //! | [`database`] | the database collector's samples read into lock-wait chains, idle-in-transaction holders, connection saturation, waits and statements per phase |
@@ -51,6 +55,7 @@
 pub mod database;
 pub mod findings;
 pub mod flame;
+pub mod goroutines;
 pub mod growth;
 pub mod jfr;
 pub mod json;
@@ -58,6 +63,8 @@ pub mod memory;
 pub mod model;
 pub mod phases;
 pub mod pinning;
+pub mod pprof;
+pub mod pyspy;
 pub mod text;
 pub mod thread_groups;
 
@@ -93,6 +100,21 @@ pub enum DiagError {
     Binary { file: String, why: String },
     #[error("{file}: {message}")]
     Memory { file: String, message: String },
+    #[error("{file}: {source}")]
+    Pprof {
+        file: String,
+        source: pprof::PprofError,
+    },
+    #[error("{file}: {source}")]
+    PySpy {
+        file: String,
+        source: pyspy::PySpyError,
+    },
+    #[error("{file}: {source}")]
+    GoDump {
+        file: String,
+        source: goroutines::GoDumpError,
+    },
     #[error("no diagnostics could be read: {0}")]
     NoInput(String),
 }
@@ -107,6 +129,10 @@ pub enum InputKind {
     PinningTrace,
     /// A class histogram or a Native Memory Tracking summary.
     Memory,
+    /// A Go pprof profile (mutex, block, CPU).
+    Pprof,
+    /// Collapsed stacks (`py-spy record -f raw`).
+    Stacks,
     Unreadable,
 }
 
@@ -191,6 +217,8 @@ enum Parsed {
     Pins(Vec<pinning::PinEvent>),
     Jfr(Box<JfrRecording>),
     Memory(growth::MemoryReport),
+    Pprof(Box<pprof::GoProfile>),
+    Stacks(jfr::FoldedStacks),
 }
 
 fn io_err(file: &str) -> impl Fn(std::io::Error) -> DiagError + '_ {
@@ -221,6 +249,22 @@ fn parse_file(
         let w = rec.warnings.clone();
         return Ok((InputKind::Jfr, Parsed::Jfr(Box::new(rec)), w));
     }
+    if pprof::looks_like_gzip(head.get(..n).unwrap_or_default()) {
+        // Read whole only when it can be a profile (those are kilobytes).
+        let len = fs::metadata(path).map_err(io_err(&name))?.len();
+        if len > pprof::MAX_FILE {
+            return Err(DiagError::Pprof {
+                file: name,
+                source: pprof::PprofError::TooLarge,
+            });
+        }
+        let bytes = fs::read(path).map_err(io_err(&name))?;
+        let p = pprof::parse_profile(&bytes, &name).map_err(|source| DiagError::Pprof {
+            file: name.clone(),
+            source,
+        })?;
+        return Ok((InputKind::Pprof, Parsed::Pprof(Box::new(p)), vec![]));
+    }
     if let Some(m) = memory_report(path, &name)? {
         return Ok((InputKind::Memory, Parsed::Memory(m), vec![]));
     }
@@ -231,6 +275,28 @@ fn parse_file(
     let mut warnings = vec![];
     if matches!(text, std::borrow::Cow::Owned(_)) {
         warnings.push("invalid UTF-8 replaced".to_string());
+    }
+    if goroutines::looks_like_goroutine_dump(&text) {
+        let d =
+            goroutines::parse_goroutine_dump(&text, &name).map_err(|source| DiagError::GoDump {
+                file: name.clone(),
+                source,
+            })?;
+        return Ok((InputKind::ThreadDumpText, Parsed::Dumps(vec![d]), warnings));
+    }
+    if pyspy::looks_like_raw_record(&text) {
+        let f = pyspy::parse_raw_record(&text, &name).map_err(|source| DiagError::PySpy {
+            file: name.clone(),
+            source,
+        })?;
+        return Ok((InputKind::Stacks, Parsed::Stacks(f), warnings));
+    }
+    if pyspy::looks_like_pyspy_dump(&text) {
+        let d = pyspy::parse_pyspy_dump(&text, &name).map_err(|source| DiagError::PySpy {
+            file: name.clone(),
+            source,
+        })?;
+        return Ok((InputKind::ThreadDumpText, Parsed::Dumps(vec![d]), warnings));
     }
     if json::looks_like_json_dump(&text) {
         let d = json::parse_json_dump(&text, &name)?;
@@ -295,6 +361,17 @@ fn memory_report(path: &Path, name: &str) -> Result<Option<growth::MemoryReport>
     }))
 }
 
+/// Adds one file's stacks to those of the same source, phase and kind.
+fn add_stacks(flames: &mut Vec<jfr::FoldedStacks>, f: jfr::FoldedStacks) {
+    match flames
+        .iter_mut()
+        .find(|g| g.source == f.source && g.phase == f.phase && g.kind == f.kind)
+    {
+        Some(g) => g.stacks = flame::merge([&g.stacks, &f.stacks]),
+        None => flames.push(f),
+    }
+}
+
 /// Flame-graph files brunt wrote beside a recording: outputs, not inputs.
 fn is_flame_output(p: &Path) -> bool {
     p.extension()
@@ -346,7 +423,10 @@ fn sniff_text(path: &Path, name: &str) -> Result<(), DiagError> {
     // so a marker across two chunks is found.
     static MARKERS: std::sync::OnceLock<Option<regex::bytes::Regex>> = std::sync::OnceLock::new();
     let markers = MARKERS.get_or_init(|| {
-        regex::bytes::Regex::new(r"Full thread dump| tid=|<== monitors:|VirtualThread\[#").ok()
+        regex::bytes::Regex::new(
+            r"Full thread dump| tid=|<== monitors:|VirtualThread\[#|(?m:^goroutine \d+ .*\[)|(?m:^Python v\d)|\.py:\d+\)[; ]",
+        )
+        .ok()
     });
     let Some(markers) = markers else {
         return Ok(()); // cannot happen (a fixed pattern); the parsers decide
@@ -477,6 +557,7 @@ impl Analysis {
         let mut dumps: Vec<ThreadDump> = vec![];
         let mut pins = vec![];
         let mut recs = vec![];
+        let mut profiles = vec![];
         for f in &files {
             let name = f.display().to_string();
             match parse_file(f, &opts.phases) {
@@ -503,6 +584,14 @@ impl Analysis {
                         Parsed::Jfr(r) => {
                             input.events = r.events;
                             recs.push(*r);
+                        }
+                        Parsed::Pprof(p) => {
+                            input.events = p.stacks.len() as u64;
+                            profiles.push(*p);
+                        }
+                        Parsed::Stacks(f) => {
+                            input.events = f.stacks.values().sum();
+                            add_stacks(&mut a.flames, f);
                         }
                         Parsed::Memory(report) => a.memory.push(growth::MemorySample {
                             at_s: f.file_name().and_then(|n| {
@@ -535,6 +624,9 @@ impl Analysis {
         }
         a.add_dumps(dumps, opts);
         a.findings.extend(findings::pinning_findings(&pins));
+        let (go_waits, go_flames) = findings::profile_findings(&profiles, &opts.phases);
+        a.findings.extend(go_waits);
+        a.flames.extend(go_flames);
         // Coverage per file (a failed window is a hole), facts once per recording.
         a.jfr_phases = phases::jfr_phases(&recs, &opts.phases);
         let mut recs = merge_windows(recs);

@@ -135,6 +135,12 @@ pub struct ThreadInfo {
     /// JVM-internal thread: no `#id`, no stack.
     #[serde(default)]
     pub internal: bool,
+    /// Waiting for work, as the runtime's own parser decided (a goroutine
+    /// reading an idle keep-alive connection, a worker on an empty channel):
+    /// idle, never contention. JVM dumps leave it false (their idle stacks
+    /// are told by frame, see `jfr::is_idle_stack`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idle: bool,
     pub frames: Vec<Frame>,
     /// `Locked ownable synchronizers` (ReentrantLock owners appear only here).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -191,6 +197,10 @@ pub struct Deadlock {
 pub enum DumpFormat {
     Text,
     Json,
+    /// A Go goroutine dump (`/debug/pprof/goroutine?debug=2`).
+    Goroutine,
+    /// A CPython `py-spy dump --native`.
+    PySpy,
 }
 
 /// One thread dump (a file can hold several).

@@ -19,6 +19,7 @@ const TOP_WAITS: usize = 3;
 pub fn dump_activity(d: &ThreadDump, findings: &[Finding]) -> Activity {
     let mut a = Activity::default();
     let mut in_pool: HashSet<&str> = HashSet::new();
+    let mut in_channel: HashSet<&str> = HashSet::new();
     for f in findings {
         match &f.detail {
             Detail::LockContention {
@@ -53,6 +54,9 @@ pub fn dump_activity(d: &ThreadDump, findings: &[Finding]) -> Activity {
                     });
                 }
             }
+            Detail::ChannelWait { waiters, .. } => {
+                in_channel.extend(waiters.iter().map(String::as_str));
+            }
             _ => {}
         }
     }
@@ -60,9 +64,11 @@ pub fn dump_activity(d: &ThreadDump, findings: &[Finding]) -> Activity {
         a.threads += 1;
         let n = if in_pool.contains(t.name.as_str()) {
             &mut a.in_pool
+        } else if in_channel.contains(t.name.as_str()) {
+            &mut a.in_channel
         } else if t.state() == ThreadState::Blocked {
             &mut a.blocked
-        } else if is_idle_stack(&t.frames) {
+        } else if t.idle || is_idle_stack(&t.frames) {
             &mut a.idle
         } else if t.frames.is_empty() {
             // JVM service threads (compilers, Signal Dispatcher, Attach

@@ -89,8 +89,13 @@ impl PhaseThreads {
         } else {
             String::new()
         };
+        let channel = if a.in_channel > 0 {
+            format!(", {} on a channel", a.in_channel)
+        } else {
+            String::new()
+        };
         let mut s = format!(
-            "{} RUNNABLE, {} BLOCKED, {} in pool, {} waiting, {} idle{other} of {}",
+            "{} RUNNABLE, {} BLOCKED, {} in pool{channel}, {} waiting, {} idle{other} of {}",
             a.runnable, a.blocked, a.in_pool, a.waiting, a.idle, a.threads
         );
         if let Some(l) = &a.top_lock {

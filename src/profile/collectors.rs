@@ -289,6 +289,24 @@ pub struct TargetConfig {
     /// `jcmd` on the target (a path when it is not on the remote PATH).
     #[serde(default = "d_jcmd")]
     pub jcmd: String,
+    /// A Go service's `net/http/pprof` base URL as the target host reaches
+    /// it (`{pprof}` in the `go` collector); default `http://127.0.0.1:6060`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pprof: Option<String>,
+}
+
+/// Where a Go service serves `net/http/pprof` unless `target.pprof` says.
+pub const DEFAULT_PPROF: &str = "http://127.0.0.1:6060";
+
+impl TargetConfig {
+    /// `target.pprof` without a trailing `/`, or [`DEFAULT_PPROF`].
+    pub fn pprof_url(&self) -> String {
+        self.pprof
+            .as_deref()
+            .unwrap_or(DEFAULT_PPROF)
+            .trim_end_matches('/')
+            .to_string()
+    }
 }
 
 impl Default for TargetConfig {
@@ -299,6 +317,7 @@ impl Default for TargetConfig {
             jcmd_match: None,
             port: None,
             jcmd: d_jcmd(),
+            pprof: None,
         }
     }
 }

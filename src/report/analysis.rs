@@ -15,6 +15,8 @@ pub fn render_text(a: &Analysis) -> String {
             InputKind::Jfr => format!("JFR, {} events", i.events),
             InputKind::PinningTrace => format!("{} pinning traces", i.events),
             InputKind::Memory => "class histogram or NMT summary".to_string(),
+            InputKind::Pprof => format!("pprof profile, {} stacks", i.events),
+            InputKind::Stacks => format!("collapsed stacks, {} samples", i.events),
             InputKind::Unreadable => {
                 format!("unreadable: {}", i.error.as_deref().unwrap_or("?"))
             }

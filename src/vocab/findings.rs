@@ -94,6 +94,8 @@ pub enum FindingKind {
     Lock,
     /// Threads waiting for a pooled resource (a connection pool).
     Pool,
+    /// Goroutines (or threads) waiting on a channel or queue at one site.
+    Channel,
     Pinning,
     Deadlock,
     Contention,
@@ -111,6 +113,7 @@ impl FindingKind {
         match self {
             FindingKind::Lock => "lock",
             FindingKind::Pool => "pool",
+            FindingKind::Channel => "channel",
             FindingKind::Pinning => "pinning",
             FindingKind::Deadlock => "deadlock",
             FindingKind::Contention => "contention",
@@ -123,12 +126,13 @@ impl FindingKind {
         }
     }
 
-    /// Waiting on something shared: a lock, a pool, a pinned carrier, a deadlock.
+    /// Waiting on something shared: a lock, a pool, a channel, a pinned carrier, a deadlock.
     pub fn is_lock_like(&self) -> bool {
         matches!(
             self,
             FindingKind::Lock
                 | FindingKind::Pool
+                | FindingKind::Channel
                 | FindingKind::Pinning
                 | FindingKind::Deadlock
                 | FindingKind::Contention
@@ -141,6 +145,7 @@ impl From<String> for FindingKind {
         let known = match s.as_str() {
             "lock" => Some(FindingKind::Lock),
             "pool" => Some(FindingKind::Pool),
+            "channel" => Some(FindingKind::Channel),
             "pinning" => Some(FindingKind::Pinning),
             "deadlock" => Some(FindingKind::Deadlock),
             "contention" => Some(FindingKind::Contention),

@@ -15,6 +15,10 @@ pub struct Activity {
     pub blocked: usize,
     /// Waiting to borrow from a connection/object pool.
     pub in_pool: usize,
+    /// Waiting on a channel or queue (Go: `chan send`/`receive`, `select`
+    /// outside a worker loop waiting for work).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub in_channel: usize,
     /// WAITING / TIMED_WAITING, not idle and not in a pool (lock parks, sleeps, I/O waits).
     pub waiting: usize,
     pub idle: usize,
@@ -30,18 +34,24 @@ pub struct Activity {
 }
 
 impl Activity {
-    /// Threads held up by other threads: BLOCKED, or parked on a pool or a lock.
+    /// Threads held up by other threads: BLOCKED, or parked on a pool, a
+    /// channel or a lock (a `monitor` or Go `mutex` waiter is BLOCKED already).
     pub fn contended(&self) -> usize {
         let lock_parked = self
             .top_lock
             .as_ref()
-            .filter(|l| l.lock_type != "monitor")
+            .filter(|l| !matches!(l.lock_type.as_str(), "monitor" | "mutex"))
             .map_or(0, |l| l.waiters);
-        self.blocked + self.in_pool + lock_parked
+        self.blocked + self.in_pool + self.in_channel + lock_parked
     }
 }
 
-/// A contended lock: `monitor` (synchronized) or `ownable` (ReentrantLock & co).
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// A contended lock: `monitor` (synchronized), `ownable` (ReentrantLock &
+/// co) or `mutex` (Go's `sync.Mutex` / `sync.RWMutex`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LockTop {
     pub lock_type: String,

@@ -139,3 +139,29 @@ pub fn stress_verdict(r: &RunResult) -> brunt::judge::StressVerdict {
         .and_then(|v| v.stress)
         .expect("a stress verdict")
 }
+
+/// A stress run of `yaml` against `url`, tried again (up to 3 runs in all)
+/// while its verdict blames a saturated generator: on a machine busy with
+/// other processes the scheduler runs late and that verdict says nothing
+/// about the target. Returns the run directory, the result and its verdict.
+pub fn stress_judged(
+    yaml: &str,
+    url: &str,
+) -> (tempfile::TempDir, RunResult, brunt::judge::StressVerdict) {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t0 = std::time::Instant::now();
+        let r = run(&profile(yaml, url), dir.path());
+        let st = stress_verdict(&r);
+        eprintln!(
+            "run {attempt} took {:.1} s: {}",
+            t0.elapsed().as_secs_f64(),
+            st.text
+        );
+        if st.cause != brunt::judge::Cause::GeneratorSaturated || attempt == 3 {
+            return (dir, r, st);
+        }
+    }
+}

@@ -116,11 +116,13 @@ impl Lane {
         } = fill;
         let d = &self.probes[i].def;
         let jcmd = self.target.jcmd.clone();
+        let pprof = self.target.pprof_url();
         let port = self.target.port;
         render(template, &|k| match k {
             "pid" => pid.map(|p| p.to_string()),
             "port" => port.map(|p| p.to_string()),
             "jcmd" => Some(jcmd.clone()),
+            "pprof" => Some(pprof.clone()),
             "remote_file" => Some(remote.to_string()),
             "settings" => d.tune.settings.clone(),
             "file" => d.tune.file.clone(),

@@ -8,10 +8,13 @@ use super::deadlock::deadlock_findings;
 use super::finding::{dump_evidence, Detail, Finding, Options, PoolStates, Severity};
 use super::pools::{pool_of, pool_waits};
 use crate::diagnosis::jfr::{is_idle_stack_lines, site_of};
-use crate::diagnosis::model::{Frame, ThreadDump, ThreadInfo, ThreadState};
+use crate::diagnosis::model::{DumpFormat, Frame, ThreadDump, ThreadInfo, ThreadState};
 
 /// All findings of one dump.
 pub fn dump_findings(d: &ThreadDump, opts: &Options) -> Vec<Finding> {
+    if matches!(d.format, DumpFormat::Goroutine | DumpFormat::PySpy) {
+        return super::goroutine::goroutine_findings(d, opts);
+    }
     let app_threads: Vec<&ThreadInfo> = d.threads.iter().filter(|t| !t.internal).collect();
     let (states, pool_size) = thread_states(d, &app_threads);
     let mut out = vec![states];
@@ -31,7 +34,7 @@ pub fn dump_findings(d: &ThreadDump, opts: &Options) -> Vec<Finding> {
 }
 
 /// The threads a finding accounts for.
-fn explained_threads(f: &Finding) -> Vec<&str> {
+pub(super) fn explained_threads(f: &Finding) -> Vec<&str> {
     match &f.detail {
         Detail::LockContention {
             waiters, holder, ..
@@ -47,7 +50,10 @@ fn explained_threads(f: &Finding) -> Vec<&str> {
 }
 
 /// Thread states, overall and per pool; also each pool's size.
-fn thread_states(d: &ThreadDump, app_threads: &[&ThreadInfo]) -> (Finding, HashMap<String, usize>) {
+pub(super) fn thread_states(
+    d: &ThreadDump,
+    app_threads: &[&ThreadInfo],
+) -> (Finding, HashMap<String, usize>) {
     let mut states: BTreeMap<String, usize> = BTreeMap::new();
     let mut pools: BTreeMap<String, PoolStates> = BTreeMap::new();
     let inferred = app_threads.iter().filter(|t| t.state_inferred).count();
@@ -95,7 +101,11 @@ fn thread_states(d: &ThreadDump, app_threads: &[&ThreadInfo]) -> (Finding, HashM
 }
 
 /// Threads in the same state with the same top frames, most severe and largest first.
-fn stack_clusters(d: &ThreadDump, app_threads: &[&ThreadInfo], opts: &Options) -> Vec<Finding> {
+pub(super) fn stack_clusters(
+    d: &ThreadDump,
+    app_threads: &[&ThreadInfo],
+    opts: &Options,
+) -> Vec<Finding> {
     let mut clusters: HashMap<(ThreadState, Vec<String>), Vec<&ThreadInfo>> = HashMap::new();
     for &t in app_threads {
         if t.frames.len() < 2 {
@@ -128,7 +138,7 @@ fn cluster_finding(
     stack: Vec<String>,
     ts: &[&ThreadInfo],
 ) -> Finding {
-    let idle = is_idle_stack_lines(&stack);
+    let idle = is_idle_stack_lines(&stack) || ts.iter().all(|t| t.idle);
     let n = ts.len();
     let frames: Vec<Frame> = ts.first().map(|t| t.frames.clone()).unwrap_or_default();
     let site = site_of(&frames);

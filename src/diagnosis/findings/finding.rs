@@ -80,6 +80,42 @@ pub enum Detail {
     Deadlock {
         cycle: Vec<DeadlockEdge>,
     },
+    /// Goroutines waiting on a channel (`chan send`, `chan receive`,
+    /// `select`) at one site, outside the idle cases (a worker loop waiting
+    /// for work is idle).
+    ChannelWait {
+        /// The wait reason: `chan send`, `chan receive`, `select`.
+        op: String,
+        site: String,
+        waiters: Vec<String>,
+        /// The longest wait the dump printed, in minutes (`[chan send, 3 minutes]`).
+        #[serde(default)]
+        longest_min: Option<u64>,
+    },
+    /// Time waited at one site from a runtime's contention profiles (Go's
+    /// mutex and block profiles, diffed between consecutive fetches).
+    WaitProfile {
+        /// `go`.
+        runtime: String,
+        /// The probe the profiles came from (`mutex`, `block`).
+        profile: String,
+        /// `lock`, `channel` or `other`.
+        wait: String,
+        /// `sync.(*Mutex).Lock`, `chan send`, `chan receive`, `select`.
+        primitive: String,
+        site: String,
+        /// The stacks are the holder's (the mutex profile records the unlock).
+        held: bool,
+        count: i64,
+        waited_s: f64,
+        /// Seconds the profiles' differences spanned (none: one profile,
+        /// counted since the process started).
+        span_s: Option<f64>,
+        /// `waited_s / span_s`: the mean number of goroutines waiting there.
+        per_s: Option<f64>,
+        /// The heaviest stack, leaf first.
+        stack: Vec<String>,
+    },
     StackCluster {
         state: String,
         count: usize,
@@ -131,6 +167,12 @@ impl Detail {
             Detail::ThreadStates { .. } => FindingKind::ThreadStates,
             Detail::LockContention { .. } | Detail::JfrContention { .. } => FindingKind::Lock,
             Detail::PoolWait { .. } => FindingKind::Pool,
+            Detail::ChannelWait { .. } => FindingKind::Channel,
+            Detail::WaitProfile { wait, .. } => match wait.as_str() {
+                "lock" => FindingKind::Lock,
+                "channel" => FindingKind::Channel,
+                _ => FindingKind::Contention,
+            },
             Detail::Pinning { .. } => FindingKind::Pinning,
             Detail::Deadlock { .. } => FindingKind::Deadlock,
             Detail::StackCluster { .. } => FindingKind::Cluster,

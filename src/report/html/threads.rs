@@ -74,11 +74,15 @@ fn dump_cells(o: &mut String, r: &PhaseThreads) {
             )
         })
         .unwrap_or_else(|| "-".into());
-    let pool = a
+    let mut pool = a
         .top_pool
         .as_ref()
         .map(|p| format!("{} ×{}", p.pool, p.waiters))
         .unwrap_or_else(|| "-".into());
+    if a.in_channel > 0 {
+        // Waiting on a channel (Go): held up like a pool borrower.
+        pool = format!("{pool}; channel ×{}", a.in_channel);
+    }
     let _ = write!(
         o,
         "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\" title=\"{}\">{}</td><td class=\"l\">{}</td>",

@@ -1,0 +1,64 @@
+//! The Python test service (`tests/python/ledger.py`) on 127.0.0.1, killed
+//! on drop; and `py-spy`, which the `python` collector runs (a missing one
+//! is an error that says how to install it).
+//!
+//! Use from an integration test with `#[path = "support/python.rs"] mod python;`.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+pub const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/ledger.py");
+
+/// Panics, saying how to install it, unless `py-spy` runs.
+pub fn require_py_spy() {
+    let ok = Command::new("py-spy")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "`py-spy` not found: install it (`python3 -m pip install py-spy`, or run tests/setup.sh)"
+    );
+}
+
+pub struct Service {
+    child: Child,
+    pub addr: String,
+}
+
+impl Service {
+    pub fn start() -> Service {
+        let mut child = Command::new("python3")
+            .arg(SOURCE)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("python3 runs");
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut line);
+        }
+        let Some(addr) = line.trim().strip_prefix("service=").map(str::to_string) else {
+            let _ = child.kill();
+            panic!("the Python service did not say where it listens: `{line}`");
+        };
+        Service { child, addr }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
