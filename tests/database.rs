@@ -101,13 +101,23 @@ fn brunt_run(prof: &Path, run: &Path, password: Option<&str>) -> (std::process::
 }
 
 fn profile(svc: u16, pg: &Postgres, budget_p99: &str) -> String {
+    shaped(
+        svc,
+        pg,
+        budget_p99,
+        "{ stress: { start: 10/s, step: 70/s, step_duration: 3s, max: 80/s } }",
+    )
+}
+
+/// The hot-row profile with the postgres collector, in `shape`.
+fn shaped(svc: u16, pg: &Postgres, budget_p99: &str, shape: &str) -> String {
     format!(
         r#"
 name: hot-row
 target: {{ url: "http://127.0.0.1:{svc}", timeout: 3s }}
 requests: [ {{ path: /hot }} ]
 load: {{ connections: 12 }}
-shape: {{ stress: {{ start: 10/s, step: 70/s, step_duration: 3s, max: 80/s }} }}
+shape: {shape}
 budgets: [ "p99 < {budget_p99}" ]
 collectors:
   database: {{ host: 127.0.0.1, port: {}, user: postgres, dbname: postgres, password_env: {PW_VAR} }}
@@ -195,6 +205,30 @@ fn a_hot_row_stress_run_names_the_knee_the_lock_the_relation_and_the_blocker() {
         "{slow}"
     );
     postgres::assert_no_password(&run);
+}
+
+/// The same queueing service under an overload shape: it does not shed, its
+/// admitted p99 breaks, and the verdict says what the server side showed
+/// during the overload — the row lock its requests queued on.
+#[test]
+fn an_overload_on_a_queueing_service_names_the_row_lock_it_queued_on() {
+    let pg = Postgres::start(60);
+    let svc = Service::start(pg.port, 25);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let shape = "{ overload: { baseline: 10/s, baseline_duration: 3s, rate: 80/s, duration: 5s, recovery_duration: 3s } }";
+    let prof = cmd::write(dir.path(), "ov.yaml", &shaped(svc.port, &pg, "600ms", shape));
+    let run = dir.path().join("run");
+    let (_, text) = brunt_run(&prof, &run, Some(PASSWORD));
+    let s = collect::read_json(&run.join("summary.json"));
+    let v = &s["verdicts"]["overload"];
+    assert_eq!(v["pass"], false, "a queue is not shedding: {text}");
+    let seen = v["server_finding"].as_str().unwrap_or_default();
+    assert!(seen.contains("row lock of `orders`"), "{v}");
+    let why = v["text"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("during the overload the server side showed: ") && why.contains(seen),
+        "{why}"
+    );
 }
 
 #[test]

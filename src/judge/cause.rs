@@ -7,6 +7,7 @@
 use super::knee::StressResult;
 use super::rules::opt_pct;
 use super::verdict::{Cause, StepRow};
+use crate::evidence::FindingRef;
 use crate::metrics::GeneratorHealth;
 use crate::vocab::findings::FindingKind;
 
@@ -59,26 +60,30 @@ struct Seen {
     finding: String,
 }
 
+/// The top finding and the database behind it, in one chain: a pool
+/// waiting ← the lock its connections wait on (`; top finding (…): …`, empty
+/// when neither was seen). Only what the database showed is said.
+pub(super) fn finding_chain(top: Option<&FindingRef>, db: Option<&FindingRef>) -> String {
+    let mut finding = top
+        .map(|f| format!("; top finding ({} {}): {}", f.severity, f.kind, f.summary))
+        .unwrap_or_default();
+    match (top, db) {
+        (Some(top), Some(db)) if top == db => {}
+        (Some(top), Some(db)) if top.kind == FindingKind::Pool => {
+            finding.push_str(&format!(" ← database: {}", db.summary))
+        }
+        (_, Some(db)) => finding.push_str(&format!(
+            "; database ({} {}): {}",
+            db.severity, db.kind, db.summary
+        )),
+        _ => {}
+    }
+    finding
+}
+
 impl Seen {
     fn of(step: &StepRow) -> Seen {
-        let mut finding = step
-            .top_finding
-            .as_ref()
-            .map(|f| format!("; top finding ({} {}): {}", f.severity, f.kind, f.summary))
-            .unwrap_or_default();
-        // The database behind it, in one chain: a pool waiting ← the lock
-        // its connections wait on. Only what the database showed is said.
-        match (&step.top_finding, &step.db_finding) {
-            (Some(top), Some(db)) if top == db => {}
-            (Some(top), Some(db)) if top.kind == FindingKind::Pool => {
-                finding.push_str(&format!(" ← database: {}", db.summary))
-            }
-            (_, Some(db)) => finding.push_str(&format!(
-                "; database ({} {}): {}",
-                db.severity, db.kind, db.summary
-            )),
-            _ => {}
-        }
+        let finding = finding_chain(step.top_finding.as_ref(), step.db_finding.as_ref());
         let threads = if step.threads.is_empty() {
             String::new()
         } else {

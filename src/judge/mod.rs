@@ -102,6 +102,7 @@ pub fn compute(
                 secs,
                 fast_fail.as_secs_f64() * 1000.0,
                 *expect_capacity,
+                server,
             );
         }
         ShapeKind::Spike => v.spike = spike::spike(meta, budgets, m, secs),

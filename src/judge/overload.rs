@@ -5,6 +5,7 @@ use super::rules::*;
 use super::verdict::{Check, CheckStatus, LatencySplit, OverloadVerdict};
 use super::wait::ConnectionWait;
 use crate::budgets::Budget;
+use crate::evidence::ServerEvidence;
 use crate::metrics::series::Second;
 use crate::metrics::{Class, Measured, Stats};
 use crate::rundir::RunMeta;
@@ -49,6 +50,7 @@ pub(super) fn overload(
     secs: &[Second],
     fast_fail_ms: f64,
     expect_capacity: Option<f64>,
+    server: Option<&ServerEvidence>,
 ) -> Option<OverloadVerdict> {
     let oi = meta.phase_index("overload")?;
     let ov = m.phases.get(oi)?;
@@ -72,7 +74,22 @@ pub(super) fn overload(
         no_transport_errors(meta, m),
         recovered,
     ];
-    Some(verdict(checks, &load, recovery_s, ov))
+    let mut v = verdict(checks, &load, recovery_s, ov);
+    // What the server side showed during the overload (a pool waiting ← the
+    // database lock behind it): said when a check failed, never guessed.
+    let info = &meta.phases[oi];
+    let (from, to) = (info.start.as_secs_f64(), info.end().as_secs_f64());
+    let top = server.and_then(|sv| sv.top_finding_beside_db(&info.name, from, to));
+    let db = server.and_then(|sv| sv.top_db_finding(&info.name, from, to));
+    let chain = super::cause::finding_chain(top, db);
+    if !chain.is_empty() {
+        let seen = chain.trim_start_matches("; ").to_string();
+        if !v.pass {
+            v.text = format!("{}; during the overload the server side showed: {seen}", v.text);
+        }
+        v.server_finding = Some(seen);
+    }
+    Some(v)
 }
 
 /// The `overload` phase's offered load against what the service showed it can serve.
@@ -468,6 +485,7 @@ fn verdict(
         shed_fraction: load.measured,
         recovery_s,
         text,
+        server_finding: None,
     }
 }
 

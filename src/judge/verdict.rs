@@ -181,6 +181,10 @@ pub struct OverloadVerdict {
     /// Seconds from the end of `overload` until p99 is within bound and no answer is shed.
     pub recovery_s: Option<f64>,
     pub text: String,
+    /// The server side's top finding during `overload` (a pool wait chained
+    /// to the database lock behind it), when collectors saw one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_finding: Option<String>,
 }
 
 /// p50/p99 (ms) of one outcome class over a phase.

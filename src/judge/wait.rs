@@ -21,6 +21,11 @@ const WAIT_SHARE: f64 = 0.5;
 /// lanes were not held by slow answers (a stalled or queueing service holds
 /// them through its service time, and that is the service's tail).
 const SERVICE_SHARE: f64 = 0.5;
+/// … and the answers were quick next to the tail: service time p99 at most
+/// this share of latency p99. A service whose own time rose under the load
+/// (a lock queue, a saturated CPU) holds brunt's connections because it is
+/// slow; more connections would only queue more inside it.
+const QUICK_SHARE: f64 = 0.1;
 
 /// The wait for a lane in one scope, against its latency and service time.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -75,7 +80,8 @@ impl ConnectionWait {
         };
         let dominates = wait_p99_ms >= MIN_WAIT_MS
             && wait_p99_ms >= WAIT_SHARE * latency_p99_ms
-            && service_max_ms <= SERVICE_SHARE * wait_p99_ms;
+            && service_max_ms <= SERVICE_SHARE * wait_p99_ms
+            && service_p99_ms <= QUICK_SHARE * latency_p99_ms;
         let mut w = ConnectionWait {
             connections,
             latency_p99_ms,
@@ -176,6 +182,11 @@ mod tests {
         let s = stats(&[400; 100], &[300; 100], &[350; 100]);
         let w = ConnectionWait::of(&s, Model::Open, Some(8), false).expect("a wait");
         assert!(!w.dominates && w.text.is_empty(), "{w:?}");
+        // A lock queue in the service (the hot-row case): its own time rose
+        // to a quarter of the tail, the waits are its doing.
+        let s = stats(&[2500; 100], &[2100; 100], &[680; 100]);
+        let w = ConnectionWait::of(&s, Model::Open, Some(12), false).expect("a wait");
+        assert!(!w.dominates, "{w:?}");
         // The closed model has no such queue.
         assert!(ConnectionWait::of(&s, Model::Closed, Some(8), false).is_none());
         // A few milliseconds of waiting are the generator's own granularity.

@@ -42,11 +42,18 @@ pub struct PhaseFigures {
     pub throughput: f64,
     /// Non-ok answers (shed included) over all answers.
     pub error_rate: f64,
+    /// Every answer together (ok, shed and errors).
     pub latency: Percentiles,
+    /// Ok and shed answers apart: fast 503s must not read as fast service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ok_latency: Option<Percentiles>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shed_latency: Option<Percentiles>,
 }
 
 impl PhaseFigures {
-    fn of(hist: &Histogram<u64>, counts: &BTreeMap<Class, u64>, duration_s: f64) -> PhaseFigures {
+    fn of(l: &Sides, counts: &BTreeMap<Class, u64>, duration_s: f64) -> PhaseFigures {
+        let hist = &l.0;
         let n = |c: Class| counts.get(&c).copied().unwrap_or(0);
         let requests: u64 = counts.values().sum();
         let per_s = |v: u64| {
@@ -70,7 +77,19 @@ impl PhaseFigures {
                 0.0
             },
             latency: Percentiles::of(hist),
+            ok_latency: l.1.as_ref().filter(|h| !h.is_empty()).map(Percentiles::of),
+            shed_latency: l.2.as_ref().filter(|h| !h.is_empty()).map(Percentiles::of),
         }
+    }
+}
+
+/// A phase's histograms: every answer, ok alone, shed alone.
+type Sides = (Histogram<u64>, Option<Histogram<u64>>, Option<Histogram<u64>>);
+
+/// Add `h` into the `slot` histogram (created on first use).
+fn add_into(slot: &mut Option<Histogram<u64>>, h: &Option<Histogram<u64>>) {
+    if let Some(h) = h {
+        let _ = slot.get_or_insert_with(new_hist).add(h);
     }
 }
 
@@ -117,7 +136,8 @@ fn sides(data: &RunData) -> (Vec<String>, BTreeMap<String, PhaseFigures>) {
     let meta = &data.meta;
     // How far the load got: a phase cut short by a stop counts its measured part only.
     let elapsed = data.seconds.iter().map(|s| s.t + 1).max().unwrap_or(0) as f64;
-    let mut run = (new_hist(), BTreeMap::<Class, u64>::new(), 0.0);
+    let mut run: (Sides, BTreeMap<Class, u64>, f64) =
+        ((new_hist(), None, None), BTreeMap::new(), 0.0);
     let mut out = BTreeMap::new();
     for (phase, l) in &data.latency.phases {
         let p = meta.phase_index(phase).map(|i| &meta.phases[i]);
@@ -126,13 +146,16 @@ fn sides(data: &RunData) -> (Vec<String>, BTreeMap<String, PhaseFigures>) {
             .unwrap_or(0.0);
         // `run` merges every phase but the warm-up.
         if p.is_some_and(|p| !p.is_warmup()) {
-            let _ = run.0.add(&l.all);
+            let _ = run.0 .0.add(&l.all);
+            add_into(&mut run.0 .1, &l.ok);
+            add_into(&mut run.0 .2, &l.shed);
             for (c, n) in &l.counts {
                 *run.1.entry(*c).or_default() += n;
             }
             run.2 += secs;
         }
-        out.insert(phase.clone(), PhaseFigures::of(&l.all, &l.counts, secs));
+        let sides = (l.all.clone(), l.ok.clone(), l.shed.clone());
+        out.insert(phase.clone(), PhaseFigures::of(&sides, &l.counts, secs));
     }
     if !run.1.is_empty() {
         out.insert("run".into(), PhaseFigures::of(&run.0, &run.1, run.2));
@@ -252,6 +275,16 @@ pub fn render(c: &Comparison) -> String {
             ("p99.9", a.latency.p999, b.latency.p999, ms),
             ("max", a.latency.max, b.latency.max, ms),
         ];
+        // With shed answers on either side, ok and shed p99 apart as well.
+        let apart = |f: &PhaseFigures, ok: bool| {
+            let l = if ok { &f.ok_latency } else { &f.shed_latency };
+            l.as_ref().map_or(0.0, |p| p.p99)
+        };
+        let mut metrics = metrics.to_vec();
+        if a.shed + b.shed > 0 {
+            metrics.push(("ok p99", apart(a, true), apart(b, true), ms));
+            metrics.push(("shed p99", apart(a, false), apart(b, false), ms));
+        }
         for (i, (name, x, y, show)) in metrics.iter().enumerate() {
             let (d, pct) = delta(*x, *y, *show);
             let _ = writeln!(
@@ -268,7 +301,7 @@ pub fn render(c: &Comparison) -> String {
     }
     let _ = writeln!(
         o,
-        "\npercentiles from merged histograms (latency.hlog) of every outcome; `run` without the warm-up; Δ% relative to A"
+        "\npercentiles from merged histograms (latency.hlog) of every outcome together, with ok and shed p99 apart\nwhen anything was shed; `run` without the warm-up; Δ% relative to A"
     );
     if !c.gates.is_empty() {
         let _ = writeln!(o, "\ngates:");
@@ -319,6 +352,9 @@ pub enum Measure {
     Shed,
     /// Non-ok answers over all answers (0–1).
     ErrorRate,
+    /// p99 of the ok answers alone, and of the shed ones.
+    OkP99,
+    ShedP99,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -341,6 +377,8 @@ impl Measure {
             "p95" => Measure::Latency(L::P95),
             "p99" => Measure::Latency(L::P99),
             "p99.9" | "p999" => Measure::Latency(L::P999),
+            "ok_p99" => Measure::OkP99,
+            "shed_p99" => Measure::ShedP99,
             "max" => Measure::Latency(L::Max),
             "mean" => Measure::Latency(L::Mean),
             "throughput" => Measure::Throughput,
@@ -376,6 +414,8 @@ impl Measure {
             Measure::Requests => Some(s.requests as f64),
             Measure::Errors => Some(s.errors as f64),
             Measure::Shed => Some(s.shed as f64),
+            Measure::OkP99 => s.ok_latency.as_ref().map(|p| p.p99),
+            Measure::ShedP99 => s.shed_latency.as_ref().map(|p| p.p99),
         }
     }
 
@@ -390,7 +430,7 @@ impl Measure {
 
     fn show(self, v: f64) -> String {
         match self {
-            Measure::Latency(_) => ms(v),
+            Measure::Latency(_) | Measure::OkP99 | Measure::ShedP99 => ms(v),
             Measure::Throughput | Measure::Rps => format!("{v:.1}/s"),
             Measure::ErrorRate => format!("{:.2}%", v * 100.0),
             _ => format!("{v:.0}"),
@@ -449,7 +489,7 @@ impl std::str::FromStr for Condition {
         let name = expr[..at].trim();
         let metric = Measure::parse(name).ok_or_else(|| {
             err(format!(
-                "unknown metric `{name}`: use p50, p90, p95, p99, p99.9, max, mean, throughput, rps, requests, errors, shed or error_rate"
+                "unknown metric `{name}`: use p50, p90, p95, p99, p99.9, max, mean, ok_p99, shed_p99, throughput, rps, requests, errors, shed or error_rate"
             ))
         })?;
         let above = expr[at..].starts_with('>');
@@ -593,7 +633,7 @@ mod tests {
     fn side(p99: f64, ok: u64, secs: f64) -> PhaseFigures {
         let mut counts = BTreeMap::new();
         counts.insert(Class::Ok, ok);
-        let mut s = PhaseFigures::of(&new_hist(), &counts, secs);
+        let mut s = PhaseFigures::of(&(new_hist(), None, None), &counts, secs);
         s.latency.count = ok;
         s.latency.p99 = p99;
         s
@@ -615,6 +655,21 @@ mod tests {
 
     fn status(cond: &str, c: &Comparison) -> Status {
         cond.parse::<Condition>().expect(cond).judge(c).status
+    }
+
+    #[test]
+    fn ok_and_shed_p99_are_measures_of_their_own() {
+        let mut ok = new_hist();
+        ok.record(40_000_000).expect("in range"); // ns
+        let mut shed = new_hist();
+        shed.record(1_000_000).expect("in range");
+        let counts = BTreeMap::from([(Class::Ok, 1), (Class::Shed, 1)]);
+        let f = PhaseFigures::of(&(new_hist(), Some(ok), Some(shed)), &counts, 1.0);
+        let p = |m: &str| Measure::parse(m).and_then(|m| m.of(&f));
+        assert!(p("ok_p99").is_some_and(|v| (v - 40.0).abs() < 0.1), "{:?}", p("ok_p99"));
+        assert!(p("shed_p99").is_some_and(|v| (v - 1.0).abs() < 0.01), "{:?}", p("shed_p99"));
+        let none = PhaseFigures::of(&(new_hist(), None, None), &counts, 1.0);
+        assert_eq!(Measure::OkP99.of(&none), None, "nothing to measure: NO DATA, never 0");
     }
 
     #[test]

@@ -52,6 +52,8 @@ fn window_stats(t: &Second, phase: usize) -> WindowStats {
         p50_us: t.p50_us,
         p99_us: t.p99_us,
         max_us: t.max_us,
+        ok_p99_us: t.ok_p99_us,
+        shed_p99_us: t.shed_p99_us,
     }
 }
 

@@ -550,17 +550,34 @@ pub fn progress_prefix(elapsed_s: u64, planned_s: u64) -> String {
 
 /// The plain progress line of one second, as `brunt run` prints it when
 /// stderr is not a terminal (CI logs) and `brunt watch` when piped.
+/// One second in a line that fits 80 columns after the `[0:05/0:20  25%]`
+/// prefix: counts that are zero are left out, and with shed answers the ok
+/// and shed p99 are apart (fast 503s are not fast service).
 pub fn progress_line(phase: &str, label: &str, s: &WindowStats) -> String {
-    format!(
-        "{phase} {label} | offered {}/s done {}/s | in flight {} | p99 {} | ok {} shed {} err {}",
-        s.offered,
-        s.completed,
-        s.in_flight,
-        p99_shown(s),
-        s.ok,
-        s.shed,
-        s.errors
-    )
+    let mut line = format!(
+        "{phase} {label} | offered {}/s done {}/s | ",
+        s.offered, s.completed
+    );
+    let ms = |us: u64| fmt_ms(us as f64 / 1000.0);
+    if s.shed > 0 && s.completed > 0 {
+        line.push_str(&format!(
+            "p99 ok {} shed {}",
+            if s.ok > 0 { ms(s.ok_p99_us) } else { "—".into() },
+            ms(s.shed_p99_us)
+        ));
+    } else {
+        line.push_str(&format!("p99 {}", p99_shown(s)));
+    }
+    line.push_str(&format!(" | ok {}", s.ok));
+    for (n, what) in [(s.shed, "shed"), (s.errors, "err")] {
+        if n > 0 {
+            line.push_str(&format!(" {what} {n}"));
+        }
+    }
+    if s.in_flight > 0 {
+        line.push_str(&format!(" | {} in flight", s.in_flight));
+    }
+    line
 }
 
 /// The window's p99 for the progress line: a dash when nothing was answered
@@ -597,10 +614,40 @@ mod tests {
             p50_us: 0,
             p99_us: 0,
             max_us: 0,
+            ..Default::default()
         };
         assert_eq!(p99_shown(&s), "—");
         s.completed = 10;
         s.p99_us = 2_012_345;
         assert_eq!(p99_shown(&s), "2012.3ms");
+    }
+
+    #[test]
+    fn the_progress_line_fits_80_columns_and_keeps_ok_and_shed_apart() {
+        let s = WindowStats {
+            offered: 12_000,
+            completed: 11_950,
+            ok: 6_000,
+            shed: 5_900,
+            errors: 50,
+            in_flight: 1_234,
+            p99_us: 40_000,
+            ok_p99_us: 41_500,
+            shed_p99_us: 1_200,
+            ..Default::default()
+        };
+        let line = format!("[10:05/20:00  50%] {}", super::progress_line("overload", "12000/s", &s));
+        assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+        assert!(line.contains("p99 ok 41.5ms shed 1.20ms"), "{line}");
+        assert!(line.contains("| offered 12000/s"), "{line}");
+        let calm = WindowStats {
+            offered: 200,
+            completed: 200,
+            ok: 200,
+            p99_us: 2_500,
+            ..Default::default()
+        };
+        let line = super::progress_line("main", "200/s", &calm);
+        assert!(line.ends_with("p99 2.5ms | ok 200"), "zero counts left out: {line}");
     }
 }

@@ -115,6 +115,8 @@ impl State {
             p50_us: pct_us(&lat, 0.5),
             p99_us: pct_us(&lat, 0.99),
             max_us: if lat.is_empty() { 0 } else { lat.max() / 1000 },
+            ok_p99_us: pct_us(&total.latency(Some(Class::Ok)), 0.99),
+            shed_p99_us: pct_us(&total.latency(Some(Class::Shed)), 0.99),
         };
         Ok((stats, rows))
     }

@@ -121,6 +121,11 @@ pub struct WindowStats {
     pub p50_us: u64,
     pub p99_us: u64,
     pub max_us: u64,
+    /// p99 of the ok answers alone and of the shed ones (0: none).
+    #[serde(default)]
+    pub ok_p99_us: u64,
+    #[serde(default)]
+    pub shed_p99_us: u64,
 }
 
 /// Follows a run from outside the load path. Called from the recorder thread
