@@ -341,13 +341,27 @@ fn notes(
         && !heap.iter().any(|s| flagged(*s))
         && !grows.iter().any(|g| g.kind == PartKind::HeapClass)
     {
+        // How much of RSS's growth the live heap is: none, or a part.
+        let slope = |s: Series| {
+            trends
+                .iter()
+                .find(|t| t.series == s.name && t.note.is_none())
+                .map(|t| t.slope_per_hour)
+        };
+        let rss = slope(series::TARGET_RSS).unwrap_or(0.0);
+        let live = heap.iter().filter_map(|s| slope(*s)).fold(0.0, f64::max);
+        let heap_part = if live > 0.01 * rss {
+            format!("of its +{}/h the live heap is +{}/h", bytes(rss), bytes(live))
+        } else {
+            "the live heap does not".to_string()
+        };
         // NMT ran when its committed total is a series; named or not, the
         // how-to is for a JVM that runs without it.
         let nmt = sv.series.contains_key(series::JVM_NMT_COMMITTED.name);
         out.push(if nmt {
-            "RSS grows outside the Java heap (the live heap does not)".to_string()
+            format!("RSS grows outside the Java heap ({heap_part})")
         } else {
-            "RSS grows outside the Java heap (the live heap does not); no Native Memory Tracking summary was read: to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)".to_string()
+            format!("RSS grows outside the Java heap ({heap_part}); no Native Memory Tracking summary was read: to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)")
         });
     }
     out
@@ -456,6 +470,46 @@ mod tests {
             p.notes[0].contains("no full collection in the window"),
             "{:?}",
             p.notes
+        );
+    }
+
+    #[test]
+    fn rss_outside_the_heap_is_said_with_how_to_see_more() {
+        // The live heap grows too, below its threshold.
+        let th = LeakThresholds {
+            heap_after_gc: crate::vocab::units::PerHour(1e9),
+            ..Default::default()
+        };
+        let line = |per_s: f64| -> Vec<(f64, f64)> {
+            (0..30)
+                .map(|i| (i as f64 * 3.0, 1e8 + per_s * i as f64 * 3.0))
+                .collect()
+        };
+        let mut sv = ServerEvidence::default();
+        sv.series.insert(series::TARGET_RSS.name.into(), line(1e6));
+        sv.series.insert(series::JVM_LIVE_SET.name.into(), line(1e5));
+        let trends: Vec<Trend> = sv
+            .series
+            .iter()
+            .map(|(k, p)| trend(k, p, 0.0, 90.0, &th))
+            .collect();
+        let p = judge(Some(&sv), &trends, 0.0, 90.0, &th);
+        assert_eq!(
+            p.notes,
+            vec!["RSS grows outside the Java heap (of its +3.6 GB/h the live heap is +360.0 MB/h); no Native Memory Tracking summary was read: to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)"]
+        );
+        // With NMT read, and a live heap that holds still: said shorter.
+        sv.series.insert(series::JVM_LIVE_SET.name.into(), line(0.0));
+        sv.series.insert(series::JVM_NMT_COMMITTED.name.into(), line(1e6));
+        let trends: Vec<Trend> = sv
+            .series
+            .iter()
+            .map(|(k, p)| trend(k, p, 0.0, 90.0, &th))
+            .collect();
+        let p = judge(Some(&sv), &trends, 0.0, 90.0, &th);
+        assert_eq!(
+            p.notes,
+            vec!["RSS grows outside the Java heap (the live heap does not)"]
         );
     }
 
