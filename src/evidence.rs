@@ -203,7 +203,8 @@ impl ServerEvidence {
 /// (`start_unix` is the run start), thread states per dump as
 /// `jvm.threads.<state>`, heap after each full GC (from JFR) as
 /// `jvm.heap_after_gc_bytes` (after a young GC: `jvm.heap_after_young_gc_bytes`),
-/// and the parts a soak watches grow ([`crate::diagnosis::growth`]).
+/// and the parts a soak watches grow with their series (live set, NMT,
+/// direct buffers, Metaspace, loaded classes: [`crate::diagnosis::growth`]).
 pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerEvidence {
     let mut out = ServerEvidence::default();
     for f in &a.findings {

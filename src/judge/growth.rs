@@ -351,7 +351,11 @@ fn notes(
         let rss = slope(series::TARGET_RSS).unwrap_or(0.0);
         let live = heap.iter().filter_map(|s| slope(*s)).fold(0.0, f64::max);
         let heap_part = if live > 0.01 * rss {
-            format!("of its +{}/h the live heap is +{}/h", bytes(rss), bytes(live))
+            format!(
+                "of its +{}/h the live heap is +{}/h",
+                bytes(rss),
+                bytes(live)
+            )
         } else {
             "the live heap does not".to_string()
         };
@@ -485,30 +489,29 @@ mod tests {
                 .map(|i| (i as f64 * 3.0, 1e8 + per_s * i as f64 * 3.0))
                 .collect()
         };
+        let notes = |sv: &ServerEvidence| {
+            let trends: Vec<Trend> = sv
+                .series
+                .iter()
+                .map(|(k, p)| trend(k, p, 0.0, 90.0, &th))
+                .collect();
+            judge(Some(sv), &trends, 0.0, 90.0, &th).notes
+        };
         let mut sv = ServerEvidence::default();
         sv.series.insert(series::TARGET_RSS.name.into(), line(1e6));
-        sv.series.insert(series::JVM_LIVE_SET.name.into(), line(1e5));
-        let trends: Vec<Trend> = sv
-            .series
-            .iter()
-            .map(|(k, p)| trend(k, p, 0.0, 90.0, &th))
-            .collect();
-        let p = judge(Some(&sv), &trends, 0.0, 90.0, &th);
+        sv.series
+            .insert(series::JVM_LIVE_SET.name.into(), line(1e5));
         assert_eq!(
-            p.notes,
+            notes(&sv),
             vec!["RSS grows outside the Java heap (of its +3.6 GB/h the live heap is +360.0 MB/h); no Native Memory Tracking summary was read: to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)"]
         );
         // With NMT read, and a live heap that holds still: said shorter.
-        sv.series.insert(series::JVM_LIVE_SET.name.into(), line(0.0));
-        sv.series.insert(series::JVM_NMT_COMMITTED.name.into(), line(1e6));
-        let trends: Vec<Trend> = sv
-            .series
-            .iter()
-            .map(|(k, p)| trend(k, p, 0.0, 90.0, &th))
-            .collect();
-        let p = judge(Some(&sv), &trends, 0.0, 90.0, &th);
+        sv.series
+            .insert(series::JVM_LIVE_SET.name.into(), line(0.0));
+        sv.series
+            .insert(series::JVM_NMT_COMMITTED.name.into(), line(1e6));
         assert_eq!(
-            p.notes,
+            notes(&sv),
             vec!["RSS grows outside the Java heap (the live heap does not)"]
         );
     }
