@@ -533,6 +533,14 @@ fn a_histogram_gap_is_a_gap_not_a_wrong_verdict() {
     }
 }
 
+/// The kinds of summary.json's `verdicts.soak.grows[]`, in order.
+fn grown_kinds(summary: &serde_json::Value) -> Vec<&str> {
+    summary["verdicts"]["soak"]["grows"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|g| g["kind"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// `GET path` once more after the run: the count the target answers
 /// (`threads 1234`) is how many it made.
 fn count_after(t: &java::JavaTarget, path: &str) -> f64 {
@@ -624,10 +632,7 @@ fn threads_and_sockets_named(jdk: Jdk, over_ssh: bool) {
             so.text
         );
     }
-    let kinds: Vec<&str> = s.summary["verdicts"]["soak"]["grows"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|g| g["kind"].as_str()).collect())
-        .unwrap_or_default();
+    let kinds = grown_kinds(&s.summary);
     assert!(
         kinds.contains(&"thread_group") && kinds.contains(&"sockets"),
         "JDK {m}: {kinds:?}"
@@ -805,10 +810,7 @@ fn off_heap_named(jdk: Jdk, over_ssh: bool, prefix: &[&str]) {
         "JDK {m}: a heap class called a leak: {}",
         so.text
     );
-    let kinds: Vec<&str> = s.summary["verdicts"]["soak"]["grows"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|g| g["kind"].as_str()).collect())
-        .unwrap_or_default();
+    let kinds = grown_kinds(&s.summary);
     for k in ["direct_buffers", "metaspace", "sockets"] {
         assert!(kinds.contains(&k), "JDK {m}: {k} not in {kinds:?}");
     }
