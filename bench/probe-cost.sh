@@ -106,7 +106,7 @@ for JH in "${JDKS[@]}"; do
         measure "NMT summary (VM.native_memory)" "$LOG" "$JH/bin/jcmd" "$PID" VM.native_memory summary
         if [ "$live" = large ]; then
             for _ in $(seq "$SOCKETS"); do echo "url = \"127.0.0.1:$PORT/grow/sockets\""; echo "output = /dev/null"; done |
-                curl -s -K - > /dev/null
+                curl -s -Z --parallel-max 8 -K - > /dev/null 2>&1
             fds_script "$PID"
             t0=$(date +%s%N)
             cpu=$( { /usr/bin/time -f '%U %S' sh "$WORK/fds.sh" > "$WORK/fds.out"; } 2>&1 | tail -1)
