@@ -656,7 +656,8 @@ fn threads_and_sockets_named_jdk17_ssh() {
 
 /// Direct buffers (native memory) kept per request, with Native Memory
 /// Tracking on: RSS grows while the live set does not — said as "outside
-/// the Java heap" — and NMT's `Other` category is named with its rate.
+/// the Java heap" — and NMT's `Other` category is named with its rate, as
+/// is the direct buffer pool JFR reads.
 #[test]
 fn direct_buffers_are_named_outside_the_heap() {
     let _g = load::serial();
@@ -699,6 +700,15 @@ fn direct_buffers_are_named_outside_the_heap() {
         "the heap's small DirectByteBuffer objects are not the leak: {}",
         so.text
     );
+    // JFR's direct buffer pool says the same as NMT, with the buffers' count.
+    let d = named(so, PartKind::DirectBuffers, &s.evidence, 21);
+    near(
+        d,
+        buffers * kb * 1024.0 / secs * 3600.0,
+        0.25,
+        "JDK 21 direct buffers",
+    );
+    assert!(d.instances_per_hour.is_some(), "{}", d.text);
 }
 
 /// Classes each `/grow/classes` request defines, each in its own loader.
