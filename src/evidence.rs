@@ -51,9 +51,14 @@ pub struct ServerEvidence {
     #[serde(default, skip_serializing_if = "ThreadEvidence::is_empty")]
     pub threads: ThreadEvidence,
     /// The parts a soak watches grow (heap classes, thread groups, sockets
-    /// by state and peer, fd kinds, NMT categories), see [`crate::vocab::growth`].
+    /// by state and peer, fd kinds, NMT categories, direct buffers,
+    /// Metaspace), see [`crate::vocab::growth`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartSeries>,
+    /// The `nmt` probe asked and the JVM answered that Native Memory
+    /// Tracking is off (so the verdict says how to turn it on, not to add the probe).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nmt_off: bool,
 }
 
 /// Thread dumps and JFR waits as the per-phase thread table reads them.
@@ -146,6 +151,7 @@ impl ServerEvidence {
         self.threads.dumps.extend(other.threads.dumps);
         self.threads.jfr.extend(other.threads.jfr);
         self.parts.extend(other.parts);
+        self.nmt_off |= other.nmt_off;
         self.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
         self.normalize();
     }
@@ -262,6 +268,10 @@ pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerE
             .push(((h.unix - start_unix).max(0.0), h.heap_used as f64));
     }
     crate::diagnosis::growth::add_to(a, start_unix, &mut out.series, &mut out.parts);
+    out.nmt_off = a
+        .memory
+        .iter()
+        .any(|m| matches!(m.report, crate::diagnosis::growth::MemoryReport::NativeOff));
     out.threads.jfr = a.jfr_phases.clone();
     out.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     out.normalize();

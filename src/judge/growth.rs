@@ -364,6 +364,8 @@ fn notes(
         let nmt = sv.series.contains_key(series::JVM_NMT_COMMITTED.name);
         out.push(if nmt {
             format!("RSS grows outside the Java heap ({heap_part})")
+        } else if sv.nmt_off {
+            format!("RSS grows outside the Java heap ({heap_part}); the nmt probe found Native Memory Tracking off in the JVM: to name the native category, start it with -XX:NativeMemoryTracking=summary")
         } else {
             format!("RSS grows outside the Java heap ({heap_part}); no Native Memory Tracking summary was read: to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)")
         });
@@ -504,6 +506,12 @@ mod tests {
         assert_eq!(
             notes(&sv),
             vec!["RSS grows outside the Java heap (of its +3.6 GB/h the live heap is +360.0 MB/h); no Native Memory Tracking summary was read: to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)"]
+        );
+        // The probe ran and NMT is off in the JVM: only the flag is missing.
+        sv.nmt_off = true;
+        assert_eq!(
+            notes(&sv),
+            vec!["RSS grows outside the Java heap (of its +3.6 GB/h the live heap is +360.0 MB/h); the nmt probe found Native Memory Tracking off in the JVM: to name the native category, start it with -XX:NativeMemoryTracking=summary"]
         );
         // With NMT read, and a live heap that holds still: said shorter.
         sv.series
