@@ -95,10 +95,11 @@ pub(super) fn handle_event(
         }
         "jdk.GCHeapSummary" => rec.heap.push(heap_sample(v, chunk, unix)),
         "jdk.DirectBufferStatistics" => {
-            let n = |f: &str| chunk.int(chunk.get(v, f)).unwrap_or(0).max(0) as u64;
-            rec.gauges
-                .direct_buffers
-                .push((unix, n("count"), n("memoryUsed")));
+            rec.gauges.direct_buffers.push((
+                unix,
+                uint(chunk, v, "count"),
+                uint(chunk, v, "memoryUsed"),
+            ));
         }
         "jdk.MetaspaceSummary" if when(v, chunk) == "After GC" => {
             let used = chunk
@@ -109,16 +110,16 @@ pub(super) fn handle_event(
             }
         }
         "jdk.ClassLoadingStatistics" => {
-            let n = |f: &str| chunk.int(chunk.get(v, f)).unwrap_or(0).max(0) as u64;
             let c = &mut rec.gauges.classes;
             // Events of one chunk come in write order; a later window's
             // earlier-timed rows are sorted when windows are absorbed.
             if c.last()
                 .is_none_or(|l| (unix - l.0).abs() >= CLASS_COUNT_EVERY_S)
             {
+                let loaded = uint(chunk, v, "loadedClassCount");
                 c.push((
                     unix,
-                    n("loadedClassCount").saturating_sub(n("unloadedClassCount")),
+                    loaded.saturating_sub(uint(chunk, v, "unloadedClassCount")),
                 ));
             }
         }
@@ -169,6 +170,11 @@ fn counted<'r>(
     }
     rec.totals.saw(end);
     Some(&mut rec.totals)
+}
+
+/// An event's count or size field (`None` and negatives as 0).
+fn uint(chunk: &Chunk, v: &Value, field: &str) -> u64 {
+    chunk.int(chunk.get(v, field)).unwrap_or(0).max(0) as u64
 }
 
 /// A GC summary's `when` (`Before GC`, `After GC`), a constant or inline.
