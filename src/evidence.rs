@@ -43,6 +43,10 @@ use crate::vocab::threads::{Activity, JfrPhase};
 /// Everything seen on the server side during a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ServerEvidence {
+    /// The `nmt` probe asked and the JVM answered that Native Memory
+    /// Tracking is off (so the verdict says how to turn it on, not to add the probe).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nmt_off: bool,
     /// Name → samples `(seconds since run start, value)`, in time order.
     #[serde(default)]
     pub series: BTreeMap<String, Vec<(f64, f64)>>,
@@ -51,14 +55,9 @@ pub struct ServerEvidence {
     #[serde(default, skip_serializing_if = "ThreadEvidence::is_empty")]
     pub threads: ThreadEvidence,
     /// The parts a soak watches grow (heap classes, thread groups, sockets
-    /// by state and peer, fd kinds, NMT categories, direct buffers,
-    /// Metaspace), see [`crate::vocab::growth`].
+    /// by state and peer, fd kinds, NMT categories), see [`crate::vocab::growth`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<PartSeries>,
-    /// The `nmt` probe asked and the JVM answered that Native Memory
-    /// Tracking is off (so the verdict says how to turn it on, not to add the probe).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub nmt_off: bool,
 }
 
 /// Thread dumps and JFR waits as the per-phase thread table reads them.
@@ -144,6 +143,7 @@ impl ServerEvidence {
     /// Fold another source in (e.g. the collectors' series, then the
     /// diagnosis' findings): samples of the same series are merged in time order.
     pub fn merge(&mut self, other: ServerEvidence) {
+        self.nmt_off |= other.nmt_off;
         for (k, pts) in other.series {
             self.series.entry(k).or_default().extend(pts);
         }
@@ -151,7 +151,6 @@ impl ServerEvidence {
         self.threads.dumps.extend(other.threads.dumps);
         self.threads.jfr.extend(other.threads.jfr);
         self.parts.extend(other.parts);
-        self.nmt_off |= other.nmt_off;
         self.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
         self.normalize();
     }

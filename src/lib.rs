@@ -25,7 +25,7 @@
 //! | [`profile`] | the YAML profile: every section's types, parsing with file/line/column errors (`{{ }}` templates included), `--set` overrides, compiling a shape into phases | budgets, demo, vocab |
 //! | [`budgets`] | the budget language (`p99 < 500ms`) and its PASS/FAIL evaluation | metrics, vocab |
 //! | [`metrics`] | recording outcomes: HdrHistograms per phase × outcome, 1-s windows, interval log, time series and the one per-second merge of its rows | vocab |
-//! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings, thread activity per phase; class histograms, NMT summaries, thread-name groups and JFR's direct buffers and Metaspace lined up as the parts a soak watches grow | vocab (the thread-activity types the report shows) |
+//! | [`diagnosis`] | reading thread dumps, JFR recordings and pinning traces into findings, thread activity per phase; class histograms, NMT summaries and thread-name groups lined up as the parts a soak watches grow | vocab (the thread-activity types the report shows) |
 //! | [`demo`] | the built-in demo target (`brunt demo-target`, `target: builtin`) | nothing |
 //! | [`vocab`] | the shared vocabulary: run clock, phases, observer, window stats, units, series names, file and artifact names, the collectors' index and sample rows (`diagnostics/*.jsonl`), thread activity, what grows in a soak (parts over time, judged items), exit codes, the gates' PASS/FAIL/NO DATA, notices for the caller to show | nothing |
 
