@@ -45,6 +45,10 @@ use crate::vocab::threads::{Activity, JfrPhase};
 /// Everything seen on the server side during a run.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct ServerEvidence {
+    /// The `nmt` probe asked and the JVM answered that Native Memory
+    /// Tracking is off (so the verdict says how to turn it on, not to add the probe).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub nmt_off: bool,
     /// Name → samples `(seconds since run start, value)`, in time order.
     #[serde(default)]
     pub series: BTreeMap<String, Vec<(f64, f64)>>,
@@ -144,6 +148,7 @@ impl ServerEvidence {
     /// Fold another source in (e.g. the collectors' series, then the
     /// diagnosis' findings): samples of the same series are merged in time order.
     pub fn merge(&mut self, other: ServerEvidence) {
+        self.nmt_off |= other.nmt_off;
         for (k, pts) in other.series {
             self.series.entry(k).or_default().extend(pts);
         }
@@ -251,7 +256,8 @@ impl ServerEvidence {
 /// (`start_unix` is the run start), thread states per dump as
 /// `jvm.threads.<state>`, heap after each full GC (from JFR) as
 /// `jvm.heap_after_gc_bytes` (after a young GC: `jvm.heap_after_young_gc_bytes`),
-/// and the parts a soak watches grow ([`crate::diagnosis::growth`]).
+/// and the parts a soak watches grow with their series (live set, NMT,
+/// direct buffers, Metaspace, loaded classes: [`crate::diagnosis::growth`]).
 pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerEvidence {
     let mut out = ServerEvidence::default();
     for f in &a.findings {
@@ -309,6 +315,10 @@ pub fn from_analysis(a: &crate::diagnosis::Analysis, start_unix: f64) -> ServerE
             .push(((h.unix - start_unix).max(0.0), h.heap_used as f64));
     }
     crate::diagnosis::growth::add_to(a, start_unix, &mut out.series, &mut out.parts);
+    out.nmt_off = a
+        .memory
+        .iter()
+        .any(|m| matches!(m.report, crate::diagnosis::growth::MemoryReport::NativeOff));
     out.threads.jfr = a.jfr_phases.clone();
     out.threads.dumps.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
     out.normalize();

@@ -12,7 +12,14 @@
 //! - a class-histogram probe that fails mid-run: a gap, never a wrong verdict;
 //! - a thread leak and a socket leak in one soak (JDK 21 locally, JDK 17
 //!   over SSH): the thread group `export-worker-N` with the frame its
-//!   threads park in, and the CLOSE_WAIT sockets with their peer.
+//!   threads park in, and the CLOSE_WAIT sockets with their peer;
+//! - direct buffers with NMT on (NMT's `Other` named);
+//! - three leaks outside the heap in one soak, NMT off (JDK 21 locally
+//!   through a command prefix as `docker exec` runs probes, JDK 17 over
+//!   SSH): direct buffers, Metaspace with its classes (a class-loader
+//!   leak) and ESTABLISHED connections to one peer (a pool that never gets
+//!   them back), each named with its rate; RSS said to grow outside the
+//!   heap, with how to turn NMT on.
 //!
 //! Soaks are compressed to 68 s (62 s after the warm-up, the least a per-hour
 //! verdict takes plus 2 s), so every per-hour figure is ~50× what the same
@@ -26,6 +33,8 @@ mod java;
 mod load;
 #[path = "support/sshd.rs"]
 mod sshd;
+#[path = "support/tcp.rs"]
+mod tcp;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -38,7 +47,7 @@ use java::Jdk;
 
 /// e2e_java's thresholds for a 68-s soak (see its `LEAK_THRESHOLDS`).
 const LEAK_THRESHOLDS: &str = "{ rss: 2000MB/h, heap_after_gc: 1000MB/h, threads: 1000/h, \
-     fds: 1000/h, established: 1000/h, close_wait: 1000/h, p99_drift: 100% }";
+     fds: 1000/h, established: 1000/h, close_wait: 1000/h, metaspace: 100MB/h, p99_drift: 100% }";
 
 /// The request rate of every soak here.
 const RATE: f64 = 50.0;
@@ -524,6 +533,14 @@ fn a_histogram_gap_is_a_gap_not_a_wrong_verdict() {
     }
 }
 
+/// The kinds of summary.json's `verdicts.soak.grows[]`, in order.
+fn grown_kinds(summary: &serde_json::Value) -> Vec<&str> {
+    summary["verdicts"]["soak"]["grows"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|g| g["kind"].as_str()).collect())
+        .unwrap_or_default()
+}
+
 /// `GET path` once more after the run: the count the target answers
 /// (`threads 1234`) is how many it made.
 fn count_after(t: &java::JavaTarget, path: &str) -> f64 {
@@ -615,10 +632,7 @@ fn threads_and_sockets_named(jdk: Jdk, over_ssh: bool) {
             so.text
         );
     }
-    let kinds: Vec<&str> = s.summary["verdicts"]["soak"]["grows"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|g| g["kind"].as_str()).collect())
-        .unwrap_or_default();
+    let kinds = grown_kinds(&s.summary);
     assert!(
         kinds.contains(&"thread_group") && kinds.contains(&"sockets"),
         "JDK {m}: {kinds:?}"
@@ -642,7 +656,8 @@ fn threads_and_sockets_named_jdk17_ssh() {
 
 /// Direct buffers (native memory) kept per request, with Native Memory
 /// Tracking on: RSS grows while the live set does not — said as "outside
-/// the Java heap" — and NMT's `Other` category is named with its rate.
+/// the Java heap" — and NMT's `Other` category is named with its rate, as
+/// is the direct buffer pool JFR reads.
 #[test]
 fn direct_buffers_are_named_outside_the_heap() {
     let _g = load::serial();
@@ -685,4 +700,148 @@ fn direct_buffers_are_named_outside_the_heap() {
         "the heap's small DirectByteBuffer objects are not the leak: {}",
         so.text
     );
+    // JFR's direct buffer pool says the same as NMT, with the buffers' count.
+    let d = named(so, PartKind::DirectBuffers, &s.evidence, 21);
+    near(
+        d,
+        buffers * kb * 1024.0 / secs * 3600.0,
+        0.25,
+        "JDK 21 direct buffers",
+    );
+    assert!(d.instances_per_hour.is_some(), "{}", d.text);
+}
+
+/// Classes each `/grow/classes` request defines, each in its own loader.
+const CLASSES_PER_REQUEST: u32 = 8;
+
+/// Direct buffers, a class-loader leak and connections borrowed from a pool
+/// and never returned, one of each per three requests, Native Memory
+/// Tracking off: each is named with its rate (truth: the target's own
+/// counts), RSS is said to grow outside the heap, and the verdict says how
+/// to turn NMT on. `prefix` runs every probe as `PREFIX sh -c '…'`, as
+/// `docker exec`/`kubectl exec` do.
+fn off_heap_named(jdk: Jdk, over_ssh: bool, prefix: &[&str]) {
+    let _g = load::serial();
+    let m = jdk.major;
+    let sshd = over_ssh.then(sshd::Sshd::start);
+    // The pool's peer: holds every connection open until the test ends.
+    let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let h2 = held.clone();
+    let (peer, accept) = tcp::serve(stop.clone(), move |c| {
+        if let Ok(mut v) = h2.lock() {
+            v.push(c);
+        }
+    });
+    let t = target(&jdk, &["-Xms64m", "-Xmx256m", "-XX:+UseG1GC"], "off-heap");
+    let t0 = Instant::now();
+    let s = soak(
+        &t,
+        "off-heap",
+        &format!(
+            r#"{{ path: "/grow/direct?kb=64" }}, {{ path: "/grow/pool?port={peer}" }}, {{ path: "/grow/classes?n={CLASSES_PER_REQUEST}" }}"#
+        ),
+        |r| {
+            let mut c = collectors(
+                &t,
+                r,
+                false,
+                Some(vec![("class-histogram", every(4000)), ("nmt", every(4000))]),
+            );
+            if let Some(sshd) = &sshd {
+                c.transport = sshd.transport();
+            }
+            c.transport.prefix = prefix.iter().map(|p| p.to_string()).collect();
+            c
+        },
+    );
+    let secs = t0.elapsed().as_secs_f64();
+    let per_h = |n: f64| n / secs * 3600.0;
+    let buffers = count_after(&t, "/grow/direct?kb=64");
+    let borrowed = count_after(&t, &format!("/grow/pool?port={peer}"));
+    let classes = count_after(&t, "/grow/classes?n=1");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = accept.join();
+    drop(held);
+    let so = &s.verdict;
+    assert_eq!(so.status, LeakStatus::Leak, "JDK {m}: {}", so.text);
+    let find = |k: PartKind| named(so, k, &s.evidence, m);
+    // Direct buffers: the pool's bytes and count, 64 KiB each.
+    let d = find(PartKind::DirectBuffers);
+    near(
+        d,
+        per_h(buffers) * 65536.0,
+        0.25,
+        &format!("JDK {m} direct"),
+    );
+    let n = d.instances_per_hour.expect("buffers per hour");
+    assert!(
+        (n / per_h(buffers) - 1.0).abs() < 0.25,
+        "JDK {m}: {}",
+        d.text
+    );
+    assert!(
+        d.text.starts_with("direct buffers +"),
+        "JDK {m}: {}",
+        d.text
+    );
+    assert!(
+        (d.slope_per_hour / n / 65536.0 - 1.0).abs() < 0.05 && d.text.contains("KB each"),
+        "JDK {m}: each buffer is 64 KiB: {}",
+        d.text
+    );
+    // Metaspace: the classes defined and kept, counted by JFR.
+    let c = find(PartKind::Metaspace);
+    let k = c.instances_per_hour.expect("classes per hour");
+    assert!(
+        (k / per_h(classes) - 1.0).abs() < 0.25,
+        "JDK {m}: {k}/h vs {}/h: {}",
+        per_h(classes),
+        c.text
+    );
+    assert!(c.slope_per_hour > 0.0, "JDK {m}: {}", c.text);
+    assert!(c.text.contains("class-loader leak"), "JDK {m}: {}", c.text);
+    // Connections never given back: ESTABLISHED to the peer, with its port.
+    let e = find(PartKind::Sockets);
+    assert_eq!(
+        e.name,
+        format!("ESTABLISHED to 127.0.0.1:{peer}"),
+        "JDK {m}: {}",
+        e.text
+    );
+    near(e, per_h(borrowed), 0.25, &format!("JDK {m} pool"));
+    assert!(e.text.contains("never closed"), "JDK {m}: {}", e.text);
+    // Outside the heap, said plainly, with how to see more.
+    // The nmt probe ran and the JVM answered NMT off: only the flag is missing.
+    for said in [
+        "outside the Java heap",
+        "the nmt probe found Native Memory Tracking off",
+        "-XX:NativeMemoryTracking=summary",
+    ] {
+        assert!(so.text.contains(said), "JDK {m}: no {said:?}: {}", so.text);
+    }
+    assert!(
+        !so.grows.iter().any(|g| g.kind == PartKind::HeapClass),
+        "JDK {m}: a heap class called a leak: {}",
+        so.text
+    );
+    let kinds = grown_kinds(&s.summary);
+    for k in ["direct_buffers", "metaspace", "sockets"] {
+        assert!(kinds.contains(&k), "JDK {m}: {k} not in {kinds:?}");
+    }
+    assert!(
+        s.terminal.contains("GROWS direct buffers +"),
+        "JDK {m}: {}",
+        s.terminal
+    );
+}
+
+#[test]
+fn off_heap_named_jdk21_through_a_prefix() {
+    off_heap_named(java::jdk21(), false, &["env", "BRUNT_VIA=exec"]);
+}
+
+#[test]
+fn off_heap_named_jdk17_ssh() {
+    off_heap_named(java::jdk17(), true, &[]);
 }

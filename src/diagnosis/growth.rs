@@ -2,7 +2,9 @@
 //! captured: class histograms through the run become one series per class
 //! (bytes and instances) and the live set; thread dumps become one series
 //! per thread-name group ([`super::thread_groups`]); NMT summaries one per
-//! native category and their committed total. The judge decides what of it
+//! native category and their committed total; JFR's direct-buffer,
+//! Metaspace and class-loading events the direct buffer pool and Metaspace
+//! (each with its count: buffers, loaded classes). The judge decides what of it
 //! grows (`judge::growth`); this file only lines the samples up.
 //!
 //! Young and full collections are told apart by the collector's name in
@@ -16,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::jfr::HeapSample;
+use super::jfr::{HeapSample, JvmGauges};
 use super::memory::{ClassHistogram, NativeMemory};
 use super::thread_groups::ThreadGroup;
 use super::Analysis;
@@ -122,6 +124,7 @@ pub fn add_to(
         );
     }
     parts.extend(class_parts(&hists, &evidence(PartKind::HeapClass)));
+    parts.extend(gauge_parts(&a.gauges, start_unix, series));
     let cats: Vec<GrowthSample> = nmts
         .iter()
         .map(|(t, n)| {
@@ -177,6 +180,65 @@ pub fn add_to(
         &evidence_of(Some(&dump_files)),
         KEEP_GROUPS,
     ));
+}
+
+/// JFR's direct buffer pool and Metaspace as series and as parts, each part
+/// with its count (buffers, loaded classes) as its instances.
+fn gauge_parts(
+    g: &JvmGauges,
+    start_unix: f64,
+    series: &mut BTreeMap<String, Vec<(f64, f64)>>,
+) -> Vec<PartSeries> {
+    let at = |u: f64| (u - start_unix).max(0.0);
+    let direct: Vec<(f64, f64, f64)> = g
+        .direct_buffers
+        .iter()
+        .map(|(u, n, b)| (at(*u), *n as f64, *b as f64))
+        .collect();
+    let meta: Vec<(f64, f64)> = g
+        .metaspace
+        .iter()
+        .map(|(u, b)| (at(*u), *b as f64))
+        .collect();
+    let classes: Vec<(f64, f64)> = g.classes.iter().map(|(u, n)| (at(*u), *n as f64)).collect();
+    for (t, n, b) in &direct {
+        push(series, series::JVM_DIRECT_BUFFER_BYTES.name, *t, *b);
+        push(series, series::JVM_DIRECT_BUFFERS.name, *t, *n);
+    }
+    for (t, b) in &meta {
+        push(series, series::JVM_METASPACE.name, *t, *b);
+    }
+    for (t, n) in &classes {
+        push(series, series::JVM_CLASSES.name, *t, *n);
+    }
+    let part = |kind, name: &str, points: Vec<(f64, f64)>, instances, evidence: &str| PartSeries {
+        kind,
+        name: name.to_string(),
+        points,
+        instances,
+        detail: None,
+        evidence: evidence.to_string(),
+    };
+    let mut out = vec![];
+    if !direct.is_empty() {
+        out.push(part(
+            PartKind::DirectBuffers,
+            "direct",
+            direct.iter().map(|(t, _, b)| (*t, *b)).collect(),
+            direct.iter().map(|(t, n, _)| (*t, *n)).collect(),
+            "diagnostics/*.jfr (jdk.DirectBufferStatistics)",
+        ));
+    }
+    if !meta.is_empty() {
+        out.push(part(
+            PartKind::Metaspace,
+            "Metaspace",
+            meta,
+            classes,
+            "diagnostics/*.jfr (jdk.MetaspaceSummary, jdk.ClassLoadingStatistics)",
+        ));
+    }
+    out
 }
 
 fn push(series: &mut BTreeMap<String, Vec<(f64, f64)>>, name: &str, t: f64, v: f64) {

@@ -77,7 +77,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 pub use findings::{Detail, Evidence, Finding, Options, PoolPattern, Severity};
-pub use jfr::{HeapSample, JfrRecording};
+pub use jfr::{HeapSample, JfrRecording, JvmGauges};
 pub use model::{ThreadDump, ThreadInfo, ThreadState};
 
 #[derive(Debug, thiserror::Error)]
@@ -176,6 +176,9 @@ pub struct Analysis {
     pub dumps: Vec<DumpStates>,
     /// Heap before/after GC from JFR recordings, in time order.
     pub heap: Vec<HeapSample>,
+    /// Direct buffers, Metaspace and loaded classes from JFR recordings.
+    #[serde(default, skip_serializing_if = "JvmGauges::is_empty")]
+    pub gauges: JvmGauges,
     /// JFR waits per load phase a recording covers (with phases given).
     #[serde(default)]
     pub jfr_phases: Vec<crate::vocab::threads::JfrPhase>,
@@ -633,6 +636,7 @@ impl Analysis {
         for r in &mut recs {
             a.findings.extend(findings::jfr_findings(r));
             a.heap.extend(r.heap.iter().cloned());
+            a.gauges.absorb(std::mem::take(&mut r.gauges));
             a.flames.append(&mut r.flames);
         }
         a.heap.sort_by(|x, y| x.unix.total_cmp(&y.unix));

@@ -1,6 +1,7 @@
 //! What grows in a soak, named: each part of the evidence
 //! ([`crate::vocab::growth::PartSeries`]: heap classes, thread groups,
-//! sockets by state and peer, fd kinds, NMT categories) is put through the
+//! sockets by state and peer, fd kinds, NMT categories, direct buffers,
+//! Metaspace) is put through the
 //! same trend test as the series ([`super::trend::trend`]: Theil–Sen over
 //! the window and in each half, R², 3σ of the noise) against its kind's
 //! leak threshold (a class against `heap_after_gc`, a thread group against
@@ -37,7 +38,8 @@ const OWNER_MATCH: f64 = 0.10;
 fn threshold_series(p: &PartSeries) -> Series {
     match p.kind {
         PartKind::HeapClass => series::JVM_HEAP_AFTER_GC,
-        PartKind::NativeCategory => series::TARGET_RSS,
+        PartKind::NativeCategory | PartKind::DirectBuffers => series::TARGET_RSS,
+        PartKind::Metaspace => series::JVM_METASPACE,
         PartKind::ThreadGroup => series::TARGET_THREADS,
         PartKind::Sockets if p.name.starts_with("CLOSE_WAIT") => series::TARGET_TCP_CLOSE_WAIT,
         PartKind::Sockets if p.name.starts_with("ESTABLISHED") => series::TARGET_TCP_ESTABLISHED,
@@ -50,6 +52,7 @@ fn total_series(k: PartKind) -> Series {
     match k {
         PartKind::HeapClass => series::JVM_LIVE_SET,
         PartKind::NativeCategory => series::JVM_NMT_COMMITTED,
+        PartKind::DirectBuffers | PartKind::Metaspace => series::TARGET_RSS,
         PartKind::ThreadGroup => series::TARGET_THREADS,
         PartKind::Sockets | PartKind::FdKind => series::TARGET_FDS,
     }
@@ -110,8 +113,8 @@ pub(super) fn judge(
             .then(|| slope_h(&p.instances, from, to))
             .flatten();
         let arrays: Vec<String> = payload.iter().map(|a| java_name(&a.name)).collect();
-        let detail = match p.kind {
-            PartKind::HeapClass => {
+        let detail = match counted(p.kind) {
+            Some(what) => {
                 let each = instances
                     .filter(|i| *i > 0.0)
                     .map(|i| format!("{} each", bytes(t.slope_per_hour / i)));
@@ -122,7 +125,7 @@ pub(super) fn judge(
                     )
                 });
                 let parts: Vec<String> = [
-                    instances.map(|i| format!("{} instances/h", count(i))),
+                    instances.map(|i| format!("{} {what}/h", count(i))),
                     each,
                     with,
                 ]
@@ -131,11 +134,12 @@ pub(super) fn judge(
                 .collect();
                 (!parts.is_empty()).then(|| parts.join(", "))
             }
-            _ => p.detail.clone(),
+            None => p.detail.clone(),
         };
         let w = in_window(&points, from, to);
         let line = fit_line(&w, t.slope_per_hour / 3600.0);
-        let text = item_text(p, t.slope_per_hour, share, detail.as_deref());
+        let classes_kept = p.kind == PartKind::Metaspace && instances.is_some_and(|i| i > 0.0);
+        let text = item_text(p, t.slope_per_hour, share, detail.as_deref(), classes_kept);
         grows.push(Growth {
             kind: p.kind,
             name: p.name.clone(),
@@ -160,6 +164,16 @@ pub(super) fn judge(
     Parts {
         notes: notes(sv, trends, &grows, from, to),
         grows,
+    }
+}
+
+/// What a part's instances count, for the parts that have them.
+fn counted(k: PartKind) -> Option<&'static str> {
+    match k {
+        PartKind::HeapClass => Some("instances"),
+        PartKind::DirectBuffers => Some("buffers"),
+        PartKind::Metaspace => Some("classes"),
+        _ => None,
     }
 }
 
@@ -242,7 +256,13 @@ fn thin(w: &[(f64, f64)]) -> Vec<(f64, f64)> {
 }
 
 /// The verdict's line for one part: its name, then its slope.
-fn item_text(p: &PartSeries, slope_h: f64, share: Option<f64>, detail: Option<&str>) -> String {
+fn item_text(
+    p: &PartSeries,
+    slope_h: f64,
+    share: Option<f64>,
+    detail: Option<&str>,
+    classes_kept: bool,
+) -> String {
     let rate = match p.kind.unit() {
         series::Unit::Bytes => format!("+{}/h", bytes(slope_h)),
         _ => format!("{}/h", count(slope_h)),
@@ -252,6 +272,7 @@ fn item_text(p: &PartSeries, slope_h: f64, share: Option<f64>, detail: Option<&s
         PartKind::ThreadGroup => "of the threads' growth",
         PartKind::Sockets | PartKind::FdKind => "of the descriptors' growth",
         PartKind::NativeCategory => "of NMT's committed growth",
+        PartKind::DirectBuffers | PartKind::Metaspace => "of RSS's growth",
     };
     let share = share
         .map(|s| format!(" ({:.0} % {of})", s * 100.0))
@@ -263,9 +284,20 @@ fn item_text(p: &PartSeries, slope_h: f64, share: Option<f64>, detail: Option<&s
             format!("sockets {}", p.name),
             Some("the peer closed them, the application never did"),
         ),
+        PartKind::Sockets if p.name.starts_with("ESTABLISHED to ") => (
+            format!("sockets {}", p.name),
+            Some("opened and never closed: connections kept (a pool that never gets them back, or a client made per request)"),
+        ),
         PartKind::Sockets => (format!("sockets {}", p.name), None),
         PartKind::FdKind => (format!("file descriptors `{}`", p.name), None),
         PartKind::NativeCategory => (format!("native memory `{}` (NMT)", p.name), None),
+        PartKind::DirectBuffers => ("direct buffers".to_string(), None),
+        PartKind::Metaspace => (
+            "Metaspace".to_string(),
+            classes_kept.then_some(
+                "classes loaded and never unloaded: their class loaders stay reachable (a class-loader leak)",
+            ),
+        ),
     };
     let mut s = format!("{what} {rate}{share}");
     for d in [detail, tail].into_iter().flatten() {
@@ -309,11 +341,33 @@ fn notes(
         && !heap.iter().any(|s| flagged(*s))
         && !grows.iter().any(|g| g.kind == PartKind::HeapClass)
     {
-        let native = grows.iter().any(|g| g.kind == PartKind::NativeCategory);
-        out.push(if native {
-            "RSS grows outside the Java heap (the live heap does not)".to_string()
+        // How much of RSS's growth the live heap is: none, or a part.
+        let slope = |s: Series| {
+            trends
+                .iter()
+                .find(|t| t.series == s.name && t.note.is_none())
+                .map(|t| t.slope_per_hour)
+        };
+        let rss = slope(series::TARGET_RSS).unwrap_or(0.0);
+        let live = heap.iter().filter_map(|s| slope(*s)).fold(0.0, f64::max);
+        let heap_part = if live > 0.01 * rss {
+            format!(
+                "of its +{}/h the live heap is +{}/h",
+                bytes(rss),
+                bytes(live)
+            )
         } else {
-            "RSS grows outside the Java heap (the live heap does not); to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)".to_string()
+            "the live heap does not".to_string()
+        };
+        // NMT ran when its committed total is a series; named or not, the
+        // how-to is for a JVM that runs without it.
+        let nmt = sv.series.contains_key(series::JVM_NMT_COMMITTED.name);
+        out.push(if nmt {
+            format!("RSS grows outside the Java heap ({heap_part})")
+        } else if sv.nmt_off {
+            format!("RSS grows outside the Java heap ({heap_part}); the nmt probe found Native Memory Tracking off in the JVM: to name the native category, start it with -XX:NativeMemoryTracking=summary")
+        } else {
+            format!("RSS grows outside the Java heap ({heap_part}); no Native Memory Tracking summary was read: to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)")
         });
     }
     out
@@ -422,6 +476,51 @@ mod tests {
             p.notes[0].contains("no full collection in the window"),
             "{:?}",
             p.notes
+        );
+    }
+
+    #[test]
+    fn rss_outside_the_heap_is_said_with_how_to_see_more() {
+        // The live heap grows too, below its threshold.
+        let th = LeakThresholds {
+            heap_after_gc: crate::vocab::units::PerHour(1e9),
+            ..Default::default()
+        };
+        let line = |per_s: f64| -> Vec<(f64, f64)> {
+            (0..30)
+                .map(|i| (i as f64 * 3.0, 1e8 + per_s * i as f64 * 3.0))
+                .collect()
+        };
+        let notes = |sv: &ServerEvidence| {
+            let trends: Vec<Trend> = sv
+                .series
+                .iter()
+                .map(|(k, p)| trend(k, p, 0.0, 90.0, &th))
+                .collect();
+            judge(Some(sv), &trends, 0.0, 90.0, &th).notes
+        };
+        let mut sv = ServerEvidence::default();
+        sv.series.insert(series::TARGET_RSS.name.into(), line(1e6));
+        sv.series
+            .insert(series::JVM_LIVE_SET.name.into(), line(1e5));
+        assert_eq!(
+            notes(&sv),
+            vec!["RSS grows outside the Java heap (of its +3.6 GB/h the live heap is +360.0 MB/h); no Native Memory Tracking summary was read: to name the native category, start the JVM with -XX:NativeMemoryTracking=summary and add the jvm-memory collector (its nmt probe)"]
+        );
+        // The probe ran and NMT is off in the JVM: only the flag is missing.
+        sv.nmt_off = true;
+        assert_eq!(
+            notes(&sv),
+            vec!["RSS grows outside the Java heap (of its +3.6 GB/h the live heap is +360.0 MB/h); the nmt probe found Native Memory Tracking off in the JVM: to name the native category, start it with -XX:NativeMemoryTracking=summary"]
+        );
+        // With NMT read, and a live heap that holds still: said shorter.
+        sv.series
+            .insert(series::JVM_LIVE_SET.name.into(), line(0.0));
+        sv.series
+            .insert(series::JVM_NMT_COMMITTED.name.into(), line(1e6));
+        assert_eq!(
+            notes(&sv),
+            vec!["RSS grows outside the Java heap (the live heap does not)"]
         );
     }
 

@@ -35,6 +35,8 @@ pub struct LeakThresholds {
     pub established: PerHour,
     /// `target.tcp_close_wait`.
     pub close_wait: PerHour,
+    /// `jvm.metaspace_used_bytes` (class metadata: a class-loader leak).
+    pub metaspace: PerHour,
     /// Largest tolerated growth of p99, last fifth vs first fifth of the run.
     pub p99_drift: Percent,
     /// Least-squares R² a trend needs before its slope counts (noise guard).
@@ -50,6 +52,7 @@ impl Default for LeakThresholds {
             fds: PerHour(10.0),
             established: PerHour(20.0),
             close_wait: PerHour(5.0),
+            metaspace: PerHour(10e6),
             p99_drift: Percent(0.5),
             min_r2: 0.5,
         }
@@ -68,6 +71,7 @@ impl LeakThresholds {
             s if s == series::TARGET_FDS.name => ("fds", self.fds.0),
             s if s == series::TARGET_TCP_ESTABLISHED.name => ("established", self.established.0),
             s if s == series::TARGET_TCP_CLOSE_WAIT.name => ("close_wait", self.close_wait.0),
+            s if s == series::JVM_METASPACE.name => ("metaspace", self.metaspace.0),
             _ => return None,
         })
     }

@@ -1,6 +1,6 @@
 //! What grows in a soak: the parts of a target that can leak (a heap class,
 //! a thread-name group, sockets in one state to one peer, a kind of file
-//! descriptor, a native-memory category), as series over the run
+//! descriptor, a native-memory category, direct buffers, Metaspace), as series over the run
 //! ([`PartSeries`], what the diagnosis and the collectors hand the judge
 //! through the evidence) and as judged items ([`Growth`], what the soak
 //! verdict, `summary.json`'s `soak.grows`, the terminal and `report.html`
@@ -26,6 +26,11 @@ pub enum PartKind {
     FdKind,
     /// A Native Memory Tracking category (`Other`, `Thread`): committed bytes.
     NativeCategory,
+    /// The direct buffer pool (`java.nio:type=BufferPool,name=direct`):
+    /// bytes used, with the buffers' count.
+    DirectBuffers,
+    /// Metaspace (class metadata) used after GC, with the loaded classes' count.
+    Metaspace,
 }
 
 impl PartKind {
@@ -37,13 +42,18 @@ impl PartKind {
             PartKind::Sockets => "sockets",
             PartKind::FdKind => "file descriptors",
             PartKind::NativeCategory => "native memory",
+            PartKind::DirectBuffers => "direct buffers",
+            PartKind::Metaspace => "Metaspace",
         }
     }
 
     /// The unit its values are in.
     pub fn unit(self) -> Unit {
         match self {
-            PartKind::HeapClass | PartKind::NativeCategory => Unit::Bytes,
+            PartKind::HeapClass
+            | PartKind::NativeCategory
+            | PartKind::DirectBuffers
+            | PartKind::Metaspace => Unit::Bytes,
             _ => Unit::Count,
         }
     }
@@ -58,7 +68,8 @@ pub struct PartSeries {
     /// `com.acme.CacheEntry`, `export-worker-N`, `CLOSE_WAIT 127.0.0.1:8080`.
     pub name: String,
     pub points: Vec<(f64, f64)>,
-    /// Heap classes: instances at the same times as `points`.
+    /// What the bytes are made of, counted: a heap class's instances (at the
+    /// same times as `points`), the direct buffers, the loaded classes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub instances: Vec<(f64, f64)>,
     /// Where it comes from, as the newest sample says it: a thread group's
@@ -83,7 +94,7 @@ pub struct Growth {
     /// heap's live set, all threads, all descriptors, NMT's committed total).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub share: Option<f64>,
-    /// Heap classes: instances per hour.
+    /// Per hour: a heap class's instances, direct buffers, loaded classes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances_per_hour: Option<f64>,
     /// Where it comes from (a frame, a state, the arrays it owns).

@@ -113,6 +113,14 @@ series! {
     JVM_LIVE_SET = Target("jvm.live_set_bytes", Bytes, "JVM live set (class histogram total)");
     /// Native Memory Tracking's committed total.
     JVM_NMT_COMMITTED = Target("jvm.nmt_committed_bytes", Bytes, "JVM native memory committed (NMT)");
+    /// `java.nio:type=BufferPool,name=direct` as JFR's
+    /// `jdk.DirectBufferStatistics` reads it: native memory the heap does not show.
+    JVM_DIRECT_BUFFER_BYTES = Target("jvm.direct_buffer_bytes", Bytes, "direct buffers' memory used (JFR)");
+    JVM_DIRECT_BUFFERS = Target("jvm.direct_buffers", Count, "direct buffers alive (JFR)");
+    /// After each GC (JFR's `jdk.MetaspaceSummary`): class metadata, outside the heap.
+    JVM_METASPACE = Target("jvm.metaspace_used_bytes", Bytes, "Metaspace used after each GC (JFR)");
+    /// Loaded minus unloaded (JFR's `jdk.ClassLoadingStatistics`).
+    JVM_CLASSES = Target("jvm.classes_loaded", Count, "classes loaded and not unloaded (JFR)");
     JFR_BLOCKED_RATE = Target("jvm.jfr.monitor_blocked_per_s", PerSecond, "monitor entries that blocked (JFR window)");
     JFR_BLOCKED_THREADS = Target("jvm.jfr.monitor_blocked_threads", Count, "threads blocked on monitors, mean over a JFR window");
     JFR_PARK_RATE = Target("jvm.jfr.park_waits_per_s", PerSecond, "park waits outside idle pools: pool, lock, latch (JFR window)");

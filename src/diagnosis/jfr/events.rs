@@ -1,4 +1,5 @@
-//! Decoding the events brunt reads (contention, pinning, heap, samples);
+//! Decoding the events brunt reads (contention, pinning, heap, samples,
+//! direct buffers, Metaspace, loaded classes);
 //! every other event type is skipped unread.
 
 use std::collections::HashMap;
@@ -6,7 +7,7 @@ use std::collections::HashMap;
 use super::buf::Value;
 use super::metadata::Metadata;
 use super::pool::Chunk;
-use super::recording::{HeapSample, JfrRecording, JfrTotals};
+use super::recording::{HeapSample, JfrRecording, JfrTotals, CLASS_COUNT_EVERY_S};
 use super::sites::Agg;
 
 const WANTED: &[&str] = &[
@@ -18,6 +19,9 @@ const WANTED: &[&str] = &[
     "jdk.ExecutionSample",
     "jdk.ObjectAllocationSample",
     "jdk.GarbageCollection",
+    "jdk.DirectBufferStatistics",
+    "jdk.MetaspaceSummary",
+    "jdk.ClassLoadingStatistics",
 ];
 
 /// The chunk's type ids of the events brunt decodes.
@@ -90,6 +94,35 @@ pub(super) fn handle_event(
             agg.add(kind, None, &stack, ms, unix, None)
         }
         "jdk.GCHeapSummary" => rec.heap.push(heap_sample(v, chunk, unix)),
+        "jdk.DirectBufferStatistics" => {
+            rec.gauges.direct_buffers.push((
+                unix,
+                uint(chunk, v, "count"),
+                uint(chunk, v, "memoryUsed"),
+            ));
+        }
+        "jdk.MetaspaceSummary" if when(v, chunk) == "After GC" => {
+            let used = chunk
+                .get(v, "metaspace")
+                .and_then(|m| chunk.int(chunk.get(m, "used")));
+            if let Some(u) = used {
+                rec.gauges.metaspace.push((unix, u.max(0) as u64));
+            }
+        }
+        "jdk.ClassLoadingStatistics" => {
+            let c = &mut rec.gauges.classes;
+            // Events of one chunk come in write order; a later window's
+            // earlier-timed rows are sorted when windows are absorbed.
+            if c.last()
+                .is_none_or(|l| (unix - l.0).abs() >= CLASS_COUNT_EVERY_S)
+            {
+                let loaded = uint(chunk, v, "loadedClassCount");
+                c.push((
+                    unix,
+                    loaded.saturating_sub(uint(chunk, v, "unloadedClassCount")),
+                ));
+            }
+        }
         "jdk.ExecutionSample" => agg.sample(&stack_of(chunk), unix),
         "jdk.ObjectAllocationSample" => {
             let w = chunk.int(chunk.get(v, "weight")).unwrap_or(0).max(0);
@@ -139,16 +172,25 @@ fn counted<'r>(
     Some(&mut rec.totals)
 }
 
-fn heap_sample(v: &Value, chunk: &Chunk, unix: f64) -> HeapSample {
-    let when = chunk
+/// An event's count or size field (`None` and negatives as 0).
+fn uint(chunk: &Chunk, v: &Value, field: &str) -> u64 {
+    chunk.int(chunk.get(v, field)).unwrap_or(0).max(0) as u64
+}
+
+/// A GC summary's `when` (`Before GC`, `After GC`), a constant or inline.
+fn when(v: &Value, chunk: &Chunk) -> String {
+    chunk
         .get(v, "when")
         .and_then(|w| chunk.get(w, "when").or(Some(w)))
         .and_then(|w| chunk.string(w))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn heap_sample(v: &Value, chunk: &Chunk, unix: f64) -> HeapSample {
     HeapSample {
         unix,
         gc_id: chunk.int(chunk.get(v, "gcId")).unwrap_or(-1),
-        when,
+        when: when(v, chunk),
         heap_used: chunk.int(chunk.get(v, "heapUsed")).unwrap_or(0).max(0) as u64,
         gc: None,
     }

@@ -24,7 +24,7 @@
 //!
 //! | module | owns |
 //! |---|---|
-//! | `recording` | the result types ([`JfrRecording`], [`JfrSite`], [`HeapSample`]) and [`JfrError`] |
+//! | `recording` | the result types ([`JfrRecording`], [`JfrSite`], [`HeapSample`], [`JvmGauges`]) and [`JfrError`] |
 //! | `buf` | bounds-checked reading of varints, strings and values |
 //! | `metadata` | the metadata event: class descriptions, decoding a value of a class |
 //! | `pool` | one chunk's constant pool, clock and decoded-stack caches |
@@ -52,6 +52,7 @@ use sites::Agg;
 pub use chunk::MAGIC;
 pub use recording::{
     FlameKind, FoldedStacks, HeapSample, HotFrame, JfrError, JfrRecording, JfrSite, JfrTotals,
+    JvmGauges,
 };
 pub use sites::{is_idle_stack, is_idle_stack_lines, is_internal_frame, site_of};
 

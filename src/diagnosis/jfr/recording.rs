@@ -61,6 +61,44 @@ pub struct HeapSample {
     pub gc: Option<String>,
 }
 
+/// What a soak watches outside the Java heap, from JFR's periodic and
+/// per-GC events (all on in the `default` and `profile` settings), each
+/// `(unix, …)` in time order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct JvmGauges {
+    /// `jdk.DirectBufferStatistics` (every 5 s): `(unix, buffers, bytes
+    /// used)` of the `direct` pool `java.nio:type=BufferPool` shows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub direct_buffers: Vec<(f64, u64, u64)>,
+    /// `jdk.MetaspaceSummary` after each GC: `(unix, Metaspace used bytes)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metaspace: Vec<(f64, u64)>,
+    /// `jdk.ClassLoadingStatistics` (every second, kept at most every
+    /// [`CLASS_COUNT_EVERY_S`]): `(unix, classes loaded − unloaded)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<(f64, u64)>,
+}
+
+/// Seconds between two loaded-class counts kept: an 8-h recording keeps
+/// 5,760 of its 28,800.
+pub const CLASS_COUNT_EVERY_S: f64 = 5.0;
+
+impl JvmGauges {
+    pub fn is_empty(&self) -> bool {
+        self.direct_buffers.is_empty() && self.metaspace.is_empty() && self.classes.is_empty()
+    }
+
+    /// Adds `other`'s samples (another window, another recording), in time order.
+    pub fn absorb(&mut self, other: JvmGauges) {
+        self.direct_buffers.extend(other.direct_buffers);
+        self.metaspace.extend(other.metaspace);
+        self.classes.extend(other.classes);
+        self.direct_buffers.sort_by(|a, b| a.0.total_cmp(&b.0));
+        self.metaspace.sort_by(|a, b| a.0.total_cmp(&b.0));
+        self.classes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+}
+
 /// What brunt reads from one recording.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JfrRecording {
@@ -75,6 +113,9 @@ pub struct JfrRecording {
     /// VirtualThreadPinned sites, by total time.
     pub pinned: Vec<JfrSite>,
     pub heap: Vec<HeapSample>,
+    /// Direct buffers, Metaspace and loaded classes over the recording.
+    #[serde(default, skip_serializing_if = "JvmGauges::is_empty")]
+    pub gauges: JvmGauges,
     /// `jdk.GarbageCollection`'s collector name by GC id (joined into
     /// [`HeapSample::gc`] once the recording is read).
     #[serde(skip)]
@@ -224,6 +265,7 @@ impl JfrRecording {
         merge_sites(&mut self.sites, other.sites);
         merge_sites(&mut self.pinned, other.pinned);
         self.heap.extend(other.heap);
+        self.gauges.absorb(other.gauges);
         self.gc_names.extend(other.gc_names);
         // A GC's event and its heap summary can fall in different windows.
         self.name_gcs();

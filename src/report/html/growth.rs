@@ -1,6 +1,6 @@
 //! `report.html`'s "What grows" section: one line per thing the soak
 //! verdict named (a heap class, a thread group, sockets to a peer, an fd
-//! kind, a native category) and a chart of its samples with the trend line
+//! kind, a native category, direct buffers, Metaspace) and a chart of its samples with the trend line
 //! the verdict was judged on. Drawn from the verdict alone
 //! (`soak.grows`), so it reads no file.
 
@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use super::charts::{esc, fmt_num, linear, Chart, Line};
 use crate::judge::SoakVerdict;
+use crate::vocab::growth::PartKind;
 use crate::vocab::series::Unit;
 
 /// The section, after the soak's trends table; nothing when nothing grows.
@@ -34,7 +35,11 @@ pub(super) fn section(o: &mut String, so: &SoakVerdict) {
         let (a, z) = (g.line[0].0, g.line[1].0);
         let chart = Chart {
             id: &id,
-            title: format!("{} {}", g.kind.label(), g.name),
+            // The direct buffer pool and Metaspace are one each: their label says it.
+            title: match g.kind {
+                PartKind::DirectBuffers | PartKind::Metaspace => g.kind.label().to_string(),
+                _ => format!("{} {}", g.kind.label(), g.name),
+            },
             x_desc: "time since start",
             y_desc: match g.unit {
                 Unit::Bytes => "bytes".into(),

@@ -21,6 +21,10 @@ import java.util.concurrent.locks.LockSupport;
  * /grow/sockets — one client socket to {@link #PEER}, which closes its end at once,
  *   kept open: CLOSE_WAIT to 127.0.0.1:PEER-port;
  * /grow/direct?kb=N — one direct ByteBuffer of N KiB, kept (native memory, NMT `Other`);
+ * /grow/pool?port=P — one connection to 127.0.0.1:P taken from a "pool" and never
+ *   returned: ESTABLISHED to 127.0.0.1:P (the peer keeps its end open);
+ * /grow/classes?n=K — K classes, each defined in a fresh class loader that is kept
+ *   (a class-loader leak: Metaspace and the loaded-class count grow, NMT `Class`);
  * /churn?kb=N — N KiB of garbage, nothing kept (the clean control).
  */
 final class Leaks {
@@ -48,6 +52,8 @@ final class Leaks {
     static final List<CacheEntry> ENTRIES = new ArrayList<>();
     static final List<Socket> SOCKETS = new ArrayList<>();
     static final List<ByteBuffer> DIRECT = new ArrayList<>();
+    static final List<Socket> BORROWED = new ArrayList<>();
+    static final List<Class<?>> DEFINED = new ArrayList<>();
     static final AtomicInteger THREADS = new AtomicInteger();
     static volatile Object sink;
     private static ServerSocket peer;
@@ -57,6 +63,8 @@ final class Leaks {
         server.createContext("/grow/threads", ex -> t.handle(ex, q -> thread()));
         server.createContext("/grow/sockets", ex -> t.handle(ex, q -> socket()));
         server.createContext("/grow/direct", ex -> t.handle(ex, Leaks::direct));
+        server.createContext("/grow/pool", ex -> t.handle(ex, Leaks::borrow));
+        server.createContext("/grow/classes", ex -> t.handle(ex, Leaks::classes));
         server.createContext("/churn", ex -> t.handle(ex, Leaks::churn));
     }
 
@@ -112,6 +120,64 @@ final class Leaks {
         synchronized (DIRECT) {
             DIRECT.add(b);
             return Target.reply(200, "direct " + DIRECT.size());
+        }
+    }
+
+    /** A connection borrowed from a pool that is never given back. */
+    static Target.Reply borrow(Map<String, String> q) throws IOException {
+        Socket s = new Socket();
+        s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), (int) Target.num(q, "port", 0)), 5000);
+        synchronized (BORROWED) {
+            BORROWED.add(s);
+            return Target.reply(200, "borrowed " + BORROWED.size());
+        }
+    }
+
+    /** What each fresh loader defines: a class of its own (same bytes, new loader). */
+    static final class Plugin {
+        long calls;
+
+        long run(long x) {
+            calls++;
+            return x * 31 + calls;
+        }
+
+        @Override
+        public String toString() {
+            return "plugin " + calls;
+        }
+    }
+
+    private static byte[] pluginBytes;
+
+    static synchronized byte[] pluginBytes() throws IOException {
+        if (pluginBytes == null) {
+            try (java.io.InputStream in = Leaks.class.getResourceAsStream("Leaks$Plugin.class")) {
+                pluginBytes = in.readAllBytes();
+            }
+        }
+        return pluginBytes;
+    }
+
+    /** A loader per class, as a script engine or a proxy factory per request makes them. */
+    static final class OneClassLoader extends ClassLoader {
+        OneClassLoader() {
+            super(null);
+        }
+
+        Class<?> define(byte[] b) {
+            return defineClass("com.brunt.target.Leaks$Plugin", b, 0, b.length);
+        }
+    }
+
+    static Target.Reply classes(Map<String, String> q) throws IOException {
+        long n = Target.num(q, "n", 1);
+        byte[] b = pluginBytes();
+        synchronized (DEFINED) {
+            for (long i = 0; i < n; i++) {
+                DEFINED.add(new OneClassLoader().define(b));
+            }
+            return Target.reply(200, "classes " + DEFINED.size());
         }
     }
 
