@@ -216,7 +216,11 @@ fn an_overload_on_a_queueing_service_names_the_row_lock_it_queued_on() {
     let svc = Service::start(pg.port, 25);
     let dir = tempfile::tempdir().expect("tempdir");
     let shape = "{ overload: { baseline: 10/s, baseline_duration: 3s, rate: 80/s, duration: 5s, recovery_duration: 3s } }";
-    let prof = cmd::write(dir.path(), "ov.yaml", &shaped(svc.port, &pg, "600ms", shape));
+    let prof = cmd::write(
+        dir.path(),
+        "ov.yaml",
+        &shaped(svc.port, &pg, "600ms", shape),
+    );
     let run = dir.path().join("run");
     let (_, text) = brunt_run(&prof, &run, Some(PASSWORD));
     let s = collect::read_json(&run.join("summary.json"));

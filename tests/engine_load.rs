@@ -399,17 +399,23 @@ fn spike_overload_and_stages_name_their_phases() {
     }
 }
 
-/// CPU hogs at the highest priority, ended when dropped (and by `timeout`
-/// at the latest).
+/// CPU hogs at the highest priority, ended when dropped (and by their own
+/// bounded count at the latest).
 struct Hogs(Vec<std::process::Child>);
 
 impl Hogs {
     fn start(n: usize, limit_s: u32) -> Hogs {
         let hogs: Vec<_> = (0..n)
             .map(|_| {
+                // `nice` execs `sh` itself, so killing the child ends the
+                // loop (a `timeout` between them would leave it orphaned);
+                // the count bounds it when nothing does.
+                let bound = format!(
+                    "i=0; while [ $i -lt {} ]; do i=$((i+1)); done",
+                    limit_s as u64 * 5_000_000
+                );
                 std::process::Command::new("nice")
-                    .args(["-n", "-20", "timeout", &limit_s.to_string()])
-                    .args(["sh", "-c", "while :; do :; done"])
+                    .args(["-n", "-20", "sh", "-c", &bound])
                     .spawn()
                     .expect("nice/timeout/sh (coreutils)")
             })

@@ -338,9 +338,18 @@ fn shedding_endpoint_passes_queueing_endpoint_fails_and_compare_shows_both() {
     // Ok and shed apart: A's shed p99 is its fast refusals', its ok p99 the admitted ones'.
     let live_ok = live.by_class.get("ok").expect("ok answers").latency.p99;
     let ok_a = a.ok_latency.as_ref().expect("A's ok latency").p99;
-    assert!((ok_a - live_ok).abs() <= 0.01 * live_ok + 0.01, "{ok_a} vs {live_ok}");
-    assert!(a.shed_latency.is_some() && b.shed_latency.is_none(), "{a:?} {b:?}");
-    assert!(text.contains("ok p99") && text.contains("shed p99"), "{text}");
+    assert!(
+        (ok_a - live_ok).abs() <= 0.01 * live_ok + 0.01,
+        "{ok_a} vs {live_ok}"
+    );
+    assert!(
+        a.shed_latency.is_some() && b.shed_latency.is_none(),
+        "{a:?} {b:?}"
+    );
+    assert!(
+        text.contains("ok p99") && text.contains("shed p99"),
+        "{text}"
+    );
 }
 
 /// A run with shed answers shows ok and shed latency apart wherever a

@@ -85,7 +85,10 @@ pub(super) fn overload(
     if !chain.is_empty() {
         let seen = chain.trim_start_matches("; ").to_string();
         if !v.pass {
-            v.text = format!("{}; during the overload the server side showed: {seen}", v.text);
+            v.text = format!(
+                "{}; during the overload the server side showed: {seen}",
+                v.text
+            );
         }
         v.server_finding = Some(seen);
     }

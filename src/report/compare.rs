@@ -84,7 +84,11 @@ impl PhaseFigures {
 }
 
 /// A phase's histograms: every answer, ok alone, shed alone.
-type Sides = (Histogram<u64>, Option<Histogram<u64>>, Option<Histogram<u64>>);
+type Sides = (
+    Histogram<u64>,
+    Option<Histogram<u64>>,
+    Option<Histogram<u64>>,
+);
 
 /// Add `h` into the `slot` histogram (created on first use).
 fn add_into(slot: &mut Option<Histogram<u64>>, h: &Option<Histogram<u64>>) {
@@ -666,10 +670,22 @@ mod tests {
         let counts = BTreeMap::from([(Class::Ok, 1), (Class::Shed, 1)]);
         let f = PhaseFigures::of(&(new_hist(), Some(ok), Some(shed)), &counts, 1.0);
         let p = |m: &str| Measure::parse(m).and_then(|m| m.of(&f));
-        assert!(p("ok_p99").is_some_and(|v| (v - 40.0).abs() < 0.1), "{:?}", p("ok_p99"));
-        assert!(p("shed_p99").is_some_and(|v| (v - 1.0).abs() < 0.01), "{:?}", p("shed_p99"));
+        assert!(
+            p("ok_p99").is_some_and(|v| (v - 40.0).abs() < 0.1),
+            "{:?}",
+            p("ok_p99")
+        );
+        assert!(
+            p("shed_p99").is_some_and(|v| (v - 1.0).abs() < 0.01),
+            "{:?}",
+            p("shed_p99")
+        );
         let none = PhaseFigures::of(&(new_hist(), None, None), &counts, 1.0);
-        assert_eq!(Measure::OkP99.of(&none), None, "nothing to measure: NO DATA, never 0");
+        assert_eq!(
+            Measure::OkP99.of(&none),
+            None,
+            "nothing to measure: NO DATA, never 0"
+        );
     }
 
     #[test]

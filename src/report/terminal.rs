@@ -562,7 +562,11 @@ pub fn progress_line(phase: &str, label: &str, s: &WindowStats) -> String {
     if s.shed > 0 && s.completed > 0 {
         line.push_str(&format!(
             "p99 ok {} shed {}",
-            if s.ok > 0 { ms(s.ok_p99_us) } else { "—".into() },
+            if s.ok > 0 {
+                ms(s.ok_p99_us)
+            } else {
+                "—".into()
+            },
             ms(s.shed_p99_us)
         ));
     } else {
@@ -636,8 +640,15 @@ mod tests {
             shed_p99_us: 1_200,
             ..Default::default()
         };
-        let line = format!("[10:05/20:00  50%] {}", super::progress_line("overload", "12000/s", &s));
-        assert!(line.chars().count() <= 80, "{} columns: {line}", line.chars().count());
+        let line = format!(
+            "[10:05/20:00  50%] {}",
+            super::progress_line("overload", "12000/s", &s)
+        );
+        assert!(
+            line.chars().count() <= 80,
+            "{} columns: {line}",
+            line.chars().count()
+        );
         assert!(line.contains("p99 ok 41.5ms shed 1.20ms"), "{line}");
         assert!(line.contains("| offered 12000/s"), "{line}");
         let calm = WindowStats {
@@ -648,6 +659,9 @@ mod tests {
             ..Default::default()
         };
         let line = super::progress_line("main", "200/s", &calm);
-        assert!(line.ends_with("p99 2.5ms | ok 200"), "zero counts left out: {line}");
+        assert!(
+            line.ends_with("p99 2.5ms | ok 200"),
+            "zero counts left out: {line}"
+        );
     }
 }
