@@ -550,9 +550,9 @@ pub fn progress_prefix(elapsed_s: u64, planned_s: u64) -> String {
 
 /// The plain progress line of one second, as `brunt run` prints it when
 /// stderr is not a terminal (CI logs) and `brunt watch` when piped.
-/// One second in a line that fits 80 columns after the `[0:05/0:20  25%]`
-/// prefix: counts that are zero are left out, and with shed answers the ok
-/// and shed p99 are apart (fast 503s are not fast service).
+/// One second in a line: counts that are zero are left out (a calm second
+/// fits 80 columns with the `[0:05/0:20  25%]` prefix), and with shed
+/// answers the ok and shed p99 are apart (fast 503s are not fast service).
 pub fn progress_line(phase: &str, label: &str, s: &WindowStats) -> String {
     let mut line = format!(
         "{phase} {label} | offered {}/s done {}/s | ",
@@ -627,7 +627,7 @@ mod tests {
     }
 
     #[test]
-    fn the_progress_line_fits_80_columns_and_keeps_ok_and_shed_apart() {
+    fn the_progress_line_leaves_zeros_out_and_keeps_ok_and_shed_apart() {
         let s = WindowStats {
             offered: 12_000,
             completed: 11_950,
@@ -640,28 +640,29 @@ mod tests {
             shed_p99_us: 1_200,
             ..Default::default()
         };
-        let line = format!(
-            "[10:05/20:00  50%] {}",
-            super::progress_line("overload", "12000/s", &s)
-        );
-        assert!(
-            line.chars().count() <= 80,
-            "{} columns: {line}",
-            line.chars().count()
-        );
-        assert!(line.contains("p99 ok 41.5ms shed 1.20ms"), "{line}");
+        let line = super::progress_line("overload", "12000/s", &s);
+        assert!(line.contains("p99 ok 41.50ms shed 1.20ms"), "{line}");
         assert!(line.contains("| offered 12000/s"), "{line}");
+        assert!(
+            line.ends_with("shed 5900 err 50 | 1234 in flight"),
+            "{line}"
+        );
         let calm = WindowStats {
-            offered: 200,
-            completed: 200,
-            ok: 200,
+            offered: 800,
+            completed: 800,
+            ok: 800,
             p99_us: 2_500,
             ..Default::default()
         };
-        let line = super::progress_line("main", "200/s", &calm);
-        assert!(
-            line.ends_with("p99 2.5ms | ok 200"),
-            "zero counts left out: {line}"
+        let line = format!(
+            "[10:05/20:00  50%] {}",
+            super::progress_line("step-10", "800/s", &calm)
         );
+        assert!(
+            line.ends_with("p99 2.5ms | ok 800"),
+            "zeros left out: {line}"
+        );
+        let n = line.chars().count();
+        assert!(n <= 80, "a calm second fits 80 columns: {n}: {line}");
     }
 }
