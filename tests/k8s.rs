@@ -3,7 +3,9 @@
 //! laid out as the pod would see it, and the shard script the Job runs is run
 //! as local processes against the built-in demo target on 127.0.0.1 (only
 //! the mount points `/profile` and `/results` are moved into a temporary
-//! directory). Every load is bounded: 20 requests over 1 s per run.
+//! directory). Every load is bounded: 20 requests over 1 s per run. The
+//! manifest's documents are checked field by field too (the Job, its pods'
+//! control subdomain and Service, the gather pod with a shared claim).
 
 #[path = "support/load.rs"]
 mod load;
@@ -122,15 +124,6 @@ fn run_shard(
     cmd.spawn().expect("sh runs")
 }
 
-fn kubernetes_validate(manifest: &Path) {
-    let o = Command::new("python3")
-        .args(["-m", "kubernetes_validate", "--strict", "--kubernetes-version", "1.37.0"])
-        .arg(manifest)
-        .output()
-        .unwrap_or_else(|e| panic!("kubernetes-validate not runnable ({e}): pip install kubernetes-validate==1.37.0 (tests/setup.sh does)"));
-    assert!(o.status.success(), "{}", text(&o));
-}
-
 #[test]
 fn shards_run_from_the_manifest_with_its_feeders_target_and_secret() {
     let _g = load::serial();
@@ -147,7 +140,7 @@ fn shards_run_from_the_manifest_with_its_feeders_target_and_secret() {
     let text_m = manifest(&profile, &opts).expect("manifest");
     let path = tmp.path().join("m.yaml");
     std::fs::write(&path, &text_m).expect("write");
-    kubernetes_validate(&path);
+    validate(&path);
     let d = docs(&text_m);
     let (cm, job) = (&d[0], &d[1]);
     // The feeder travels in the ConfigMap, byte for byte.
@@ -381,4 +374,188 @@ fn k8s_refuses_what_would_run_wrong() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o));
     let d = docs(&String::from_utf8_lossy(&o.stdout));
     assert_eq!(d[0]["binaryData"]["feeder-users.csv"], "aWQK//4K");
+}
+
+const K8S_PROFILE: &str = r#"
+name: "Checkout: peak's & \"quotes\""
+target: { url: "https://staging.example.com" }
+requests: [ { path: "/api/items/7?x='1'" } ]
+shape: { constant: { rate: 2000/s, duration: 10m } }
+budgets: [ "p99 < 500ms" ]
+"#;
+
+fn k8s(profile: &Path, extra: &[&str]) -> String {
+    let o = brunt()
+        .arg("k8s")
+        .arg(profile)
+        .args(["--shards", "4", "--image", "registry.example.com/brunt:0.1"])
+        .args(extra)
+        .output()
+        .expect("brunt k8s");
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    String::from_utf8(o.stdout).expect("utf-8 manifest")
+}
+
+/// `kubernetes-validate` (PyPI, ships the API schemas, works offline), run
+/// as a module of the `python3` that `tests/setup.sh` installed it into.
+fn validate(manifest: &Path) {
+    let o = Command::new("python3")
+        .args(["-m", "kubernetes_validate", "--strict", "--kubernetes-version", "1.37.0"])
+        .arg(manifest)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "kubernetes-validate not runnable ({e}): install it with `pip install kubernetes-validate==1.37.0` (tests/setup.sh does)"
+            )
+        });
+    assert!(
+        o.status.success(),
+        "{}\n(if kubernetes_validate is missing: pip install kubernetes-validate==1.37.0, as tests/setup.sh does)",
+        text(&o)
+    );
+    assert!(
+        text(&o).contains("passed for resource job/"),
+        "{}",
+        text(&o)
+    );
+}
+
+fn start_at_of(script: &str) -> u64 {
+    script
+        .split("--start-at ")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no --start-at number in {script}"))
+}
+
+#[test]
+fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
+    let d = tempfile::tempdir().expect("tempdir");
+    let profile = d.path().join("checkout.yaml");
+    std::fs::write(&profile, K8S_PROFILE).expect("write");
+    let before = unix(SystemTime::now());
+    let manifest = k8s(&profile, &["--start-delay", "90s", "--namespace", "load"]);
+    let path = d.path().join("k8s.yaml");
+    std::fs::write(&path, &manifest).expect("write");
+    validate(&path);
+
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_str_multiple::<serde_json::Value, _>(&manifest)
+            .expect("manifest parses as YAML");
+    // ConfigMap, Job, the shards' control Service.
+    assert_eq!(docs.len(), 3, "{manifest}");
+    assert_eq!(docs[2]["kind"], "Service");
+    assert_eq!(docs[2]["spec"]["clusterIP"], "None");
+    let (cm, job) = (&docs[0], &docs[1]);
+    assert_eq!(cm["kind"], "ConfigMap");
+    // The profile travels byte for byte, however it is quoted.
+    assert_eq!(cm["data"]["profile.yaml"], K8S_PROFILE);
+    assert_eq!(job["kind"], "Job");
+    assert_eq!(job["metadata"]["namespace"], "load");
+    let name = job["metadata"]["name"].as_str().expect("job name");
+    assert_eq!(name, "brunt-checkout-peak-s-quotes");
+    let spec = &job["spec"];
+    assert_eq!(spec["completionMode"], "Indexed");
+    assert_eq!(spec["completions"], 4);
+    assert_eq!(spec["parallelism"], 4);
+    let pod = &spec["template"]["spec"];
+    let anti =
+        &pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
+    assert_eq!(anti["topologyKey"], "kubernetes.io/hostname");
+    let c = &pod["containers"][0];
+    assert_eq!(c["image"], "registry.example.com/brunt:0.1");
+    assert_eq!(c["resources"]["requests"]["cpu"], "2");
+    assert_eq!(c["resources"]["requests"]["memory"], "1Gi");
+    let script = c["command"][2].as_str().expect("script");
+    assert!(
+        script.contains("i=$((JOB_COMPLETION_INDEX + 1))"),
+        "{script}"
+    );
+    assert!(
+        script.contains("brunt run /profile/profile.yaml --shard \"$i/4\" --control brunt-checkout-peak-s-quotes-0.brunt-checkout-peak-s-quotes-control:5670"),
+        "{script}"
+    );
+    assert_eq!(
+        pod["subdomain"], "brunt-checkout-peak-s-quotes-control",
+        "pod 0's name resolves under the Service"
+    );
+    assert!(
+        script.contains("--out \"/results/shard-$i\" --plain"),
+        "{script}"
+    );
+    let at = start_at_of(script);
+    assert!(
+        (before + 89..=unix(SystemTime::now()) + 91).contains(&at),
+        "start {at}"
+    );
+    assert_eq!(pod["volumes"][1]["emptyDir"], serde_json::json!({}));
+    // The commands to finish the job follow as comments.
+    for want in [
+        "| tee brunt-checkout-peak-s-quotes.yaml | kubectl apply -f -",
+        "--start-delay 90s",
+        "kubectl -n load wait job/brunt-checkout-peak-s-quotes --for=condition=complete",
+        "kubectl -n load cp",
+        "#   brunt merge brunt-checkout-peak-s-quotes/shard-* --out",
+    ] {
+        assert!(manifest.contains(want), "missing {want:?} in\n{manifest}");
+    }
+
+    // With a shared claim: a gather pod instead of kubectl cp from each shard.
+    let manifest = k8s(
+        &profile,
+        &[
+            "--results-pvc",
+            "brunt-results",
+            "--cpu",
+            "3500m",
+            "--memory",
+            "2Gi",
+        ],
+    );
+    let path = d.path().join("k8s-pvc.yaml");
+    std::fs::write(&path, &manifest).expect("write");
+    validate(&path);
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_str_multiple::<serde_json::Value, _>(&manifest).expect("YAML");
+    assert_eq!(docs.len(), 4);
+    let pod = &docs[1]["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["volumes"][1]["persistentVolumeClaim"]["claimName"],
+        "brunt-results"
+    );
+    assert_eq!(
+        pod["containers"][0]["resources"]["requests"]["cpu"],
+        "3500m"
+    );
+    assert_eq!(docs[2]["kind"], "Pod");
+    // On a shared claim each run writes under its own start time.
+    let script = pod["containers"][0]["command"][2].as_str().expect("script");
+    let at = start_at_of(script);
+    assert!(
+        script.contains(&format!("--out \"/results/{at}/shard-$i\"")),
+        "{script}"
+    );
+    assert!(
+        manifest.contains(&format!("-gather:/results/{at} ")),
+        "{manifest}"
+    );
+
+    // Bad arguments exit 2.
+    for bad in [
+        vec!["--namespace", "Not_A_Label"],
+        vec!["--cpu", "lots"],
+        vec!["--start-delay", "soon"],
+        vec!["--results-pvc", "a b"],
+        vec!["--hold", "0s"],
+    ] {
+        let o = brunt()
+            .arg("k8s")
+            .arg(&profile)
+            .args(["--shards", "4", "--image", "brunt:1"])
+            .args(&bad)
+            .output()
+            .expect("brunt k8s");
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", text(&o));
+    }
 }

@@ -3,24 +3,27 @@
 //! (`--shard i/4 --start-at T`) at the same total rate, merged with
 //! `brunt merge`, and compared; directories that do not belong together
 //! refused; clock skew reported; a sharded stress run with collectors
-//! whose merge keeps shard 1's server side; the `brunt k8s` manifest checked
-//! in Rust and against the Kubernetes API schemas (`kubernetes-validate`, PyPI).
+//! whose merge keeps shard 1's server side; a killed shard never merged as
+//! complete; four shards that stop together (`--control`). (The `brunt k8s`
+//! manifest is tests/k8s.rs's.)
 
 #[path = "support/load.rs"]
 mod load;
 
 #[path = "support/cmd.rs"]
 mod cmd;
+#[path = "support/shards.rs"]
+mod shards;
 use cmd::{brunt, out as text};
+use shards::{copy_dir, free_port, json, merge, spawn_shard, unix_now, SHARDS};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::{Duration, SystemTime};
+use std::process::Output;
+use std::time::Duration;
 
 use brunt::metrics::{hlog, new_hist, pct_us, series};
 
-const SHARDS: u32 = 4;
 /// Total rate and duration: modest, the machine has two cores for five processes.
 const RATE: u64 = 800;
 const SECS: u64 = 5;
@@ -50,28 +53,6 @@ load: { model: open, workers: 1 }
 shape: { constant: { rate: 40/s, duration: 1s } }
 "#;
 
-fn json(path: &Path) -> serde_json::Value {
-    let t = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&t).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-fn unix_now() -> f64 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .expect("clock after 1970")
-        .as_secs_f64()
-}
-
-fn merge(dirs: &[&Path], out: &Path) -> Output {
-    brunt()
-        .arg("merge")
-        .args(dirs)
-        .arg("--out")
-        .arg(out)
-        .output()
-        .expect("brunt merge starts")
-}
-
 /// Run the shards `which` (1-based) of `profile` as processes starting together; returns their directories.
 fn run_shards(
     profile: &Path,
@@ -93,32 +74,6 @@ fn run_shards(
             dir
         })
         .collect()
-}
-
-/// Shard `i` (1-based) of `profile` against `url`, starting at `start_at`,
-/// into `root/shard-i`, with `extra` arguments; its output piped.
-fn spawn_shard(
-    profile: &Path,
-    url: &str,
-    root: &Path,
-    i: u32,
-    start_at: f64,
-    extra: &[&str],
-) -> (PathBuf, std::process::Child) {
-    let dir = root.join(format!("shard-{i}"));
-    let child = brunt()
-        .args(["run", "--quiet", "--target", url])
-        .arg(profile)
-        .args(["--shard", &format!("{i}/{SHARDS}")])
-        .args(extra)
-        .args(["--start-at", &format!("{start_at:.3}")])
-        .arg("--out")
-        .arg(&dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("brunt run starts");
-    (dir, child)
 }
 
 /// Counts per (tag, absolute second from `base`) of a run directory's interval log.
@@ -348,18 +303,6 @@ fn four_shards_merge_to_what_one_process_measures() {
     mismatched_directories_are_refused(&shards, d.path(), &url);
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for e in std::fs::read_dir(from).expect("read_dir") {
-        let e = e.expect("entry");
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &to.join(e.file_name()));
-        } else {
-            std::fs::copy(e.path(), to.join(e.file_name())).expect("copy");
-        }
-    }
-}
-
 /// With only the budget the union meets, the same shards merge to exit 0.
 fn budgets_are_rejudged_from_the_merged_data(shards: &[PathBuf], root: &Path) {
     let mut copies = Vec::new();
@@ -449,430 +392,6 @@ fn mismatched_directories_are_refused(shards: &[PathBuf], root: &Path, url: &str
     );
     // Never overwrite a directory that holds something.
     refused(&[s1, s2, s3, s4], "merged", "exists and is not empty");
-}
-
-/// A stress run stepping past the demo target's capacity (run with
-/// `load::HOST_EVERY_SECOND`: the host sampled every second). `/contended` holds one lock 20 ms per request
-/// (capacity 50/s): step-1 (20/s) stays far within `p99 < 300ms`, step-2
-/// (80/s for 2 s) queues ~60 requests, so its p99 is ~1 s in every shard
-/// and in the union. No stop on breach: every shard runs the same schedule.
-const STRESS_COLLECTED: &str = r#"
-name: sharded-stress
-target: { url: "{url}", timeout: 5s }
-requests: [ { path: /contended } ]
-load: { model: open, workers: 1, connections: 64, max_in_flight: 200 }
-shape: { stress: { start: 20/s, step: 60/s, step_duration: 2s, max: 80/s, stop_on_breach: false } }
-budgets: [ "p99 < 300ms" ]
-"#;
-
-fn started_at(dir: &Path) -> f64 {
-    json(&dir.join("run.json"))["started_at"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{}: run.json has no started_at", dir.display()))
-}
-
-/// Shard 1's `diagnostics/evidence.json` in the merged run `out` of `dirs`:
-/// the same series with as many samples, each moved by shard 1's start −
-/// the earliest start (from `run.json`); findings moved likewise, their
-/// files under `diagnostics/shard-1/`. Returns that shift.
-fn assert_evidence_carried(dirs: &[PathBuf], out: &Path) -> f64 {
-    let ev1 = brunt::rundir::evidence::load(&dirs[0])
-        .expect("shard 1 evidence reads")
-        .expect("shard 1 has diagnostics/evidence.json");
-    assert!(
-        out.join("diagnostics/evidence.json").is_file(),
-        "merged run has no diagnostics/evidence.json"
-    );
-    let evm = brunt::rundir::evidence::load(out)
-        .expect("merged evidence reads")
-        .expect("merged diagnostics/evidence.json");
-    let base = dirs
-        .iter()
-        .map(|d| started_at(d))
-        .fold(f64::INFINITY, f64::min);
-    assert_eq!(
-        started_at(out),
-        base,
-        "merged start is the earliest shard's"
-    );
-    let shift = started_at(&dirs[0]) - base;
-    assert!(
-        ev1.series
-            .contains_key(brunt::vocab::series::TARGET_HOST_CPU.name),
-        "shard 1 has no target CPU: {:?}",
-        ev1.series.keys()
-    );
-    assert_eq!(
-        evm.series.keys().collect::<Vec<_>>(),
-        ev1.series.keys().collect::<Vec<_>>(),
-        "merged evidence series != shard 1's"
-    );
-    for (name, pts) in &ev1.series {
-        let got = &evm.series[name];
-        assert_eq!(got.len(), pts.len(), "{name}: sample count");
-        for (a, b) in pts.iter().zip(got) {
-            assert!(
-                (b.0 - (a.0 + shift)).abs() < 1e-9 && a.1 == b.1,
-                "{name}: shard 1's {a:?} became {b:?}, expected t shifted by {shift}"
-            );
-        }
-    }
-    assert_eq!(evm.findings.len(), ev1.findings.len(), "findings");
-    for (a, b) in ev1.findings.iter().zip(&evm.findings) {
-        assert!((b.at_s - (a.at_s + shift)).abs() < 1e-9, "{a:?} -> {b:?}");
-        if let Some(f) = &a.evidence {
-            let want = f.replacen("diagnostics/", "diagnostics/shard-1/", 1);
-            assert_eq!(b.evidence.as_deref(), Some(want.as_str()));
-            assert!(out.join(&want).exists(), "{want} not in the merged run");
-        }
-    }
-    shift
-}
-
-/// The issue's requirement: a merged 4-shard run with collectors has the
-/// same verdicts and server-side section as its shard 1 (the only shard
-/// whose collectors sampled the target).
-#[test]
-fn merged_shards_keep_shard_one_server_side_evidence() {
-    let _g = load::serial();
-    let demo = load::demo(brunt::demo::DemoConfig {
-        contended_hold: Duration::from_millis(20),
-        ..Default::default()
-    });
-    let profile = load::profile(
-        &format!("{STRESS_COLLECTED}{}", load::HOST_EVERY_SECOND),
-        &demo.base_url(),
-    );
-    let d = tempfile::tempdir().expect("tempdir");
-
-    // Four shards in this process, stepping together from a common start.
-    let start_at = SystemTime::now() + Duration::from_millis(1500);
-    let runs: Vec<_> = (0..SHARDS)
-        .map(|index| {
-            let p = profile.clone();
-            let dir = d.path().join(format!("shard-{}", index + 1));
-            std::thread::spawn(move || {
-                brunt::run::execute(
-                    &p,
-                    brunt::run::RunOptions {
-                        out: Some(dir),
-                        shard: brunt::engine::Shard {
-                            index,
-                            count: SHARDS,
-                        },
-                        start_at: Some(start_at),
-                        progress: brunt::run::Progress::Quiet,
-                        ..Default::default()
-                    },
-                )
-                .unwrap_or_else(|e| panic!("shard {}/{SHARDS}: {e}", index + 1))
-            })
-        })
-        .collect();
-    let runs: Vec<brunt::run::RunResult> = runs
-        .into_iter()
-        .map(|h| h.join().expect("shard thread"))
-        .collect();
-    let dirs: Vec<PathBuf> = runs.iter().map(|r| r.dir.clone()).collect();
-    let s1 = &runs[0].summary;
-    let v1 = s1.verdicts.clone().expect("shard 1 has verdicts");
-    assert!(
-        v1.server_side,
-        "shard 1 ran the collectors yet has no server-side evidence: {:?}",
-        s1.collectors
-    );
-    // The premise: only shard 1 sampled the target.
-    for r in &runs[1..] {
-        let v = r.summary.verdicts.clone().expect("verdicts");
-        assert!(!v.server_side, "{} sampled the target", r.dir.display());
-        assert!(r.summary.collectors.is_none(), "{}", r.dir.display());
-    }
-
-    let out = d.path().join("merged");
-    let merged = brunt::shard::merge(&dirs, &out).unwrap_or_else(|e| panic!("merge: {e}"));
-    let vm = merged.summary.verdicts.clone().expect("merged verdicts");
-    assert!(
-        vm.server_side,
-        "the merged run lost shard 1's server-side evidence (diagnostics/evidence.json not carried over)"
-    );
-
-    // diagnostics/evidence.json: shard 1's series, sample for sample, on the merged clock.
-    let shift = assert_evidence_carried(&dirs, &out);
-    assert!(
-        (0.0..0.5).contains(&shift),
-        "shard 1 started {shift} s late"
-    );
-    // The shards started within ms of each other, so that shift may be 0:
-    // once more with shard 1 recorded 0.25 s late, so the shift must show.
-    let late: Vec<PathBuf> = dirs
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let c = d.path().join(format!("late-{}", i + 1));
-            copy_dir(s, &c);
-            if i == 0 {
-                let mut meta = json(&c.join("run.json"));
-                meta["started_at"] = (started_at(s) + 0.25).into();
-                std::fs::write(c.join("run.json"), meta.to_string()).expect("write");
-            }
-            c
-        })
-        .collect();
-    let late_out = d.path().join("merged-late");
-    brunt::shard::merge(&late, &late_out).unwrap_or_else(|e| panic!("merge: {e}"));
-    let shift = assert_evidence_carried(&late, &late_out);
-    assert!(shift > 0.2, "shift {shift}");
-
-    // The collectors' section of summary.json, as shard 1 wrote it.
-    let sum1 = json(&dirs[0].join("summary.json"));
-    let summ = json(&out.join("summary.json"));
-    assert!(sum1["collectors"].is_object(), "{}", sum1["collectors"]);
-    assert_eq!(summ["collectors"], sum1["collectors"]);
-    assert_eq!(summ["verdicts"]["server_side"], true);
-
-    // The stress verdict: both break at a step, and with the same evidence
-    // at that step (same samples in its window) the cause is the same.
-    let st1 = v1.stress.expect("shard 1 has a stress verdict");
-    let stm = vm.stress.expect("the merged run has a stress verdict");
-    eprintln!("shard 1: {}\nmerged:  {}", st1.text, stm.text);
-    for st in [&st1, &stm] {
-        assert!(
-            !st.text.contains("no server-side data"),
-            "verdict blind to the server side: {}",
-            st.text
-        );
-        assert_ne!(st.cause, brunt::judge::Cause::Unknown, "{}", st.text);
-    }
-    let b1 = st1.first_breach.clone().expect("shard 1 breaks at step-2");
-    let bm = stm
-        .first_breach
-        .clone()
-        .expect("the union breaks at step-2");
-    let row = |st: &brunt::judge::StressVerdict, b: &str| {
-        st.steps
-            .iter()
-            .find(|r| r.name == b)
-            .cloned()
-            .expect("breaking step in the table")
-    };
-    let (r1, rm) = (row(&st1, &b1), row(&stm, &bm));
-    let same = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => (a - b).abs() < 1e-9,
-        (a, b) => a.is_none() && b.is_none(),
-    };
-    let same_evidence = b1 == bm
-        && same(r1.target_cpu_pct, rm.target_cpu_pct)
-        && same(r1.target_process_cpu_pct, rm.target_process_cpu_pct)
-        && same(r1.generator_cpu_pct, rm.generator_cpu_pct)
-        && same(r1.generator_lag_ms, rm.generator_lag_ms)
-        && r1.threads == rm.threads
-        && r1.top_finding == rm.top_finding;
-    if same_evidence {
-        assert_eq!(stm.cause, st1.cause, "{}\n{}", st1.text, stm.text);
-    } else {
-        // A sample within the shift of a step edge changed windows: the cause
-        // may then legitimately differ; server-side data is still read.
-        eprintln!("breaking step evidence differs: {r1:?} vs {rm:?}");
-    }
-
-    // The report draws the target's CPU from the carried evidence. `merge`
-    // leaves no report.html; render it as `brunt report DIR` does.
-    let html = |dir: &Path| {
-        std::fs::read_to_string(dir.join("report.html"))
-            .unwrap_or_else(|e| panic!("{}/report.html: {e}", dir.display()))
-    };
-    assert!(html(&dirs[0]).contains("<figure id=\"chart-server-cpu\">"));
-    brunt::report::html::write(&out, &merged.summary, &merged.data).expect("merged report.html");
-    let page = html(&out);
-    assert!(
-        page.contains("<figure id=\"chart-server-cpu\">"),
-        "merged report.html has no target CPU chart"
-    );
-    drop(demo);
-}
-
-const K8S_PROFILE: &str = r#"
-name: "Checkout: peak's & \"quotes\""
-target: { url: "https://staging.example.com" }
-requests: [ { path: "/api/items/7?x='1'" } ]
-shape: { constant: { rate: 2000/s, duration: 10m } }
-budgets: [ "p99 < 500ms" ]
-"#;
-
-fn k8s(profile: &Path, extra: &[&str]) -> String {
-    let o = brunt()
-        .arg("k8s")
-        .arg(profile)
-        .args(["--shards", "4", "--image", "registry.example.com/brunt:0.1"])
-        .args(extra)
-        .output()
-        .expect("brunt k8s");
-    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
-    String::from_utf8(o.stdout).expect("utf-8 manifest")
-}
-
-/// `kubernetes-validate` (PyPI, ships the API schemas, works offline), run
-/// as a module of the `python3` that `tests/setup.sh` installed it into.
-fn validate(manifest: &Path) {
-    let o = Command::new("python3")
-        .args(["-m", "kubernetes_validate", "--strict", "--kubernetes-version", "1.37.0"])
-        .arg(manifest)
-        .output()
-        .unwrap_or_else(|e| {
-            panic!(
-                "kubernetes-validate not runnable ({e}): install it with `pip install kubernetes-validate==1.37.0` (tests/setup.sh does)"
-            )
-        });
-    assert!(
-        o.status.success(),
-        "{}\n(if kubernetes_validate is missing: pip install kubernetes-validate==1.37.0, as tests/setup.sh does)",
-        text(&o)
-    );
-    assert!(
-        text(&o).contains("passed for resource job/"),
-        "{}",
-        text(&o)
-    );
-}
-
-fn start_at_of(script: &str) -> u64 {
-    script
-        .split("--start-at ")
-        .nth(1)
-        .and_then(|r| r.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no --start-at number in {script}"))
-}
-
-#[test]
-fn k8s_manifest_is_a_valid_indexed_job_of_the_shards() {
-    let d = tempfile::tempdir().expect("tempdir");
-    let profile = d.path().join("checkout.yaml");
-    std::fs::write(&profile, K8S_PROFILE).expect("write");
-    let before = unix_now() as u64;
-    let manifest = k8s(&profile, &["--start-delay", "90s", "--namespace", "load"]);
-    let path = d.path().join("k8s.yaml");
-    std::fs::write(&path, &manifest).expect("write");
-    validate(&path);
-
-    let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_str_multiple::<serde_json::Value, _>(&manifest)
-            .expect("manifest parses as YAML");
-    // ConfigMap, Job, the shards' control Service.
-    assert_eq!(docs.len(), 3, "{manifest}");
-    assert_eq!(docs[2]["kind"], "Service");
-    assert_eq!(docs[2]["spec"]["clusterIP"], "None");
-    let (cm, job) = (&docs[0], &docs[1]);
-    assert_eq!(cm["kind"], "ConfigMap");
-    // The profile travels byte for byte, however it is quoted.
-    assert_eq!(cm["data"]["profile.yaml"], K8S_PROFILE);
-    assert_eq!(job["kind"], "Job");
-    assert_eq!(job["metadata"]["namespace"], "load");
-    let name = job["metadata"]["name"].as_str().expect("job name");
-    assert_eq!(name, "brunt-checkout-peak-s-quotes");
-    let spec = &job["spec"];
-    assert_eq!(spec["completionMode"], "Indexed");
-    assert_eq!(spec["completions"], 4);
-    assert_eq!(spec["parallelism"], 4);
-    let pod = &spec["template"]["spec"];
-    let anti =
-        &pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0];
-    assert_eq!(anti["topologyKey"], "kubernetes.io/hostname");
-    let c = &pod["containers"][0];
-    assert_eq!(c["image"], "registry.example.com/brunt:0.1");
-    assert_eq!(c["resources"]["requests"]["cpu"], "2");
-    assert_eq!(c["resources"]["requests"]["memory"], "1Gi");
-    let script = c["command"][2].as_str().expect("script");
-    assert!(
-        script.contains("i=$((JOB_COMPLETION_INDEX + 1))"),
-        "{script}"
-    );
-    assert!(
-        script.contains("brunt run /profile/profile.yaml --shard \"$i/4\" --control brunt-checkout-peak-s-quotes-0.brunt-checkout-peak-s-quotes-control:5670"),
-        "{script}"
-    );
-    assert_eq!(
-        pod["subdomain"], "brunt-checkout-peak-s-quotes-control",
-        "pod 0's name resolves under the Service"
-    );
-    assert!(
-        script.contains("--out \"/results/shard-$i\" --plain"),
-        "{script}"
-    );
-    let at = start_at_of(script);
-    assert!(
-        (before + 89..=unix_now() as u64 + 91).contains(&at),
-        "start {at}"
-    );
-    assert_eq!(pod["volumes"][1]["emptyDir"], serde_json::json!({}));
-    // The commands to finish the job follow as comments.
-    for want in [
-        "| tee brunt-checkout-peak-s-quotes.yaml | kubectl apply -f -",
-        "--start-delay 90s",
-        "kubectl -n load wait job/brunt-checkout-peak-s-quotes --for=condition=complete",
-        "kubectl -n load cp",
-        "#   brunt merge brunt-checkout-peak-s-quotes/shard-* --out",
-    ] {
-        assert!(manifest.contains(want), "missing {want:?} in\n{manifest}");
-    }
-
-    // With a shared claim: a gather pod instead of kubectl cp from each shard.
-    let manifest = k8s(
-        &profile,
-        &[
-            "--results-pvc",
-            "brunt-results",
-            "--cpu",
-            "3500m",
-            "--memory",
-            "2Gi",
-        ],
-    );
-    let path = d.path().join("k8s-pvc.yaml");
-    std::fs::write(&path, &manifest).expect("write");
-    validate(&path);
-    let docs: Vec<serde_json::Value> =
-        serde_saphyr::from_str_multiple::<serde_json::Value, _>(&manifest).expect("YAML");
-    assert_eq!(docs.len(), 4);
-    let pod = &docs[1]["spec"]["template"]["spec"];
-    assert_eq!(
-        pod["volumes"][1]["persistentVolumeClaim"]["claimName"],
-        "brunt-results"
-    );
-    assert_eq!(
-        pod["containers"][0]["resources"]["requests"]["cpu"],
-        "3500m"
-    );
-    assert_eq!(docs[2]["kind"], "Pod");
-    // On a shared claim each run writes under its own start time.
-    let script = pod["containers"][0]["command"][2].as_str().expect("script");
-    let at = start_at_of(script);
-    assert!(
-        script.contains(&format!("--out \"/results/{at}/shard-$i\"")),
-        "{script}"
-    );
-    assert!(
-        manifest.contains(&format!("-gather:/results/{at} ")),
-        "{manifest}"
-    );
-
-    // Bad arguments exit 2.
-    for bad in [
-        vec!["--namespace", "Not_A_Label"],
-        vec!["--cpu", "lots"],
-        vec!["--start-delay", "soon"],
-        vec!["--results-pvc", "a b"],
-        vec!["--hold", "0s"],
-    ] {
-        let o = brunt()
-            .arg("k8s")
-            .arg(&profile)
-            .args(["--shards", "4", "--image", "brunt:1"])
-            .args(&bad)
-            .output()
-            .expect("brunt k8s");
-        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", text(&o));
-    }
 }
 
 /// A merge decides completeness from the shards' data: a shard killed
@@ -1066,11 +585,4 @@ budgets: [ 'p99 < 300ms' ]
         "{}",
         m["stopped_reason"]
     );
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
