@@ -581,7 +581,7 @@ budgets: [ 'p99 < 300ms' ]
         m["stopped_reason"]
             .as_str()
             .unwrap_or_default()
-            .contains("shard 3: step-"),
+            .contains("(shard 3's breach; the other shards stopped with it)"),
         "{}",
         m["stopped_reason"]
     );

@@ -252,16 +252,26 @@ budgets: [ "p99 < 150ms" ]
     assert_eq!(rebuilt, rows, "{printed}");
     let html = std::fs::read_to_string(run_dir.join("report.html")).expect("rebuilt report.html");
     assert!(html.contains("id=\"table-threads-by-phase\""));
-    // The terminal summary: one line per phase.
-    let lines: BTreeMap<&str, &str> = printed
-        .lines()
-        .filter_map(|l| {
-            let l = l.trim_start();
-            let name = l.split_whitespace().next()?;
-            names.contains(&name).then_some((name, l))
-        })
-        .filter(|(_, l)| l.contains("BLOCKED"))
-        .collect();
+    // The terminal summary: one entry per phase (wrapped at 80 columns: a
+    // more deeply indented line continues the one before it).
+    let mut lines: BTreeMap<&str, String> = BTreeMap::new();
+    let mut current: Option<(&str, usize)> = None;
+    for l in printed.lines() {
+        let t = l.trim_start();
+        let indent = l.len() - t.len();
+        let name = t.split_whitespace().next().unwrap_or("");
+        if names.contains(&name) && t.contains("BLOCKED") {
+            current = Some((name, indent));
+            lines.insert(name, t.to_string());
+        } else if current.is_some_and(|(_, i)| indent > i) && !t.is_empty() {
+            if let Some(e) = current.and_then(|(c, _)| lines.get_mut(c)) {
+                e.push(' ');
+                e.push_str(t);
+            }
+        } else {
+            current = None;
+        }
+    }
     assert_eq!(lines.len(), 5, "{printed}");
     assert!(
         lines["step-4"].contains("com.brunt.target.Inventory"),

@@ -152,6 +152,13 @@ fn headline(meta: &RunMeta, st: &StressResult, why: &str) -> String {
     }
 }
 
+/// The shard the others stopped with, from a stop reason that says so
+/// (`stopped with shard 3: …`, also inside a merge's `shard 1: …; …`).
+fn stopped_with(reason: &str) -> Option<u32> {
+    let rest = reason.split("stopped with shard ").nth(1)?;
+    rest.split(':').next()?.trim().parse().ok()
+}
+
 impl Summary {
     /// A stress run stopped at its breach (`set_stop_kind`): the step begun
     /// after the breaching one ran only until the stop and was given up by
@@ -172,8 +179,15 @@ impl Summary {
             .iter()
             .map(|v| format!("{} (measured {})", v.budget, v.shown))
             .collect();
+        // Shards that stopped together (`--control`): who stopped them stays said.
+        let with = self
+            .stopped_reason
+            .as_deref()
+            .and_then(stopped_with)
+            .map(|n| format!(" (shard {n}'s breach; the other shards stopped with it)"))
+            .unwrap_or_default();
         self.stopped_reason = Some(format!(
-            "{b} ({}) broke {}; stopped at the first breach",
+            "{b} ({}) broke {}; stopped at the first breach{with}",
             self.phases[bi].label,
             broke.join(", ")
         ));
@@ -185,5 +199,18 @@ impl Summary {
                 r.abandoned = true;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_shard_the_others_stopped_with_is_read_from_the_reason() {
+        let merged = "shard 1: stopped with shard 3: step-1 (80/s) broke p99; shard 3: step-1 (80/s) broke p99";
+        assert_eq!(super::stopped_with(merged), Some(3));
+        assert_eq!(
+            super::stopped_with("step-2 (150/s) broke p99 < 100ms"),
+            None
+        );
     }
 }
