@@ -79,6 +79,14 @@ fn bad_profiles_say_file_line_column_and_exit_2() {
             "invalid",
         ),
         (
+            "scalar.yaml",
+            SHORT
+                .replace("target: { url: builtin }", "target: builtin")
+                .replace("BUDGET", "p99 < 1s"),
+            ":3:9",
+            "found `builtin` — write `target: { url: builtin }`",
+        ),
+        (
             "rate.yaml",
             SHORT.replace("100/s", "fast").replace("BUDGET", "p99 < 1s"),
             ":5:",

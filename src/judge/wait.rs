@@ -98,6 +98,12 @@ impl ConnectionWait {
         Some(w)
     }
 
+    /// Worth a line of its own in the terminal: below [`MIN_WAIT_MS`] the
+    /// wait is the timer's and the wake-up's granularity, not a queue.
+    pub fn notable(&self) -> bool {
+        self.wait_p99_ms >= MIN_WAIT_MS
+    }
+
     /// `p99 445ms is brunt's own connection limit: …`.
     fn say(&self, scenarios: bool) -> String {
         let lanes = match self.connections {
@@ -163,6 +169,17 @@ mod tests {
             s.add_hist(Class::Ok, &h, kind);
         }
         s
+    }
+
+    #[test]
+    fn a_few_milliseconds_of_wait_are_not_worth_a_line() {
+        // A busy generator's wake-ups: 5 ms of wait beside 12 ms latency.
+        let s = stats(&[5, 6, 12], &[1, 2, 5], &[4, 4, 7]);
+        let w = ConnectionWait::of(&s, Model::Open, Some(256), false).expect("a wait");
+        assert!(!w.notable() && !w.dominates, "{w:?}");
+        let s = stats(&[400, 420, 450], &[350, 380, 420], &[2, 3, 4]);
+        let w = ConnectionWait::of(&s, Model::Open, Some(8), false).expect("a wait");
+        assert!(w.notable(), "{w:?}");
     }
 
     #[test]

@@ -56,6 +56,13 @@ impl Profile {
                 } else if found.starts_with("{{") {
                     // YAML read `{` as the start of a mapping.
                     format!("{message}: a `{{{{ … }}}}` template must be quoted in YAML, e.g. \"{found}\"")
+                } else if message.starts_with("expected mapping") && !found.is_empty() {
+                    // `target: builtin`: a section written as one value.
+                    let hint = match key_path(text, line as usize).as_deref() {
+                        Some("target") => format!(" — write `target: {{ url: {found} }}`"),
+                        _ => String::new(),
+                    };
+                    format!("expected keys below this one (a mapping), found `{found}`{hint}")
                 } else {
                     message
                 };

@@ -388,10 +388,10 @@ fn service_time(o: &mut String, s: &Summary) {
             fmt_ms(t.service.p99)
         );
     }
-    if let Some(w) = &s.connection_wait {
+    if let Some(w) = s.connection_wait.as_ref().filter(|w| w.notable()) {
         let _ = writeln!(
             o,
-            "wait for one of brunt's connections before the send: p99 = {} ({:.0} % of the time)",
+            "wait for one of brunt's connections before the send: p99 = {} ({:.0} % of the time requests took)",
             fmt_ms(w.wait_p99_ms),
             w.share * 100.0
         );
