@@ -30,6 +30,7 @@ mod closed;
 pub mod feeder;
 pub mod h1;
 mod open;
+pub mod setup;
 pub mod template;
 
 use std::cell::RefCell;
@@ -106,6 +107,9 @@ pub struct EngineConfig {
     pub workers: usize,
     /// Feeders and the engine's own stop reason, shared by the workers.
     pub templates: template::Shared,
+    /// `setup:` and `teardown:`, sent once outside the load ([`setup`]).
+    pub setup: setup::OnceSteps,
+    pub teardown: setup::OnceSteps,
 }
 
 impl EngineConfig {
@@ -167,6 +171,10 @@ pub fn compile(
     let feeders = template::open_feeders(profile, inputs, shard)
         .map_err(|e| EngineError::Client(e.into()))?;
     let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
+    let once = |sect, steps| {
+        setup::OnceSteps::compile(profile, &target, &base, inputs, &feeders, sect, steps)
+    };
+    let (setup, teardown) = (once("setup", &profile.setup)?, once("teardown", &profile.teardown)?);
     // The mix's units: each request, then each scenario (its steps in a row).
     let mut units: Vec<(f64, Unit)> = profile
         .requests
@@ -236,6 +244,8 @@ pub fn compile(
         shard,
         workers: workers.max(1),
         templates: template::Shared::new(feeders),
+        setup,
+        teardown,
     })
 }
 
