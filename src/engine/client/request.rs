@@ -179,7 +179,7 @@ pub fn prepare_steps(
             let key = format!("{sect}[{index}]");
             let step = Step {
                 key: &key,
-                scenario: Some(sect),
+                scenario: None,
                 vars: &vars,
             };
             let mut p = prepare_one(&step, r, profile, base, &host, inputs, feeders)?;
