@@ -192,6 +192,18 @@ shape: {{ constant: {{ rate: 40/s, duration: 2s }} }}
     )
 }
 
+/// `brunt run PROFILE --out DIR --plain` to its end.
+fn run_plain(profile: &Path, dir: &Path) -> std::process::Output {
+    brunt()
+        .arg("run")
+        .arg(profile)
+        .arg("--out")
+        .arg(dir)
+        .arg("--plain")
+        .output()
+        .expect("brunt run")
+}
+
 /// Every file under `root` that holds `secret`.
 fn files_holding(root: &Path, secret: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -231,14 +243,7 @@ fn one_run_sets_up_once_carries_the_token_and_tears_down_once() {
     );
 
     let dir = tmp.path().join("run");
-    let o = brunt()
-        .arg("run")
-        .arg(&prof)
-        .arg("--out")
-        .arg(&dir)
-        .arg("--plain")
-        .output()
-        .expect("brunt run");
+    let o = run_plain(&prof, &dir);
     let said = text(&o);
     assert_eq!(o.status.code(), Some(0), "{said}");
     assert_eq!(srv.n(|c| &c.setups), 1, "{said}");
@@ -272,14 +277,7 @@ fn a_failed_setup_sends_no_load_and_exits_1() {
     let tmp = tempfile::tempdir().expect("tmp");
     let prof = write(tmp.path(), "once.yaml", &profile(&srv.url()));
     let dir = tmp.path().join("run");
-    let o = brunt()
-        .arg("run")
-        .arg(&prof)
-        .arg("--out")
-        .arg(&dir)
-        .arg("--plain")
-        .output()
-        .expect("brunt run");
+    let o = run_plain(&prof, &dir);
     let said = text(&o);
     assert_eq!(o.status.code(), Some(1), "{said}");
     assert!(
@@ -335,7 +333,11 @@ fn a_setup_name_no_setup_step_extracts_is_a_located_error() {
         "  - { path: \"/item?{{ setup.nope }}\" }",
     );
     let prof = write(tmp.path(), "bad.yaml", &bad);
-    let o = brunt().arg("validate").arg(&prof).output().expect("validate");
+    let o = brunt()
+        .arg("validate")
+        .arg(&prof)
+        .output()
+        .expect("validate");
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("bad.yaml:13:"), "{}", text(&o));
 }
@@ -379,7 +381,12 @@ fn four_shards_with_control_set_up_once_and_all_carry_shard_1s_token() {
         assert_eq!(s["totals"]["errors"], 0, "shard {i}: {}", s["totals"]);
         assert_eq!(s["setup"]["ok"], true, "shard {i}: {}", s["setup"]);
         assert_eq!(s["setup"]["shard"], 1, "shard {i}: {}", s["setup"]);
-        assert_eq!(s["teardown"].is_null(), i != 1, "shard {i}: {}", s["teardown"]);
+        assert_eq!(
+            s["teardown"].is_null(),
+            i != 1,
+            "shard {i}: {}",
+            s["teardown"]
+        );
         sent += n;
         dirs.push(dir);
     }

@@ -19,6 +19,9 @@
 //!   answer), and one given up at the drain is `unfinished` — for the step
 //!   under way and for its iteration.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
+//! - `setup:` and `teardown:` ([`setup`]) are sent once, outside the load,
+//!   on a connection of their own; the setup's values are bound into the
+//!   templates before the workers start.
 //! - Connections ([`client`]): HTTP/1.1 one per lane (or VU); HTTP/2 one per
 //!   `streams_per_connection` lanes, each lane a stream; `keep_alive: false`
 //!   one per request. The preflight settles `auto` and refuses `"2"` against
@@ -171,10 +174,14 @@ pub fn compile(
     let feeders = template::open_feeders(profile, inputs, shard)
         .map_err(|e| EngineError::Client(e.into()))?;
     let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
-    let once = |sect, steps| {
-        setup::OnceSteps::compile(profile, &target, &base, inputs, &feeders, sect, steps)
+    let once = |sect, steps: &[crate::profile::RequestSpec]| {
+        client::prepare_steps(profile, &target, &base, inputs, &feeders, sect, steps)
+            .map(|p| setup::OnceSteps::new(sect, steps, p))
     };
-    let (setup, teardown) = (once("setup", &profile.setup)?, once("teardown", &profile.teardown)?);
+    let (setup, teardown) = (
+        once("setup", &profile.setup)?,
+        once("teardown", &profile.teardown)?,
+    );
     // The mix's units: each request, then each scenario (its steps in a row).
     let mut units: Vec<(f64, Unit)> = profile
         .requests

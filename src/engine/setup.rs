@@ -8,7 +8,7 @@
 //! ([`template::Shared::bind_setup`]) before the load, and every request
 //! (teardown included) reads it as `{{ setup.NAME }}`. A setup step does
 //! not send a `target.headers` entry that reads `{{ setup.… }}`: its value
-//! is not known yet. A failed step (not `optional`), an extraction that
+//! is not known yet (see [`super::client::prepare_steps`]). A failed step (not `optional`), an extraction that
 //! found nothing, or a name left unextracted fails the setup.
 //!
 //! Which process runs them in a sharded run, and how the values reach the
@@ -18,12 +18,11 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::client::{self, ClientError, LaneConn, Prepared, Target};
-use super::feeder::Feeder;
-use super::template::{self, Inputs};
+use super::client::{LaneConn, Prepared, Target};
+use super::template;
 use super::EngineConfig;
 use crate::metrics::Class;
-use crate::profile::{Profile, RequestSpec};
+use crate::profile::RequestSpec;
 use crate::vocab::setup::{OnceRecord, OnceStep};
 
 /// A `setup:` or `teardown:` list compiled (empty when the profile has none).
@@ -46,31 +45,16 @@ pub struct OnceOutcome {
 }
 
 impl OnceSteps {
-    /// Compile `steps` (section `sect`: `setup` or `teardown`) against the
-    /// run's target, feeders and template inputs.
-    pub(super) fn compile(
-        profile: &Profile,
-        target: &Target,
-        base: &str,
-        inputs: &Inputs,
-        feeders: &[Feeder],
-        sect: &str,
-        steps: &[RequestSpec],
-    ) -> Result<OnceSteps, ClientError> {
-        if steps.is_empty() {
-            return Ok(OnceSteps::default());
-        }
-        let mut own = profile.clone();
-        if sect == "setup" {
-            own.target.headers.retain(|_, v| !reads_setup(v));
-        }
-        Ok(OnceSteps {
-            steps: client::prepare_steps(&own, target, base, inputs, feeders, sect, steps)?,
+    /// `steps` of section `sect` (`setup` or `teardown`), `prepared` as
+    /// [`client::prepare_steps`] compiled them.
+    pub(super) fn new(sect: &str, steps: &[RequestSpec], prepared: Vec<Prepared>) -> OnceSteps {
+        OnceSteps {
+            steps: prepared,
             optional: steps.iter().map(|s| s.optional).collect(),
             think: steps.iter().map(|s| s.think_time).collect(),
             names: template::scenario_vars(steps),
             setup: sect == "setup",
-        })
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -88,14 +72,6 @@ impl OnceSteps {
             .map(|th| t.timeout + t.connect_timeout + th.unwrap_or_default())
             .sum()
     }
-}
-
-/// Whether a template reads a setup value (`{{ setup.NAME }}`).
-fn reads_setup(text: &str) -> bool {
-    crate::profile::template::Template::parse(text).is_ok_and(|t| {
-        t.exprs()
-            .any(|e| matches!(e, crate::profile::template::Expr::Setup(_)))
-    })
 }
 
 /// Send `steps` once, in order, on a connection of their own (on a thread
@@ -121,14 +97,7 @@ pub fn run_once(cfg: &EngineConfig, steps: &OnceSteps) -> OnceOutcome {
 
 fn failed(error: String) -> OnceOutcome {
     OnceOutcome {
-        record: OnceRecord {
-            ok: false,
-            took_ms: 0.0,
-            steps: Vec::new(),
-            extracted: Vec::new(),
-            error: Some(error),
-            shard: None,
-        },
+        record: OnceRecord::failed(error),
         values: Vec::new(),
     }
 }
@@ -136,18 +105,11 @@ fn failed(error: String) -> OnceOutcome {
 async fn send_steps(cfg: &EngineConfig, once: &OnceSteps) -> OnceOutcome {
     let mut conn = LaneConn::default();
     let mut vars: Vec<Option<Bytes>> = vec![None; once.names.len()];
-    let mut record = OnceRecord {
-        ok: true,
-        took_ms: 0.0,
-        steps: Vec::new(),
-        extracted: if once.setup {
-            once.names.clone()
-        } else {
-            Vec::new()
-        },
-        error: None,
-        shard: None,
-    };
+    let mut record = OnceRecord::begun(if once.setup {
+        once.names.clone()
+    } else {
+        Vec::new()
+    });
     let began = Instant::now();
     for (k, p) in once.steps.iter().enumerate() {
         let msg = match &p.dynamic {

@@ -279,13 +279,13 @@ fn compile(
                     "`vars.{name}`: no step of this scenario extracts it"
                 ))
             })?),
-            Expr::Setup(name) => Seg::Setup(
-                names
-                    .setup
-                    .iter()
-                    .position(|v| v == name)
-                    .ok_or_else(|| invalid(format!("`setup.{name}`: no setup step extracts it")))?,
-            ),
+            Expr::Setup(name) => {
+                Seg::Setup(
+                    names.setup.iter().position(|v| v == name).ok_or_else(|| {
+                        invalid(format!("`setup.{name}`: no setup step extracts it"))
+                    })?,
+                )
+            }
             Expr::Uuid => Seg::Uuid,
             Expr::Seq => Seg::Seq,
             Expr::NowUnixMs => Seg::NowMs,
@@ -397,7 +397,11 @@ pub fn compile_fields(
                 .iter()
                 .map(|_| Some(Bytes::from_static(b"x")))
                 .collect();
-            let setup: Vec<Bytes> = names.setup.iter().map(|_| Bytes::from_static(b"x")).collect();
+            let setup: Vec<Bytes> = names
+                .setup
+                .iter()
+                .map(|_| Bytes::from_static(b"x"))
+                .collect();
             p.render(&mut w, feeders, &rows, &sample, &setup, &mut buf);
             if let Err(e) = hyper::Uri::try_from(buf.as_slice()) {
                 return Err(BindError::Invalid {
@@ -620,9 +624,18 @@ mod tests {
             env: [("T".to_string(), "a b/c".to_string())].into(),
             base_dir: None,
         };
-        let c = compile("/x/{{ env.T }}", "p", true, &inputs, &[], Names::default()).expect("compiles");
+        let c =
+            compile("/x/{{ env.T }}", "p", true, &inputs, &[], Names::default()).expect("compiles");
         assert_eq!(c.literal().as_deref(), Some(&b"/x/a%20b%2Fc"[..]));
-        let c = compile("Bearer {{ env.T }}", "h", false, &inputs, &[], Names::default()).expect("compiles");
+        let c = compile(
+            "Bearer {{ env.T }}",
+            "h",
+            false,
+            &inputs,
+            &[],
+            Names::default(),
+        )
+        .expect("compiles");
         assert_eq!(c.literal().as_deref(), Some(&b"Bearer a b/c"[..]));
         let e = compile(
             "{{ env.BRUNT_SURELY_UNSET_VAR }}",

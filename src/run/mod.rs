@@ -1,6 +1,6 @@
-//! One run end to end: compile the profile into a [`spec::RunSpec`], start
-//! the recorder, the collectors and the engine, then judge and write the
-//! run directory. Also `brunt report DIR` ([`rebuild`]), which judges a run
+//! One run end to end: compile the profile into a [`spec::RunSpec`], run
+//! its `setup:` once ([`setup`]), start the recorder, the collectors and the
+//! engine, run its `teardown:`, then judge and write the run directory. Also `brunt report DIR` ([`rebuild`]), which judges a run
 //! directory again from its files.
 //!
 //! Once the load ends the run writes its files, then reads the directory
@@ -316,7 +316,16 @@ fn execute_spec(
         d.follow(&dir);
     }
     let exporter = export::start(spec, plan, cfg, &dir, &opts)?;
-    let outcome = load(spec, plan, cfg, &dir, clock, &opts, exporter.clone(), server);
+    let outcome = load(
+        spec,
+        plan,
+        cfg,
+        &dir,
+        clock,
+        &opts,
+        exporter.clone(),
+        server,
+    );
     // After a stop too; before the built-in target goes.
     setup::after_load(spec, &opts, &dir)?;
     let outcome = outcome?;

@@ -127,8 +127,7 @@ pub(super) fn after_load(spec: &RunSpec, opts: &RunOptions, dir: &Path) -> Resul
     if out.record.ok {
         opts.say.line(line);
     } else {
-        opts.say
-            .warn(format!("{line} (the load's verdict stands)"));
+        opts.say.warn(format!("{line} (the load's verdict stands)"));
     }
     rundir::edit_setup(dir, |f| f.teardown = Some(out.record))?;
     Ok(())
@@ -168,17 +167,17 @@ fn fetch(spec: &RunSpec, opts: &RunOptions, addr: &str) -> OnceOutcome {
     let mut last = String::from("no answer yet");
     let failed = |why: String| OnceOutcome {
         record: OnceRecord {
-            ok: false,
-            took_ms: 0.0,
-            steps: Vec::new(),
-            extracted: cfg.setup.names.clone(),
-            error: Some(why),
             shard: Some(1),
+            ..OnceRecord::failed(why)
         },
         values: Vec::new(),
     };
     while Instant::now() < deadline {
-        if opts.stop.as_ref().is_some_and(|s| s.load(Ordering::Relaxed)) {
+        if opts
+            .stop
+            .as_ref()
+            .is_some_and(|s| s.load(Ordering::Relaxed))
+        {
             return failed("stopped while waiting for shard 1's setup".into());
         }
         match agent.get(&url).call() {

@@ -44,6 +44,27 @@ pub struct OnceRecord {
 }
 
 impl OnceRecord {
+    /// A record of nothing sent yet (`ok` until a step fails).
+    pub fn begun(extracted: Vec<String>) -> OnceRecord {
+        OnceRecord {
+            ok: true,
+            took_ms: 0.0,
+            steps: Vec::new(),
+            extracted,
+            error: None,
+            shard: None,
+        }
+    }
+
+    /// A record of steps that could not run at all, and why.
+    pub fn failed(error: String) -> OnceRecord {
+        OnceRecord {
+            ok: false,
+            error: Some(error),
+            ..OnceRecord::begun(Vec::new())
+        }
+    }
+
     /// One line for the terminal and the report: `setup: 2 step(s) ok in 14 ms`.
     pub fn line(&self, what: &str) -> String {
         let by = self

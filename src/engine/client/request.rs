@@ -160,7 +160,9 @@ fn finish_forms(p: &mut Prepared, target: &Target) {
 }
 
 /// The `setup:` or `teardown:` steps (`sect`), compiled as a scenario's
-/// steps are (their own `{{ vars.NAME }}`), in every protocol's form.
+/// steps are (their own `{{ vars.NAME }}`), in every protocol's form. A
+/// setup step leaves out the `target.headers` that read `{{ setup.… }}`:
+/// their values are what the setup is about to take.
 pub fn prepare_steps(
     profile: &Profile,
     target: &Target,
@@ -172,6 +174,14 @@ pub fn prepare_steps(
 ) -> Result<Vec<Prepared>, ClientError> {
     let vars = template::scenario_vars(steps);
     let host = host_header(target);
+    let mut own;
+    let profile = if sect == "setup" {
+        own = profile.clone();
+        own.target.headers.retain(|_, v| !reads_setup(v));
+        &own
+    } else {
+        profile
+    };
     steps
         .iter()
         .enumerate()
@@ -187,6 +197,14 @@ pub fn prepare_steps(
             Ok(Prepared { index, ..p })
         })
         .collect()
+}
+
+/// Whether a template reads a setup value (`{{ setup.NAME }}`).
+fn reads_setup(text: &str) -> bool {
+    crate::profile::template::Template::parse(text).is_ok_and(|t| {
+        t.exprs()
+            .any(|e| matches!(e, crate::profile::template::Expr::Setup(_)))
+    })
 }
 
 /// A request in HTTP/2's form: an absolute URI (hyper sends its scheme and
