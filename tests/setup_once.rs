@@ -34,6 +34,8 @@ struct Counts {
     authorised: AtomicU64,
     /// Anything without the token (or with another).
     unauthorised: AtomicU64,
+    /// `authorised` when the teardown came: no load after it.
+    authorised_at_teardown: AtomicU64,
 }
 
 /// A keep-alive HTTP/1.1 server: `POST /seed` hands out the token (or 500
@@ -150,6 +152,8 @@ fn serve(conn: TcpStream, token: &str, counts: &Counts, fail: bool) {
             }
             ("DELETE", "/seed") => {
                 counts.teardowns.fetch_add(1, Ordering::Relaxed);
+                let seen = counts.authorised.load(Ordering::Relaxed);
+                counts.authorised_at_teardown.store(seen, Ordering::Relaxed);
                 ("200 OK", "gone\n".to_string())
             }
             _ => ("404 Not Found", "no\n".to_string()),
@@ -253,6 +257,7 @@ fn one_run_sets_up_once_carries_the_token_and_tears_down_once() {
     let sent = s["totals"]["requests"].as_u64().unwrap_or(0);
     assert!(sent >= 60, "{sent} requests: {said}");
     assert_eq!(srv.n(|c| &c.authorised), sent, "the setup is not measured");
+    assert_eq!(srv.n(|c| &c.authorised_at_teardown), sent);
     assert_eq!(s["totals"]["errors"], 0, "{}", s["totals"]);
     let setup = &s["setup"];
     assert_eq!(setup["ok"], true, "{setup}");
@@ -375,6 +380,7 @@ fn four_shards_with_control_set_up_once_and_all_carry_shard_1s_token() {
     for (i, dir, child) in children {
         let o = wait_with_limit(child, Duration::from_secs(40));
         assert_eq!(o.status.code(), Some(0), "shard {i}: {}", text(&o));
+        assert!(!text(&o).contains("did not say"), "shard {i}: {}", text(&o));
         let s = json(&dir.join("summary.json"));
         let n = s["totals"]["requests"].as_u64().unwrap_or(0);
         assert!(n >= 10, "shard {i}: {n} requests");
@@ -394,6 +400,11 @@ fn four_shards_with_control_set_up_once_and_all_carry_shard_1s_token() {
     assert_eq!(srv.n(|c| &c.teardowns), 1, "one teardown for the whole run");
     assert_eq!(srv.n(|c| &c.unauthorised), 0);
     assert_eq!(srv.n(|c| &c.authorised), sent);
+    assert_eq!(
+        srv.n(|c| &c.authorised_at_teardown),
+        sent,
+        "the teardown came after every shard's load"
+    );
 
     let merged = root.path().join("merged");
     let refs: Vec<&Path> = dirs.iter().map(|d| d.as_path()).collect();

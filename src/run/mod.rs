@@ -327,7 +327,8 @@ fn execute_spec(
         server,
     );
     // After a stop too; before the built-in target goes.
-    setup::after_load(spec, &opts, &dir)?;
+    let ended = outcome.as_ref().ok().and_then(|o| o.ended.clone());
+    setup::after_load(spec, &opts, &dir, ended.as_deref())?;
     let outcome = outcome?;
     drop(demo);
     // The final push before the summary, which counts it (export.jsonl);
@@ -387,6 +388,8 @@ struct LoadOutcome {
     peer: Option<control::SharedStop>,
     /// Why the shards' control endpoint could not be reached, if it could not.
     control_lost: Option<String>,
+    /// Shard 1 with `--control`: the other shards whose load has ended.
+    ended: Option<Arc<control::Ended>>,
     collectors: Option<crate::collectors::CollectorsSummary>,
 }
 
@@ -489,13 +492,17 @@ fn load(
         o.finished();
     }
     let collectors = collectors.map(|c| c.finish());
-    let (peer, control_lost) = match control {
+    let (peer, control_lost, ended) = match control {
         Some(c) => {
-            let seen = (c.peer.get().cloned(), c.unreachable.get().cloned());
+            let seen = (
+                c.peer.get().cloned(),
+                c.unreachable.get().cloned(),
+                c.ended.clone(),
+            );
             c.finish();
             seen
         }
-        None => (None, None),
+        None => (None, None, None),
     };
     Ok(LoadOutcome {
         engine_reason,
@@ -503,6 +510,7 @@ fn load(
         stopped: stop.load(Ordering::Relaxed),
         peer,
         control_lost,
+        ended,
         collectors,
     })
 }

@@ -17,7 +17,9 @@
 //! Sharded runs: shard 1 runs the setup for the whole run and publishes
 //! the outcome on its control endpoint (`GET /setup`, see `run::control`);
 //! every other shard fetches it before the start and binds the same values,
-//! or fails as shard 1 did. Shard 1 runs the teardown after its last phase.
+//! or fails as shard 1 did. Shard 1 runs the teardown after its last phase,
+//! once the other shards said their load has drained (`/done`; it waits
+//! at most [`ENDED_WAIT`], then says which shards did not).
 //! Without `--control` a sharded run with `setup:` is refused (bad input):
 //! shards that do not talk would each run it, and a setup that seeds data
 //! or takes a one-time token must run once. `brunt k8s` always passes `--control`.
@@ -43,6 +45,10 @@ use crate::vocab::setup::OnceRecord;
 /// How long past the setup's own bound the other shards wait for shard 1
 /// (it may start later than they do).
 const FETCH_SLACK: Duration = Duration::from_secs(30);
+
+/// How long shard 1 waits for the other shards' loads to end before its
+/// teardown (within the time its endpoint serves on after its own load).
+const ENDED_WAIT: Duration = Duration::from_secs(4);
 
 /// What shard 1 serves at `GET /setup`.
 #[derive(Serialize, Deserialize)]
@@ -113,11 +119,29 @@ pub(super) fn before_load(
     Ok(())
 }
 
-/// Run the teardown (shard 1 or an unsharded run) and record it in `dir`.
-pub(super) fn after_load(spec: &RunSpec, opts: &RunOptions, dir: &Path) -> Result<(), RunError> {
+/// Run the teardown (shard 1 or an unsharded run) and record it in `dir`;
+/// shard 1 first waits (at most [`ENDED_WAIT`]) for the other shards to say
+/// their load has ended (`ended`).
+pub(super) fn after_load(
+    spec: &RunSpec,
+    opts: &RunOptions,
+    dir: &Path,
+    ended: Option<&control::Ended>,
+) -> Result<(), RunError> {
     let cfg = &spec.engine;
     if cfg.teardown.is_empty() || opts.shard.index != 0 {
         return Ok(());
+    }
+    if let Some(e) = ended {
+        let missing = e.wait(opts.shard.count, ENDED_WAIT);
+        if !missing.is_empty() {
+            let shards: Vec<String> = missing.iter().map(u32::to_string).collect();
+            opts.say.warn(format!(
+                "teardown: shard(s) {} did not say their load ended within {} s; tearing down now",
+                shards.join(", "),
+                ENDED_WAIT.as_secs()
+            ));
+        }
     }
     let mut out = run_once(cfg, &cfg.teardown);
     if opts.shard.count > 1 {
