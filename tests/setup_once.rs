@@ -3,9 +3,11 @@
 //! carry (it answers 401 without it): one run sets up once, tears down once
 //! and sends every request authorised; four shards with `--control` set up
 //! once between them and all carry shard 1's token; a failed setup sends no
-//! load and exits 1; `{{ setup.NAME }}` no setup step extracts is a located
-//! profile error. The token never reaches a run directory. Every load is
-//! bounded: 40 requests a second for 2 s.
+//! load and exits 1; a stopped run still tears down; a failed teardown is
+//! reported and the verdict stands; `{{ setup.NAME }}` no setup step
+//! extracts is a located profile error. The token never reaches a run
+//! directory. Every load is bounded: 40 requests a second for at most 2 s
+//! (the stopped run's 30 s plan is stopped after 0.8 s).
 
 #[path = "support/cmd.rs"]
 mod cmd;
@@ -414,4 +416,68 @@ fn four_shards_with_control_set_up_once_and_all_carry_shard_1s_token() {
     assert_eq!(s["setup"]["shard"], 1, "{}", s["setup"]);
     assert_eq!(s["teardown"]["ok"], true, "{}", s["teardown"]);
     assert_eq!(files_holding(root.path(), &srv.token), Vec::<String>::new());
+}
+
+/// A run stopped mid-way (as by Ctrl-C) still tears down, and says it was interrupted.
+#[test]
+fn a_stopped_run_still_tears_down() {
+    let srv = AuthServer::start(false);
+    let tmp = tempfile::tempdir().expect("tmp");
+    let text = profile(&srv.url()).replace("duration: 2s", "duration: 30s");
+    let p = Profile::from_yaml(&text, Path::new("once.yaml")).expect("profile");
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(800));
+        flag.store(true, Ordering::Relaxed);
+    });
+    let r = brunt::run::execute(
+        &p,
+        brunt::run::RunOptions {
+            out: Some(tmp.path().join("run")),
+            progress: brunt::run::Progress::Quiet,
+            stop: Some(stop),
+            ..Default::default()
+        },
+    )
+    .expect("the run");
+    assert!(r.summary.interrupted, "{:?}", r.summary.stopped_reason);
+    assert_eq!(r.exit_code(), 105);
+    assert_eq!(srv.n(|c| &c.setups), 1);
+    assert_eq!(srv.n(|c| &c.teardowns), 1);
+    assert!(r.summary.teardown.as_ref().is_some_and(|t| t.ok));
+    assert_eq!(srv.n(|c| &c.unauthorised), 0);
+}
+
+/// A teardown that fails is reported and leaves the load's verdict (and exit code) as it is.
+#[test]
+fn a_failed_teardown_is_reported_and_the_verdict_stands() {
+    let srv = AuthServer::start(false);
+    let tmp = tempfile::tempdir().expect("tmp");
+    let text = profile(&srv.url())
+        .replace("duration: 2s", "duration: 1s")
+        .replace("path: /seed }", "path: /nowhere }");
+    let p = Profile::from_yaml(&text, Path::new("once.yaml")).expect("profile");
+    let r = brunt::run::execute(
+        &p,
+        brunt::run::RunOptions {
+            out: Some(tmp.path().join("run")),
+            progress: brunt::run::Progress::Quiet,
+            ..Default::default()
+        },
+    )
+    .expect("the run");
+    let t = r.summary.teardown.as_ref().expect("a teardown record");
+    assert!(!t.ok, "{t:?}");
+    assert_eq!(t.steps[0].status, Some(404), "{t:?}");
+    assert!(r.summary.passed);
+    assert_eq!(r.exit_code(), 0);
+    assert!(
+        r.summary
+            .notes
+            .iter()
+            .any(|n| n.contains("teardown FAILED") && n.contains("the load's verdict stands")),
+        "{:?}",
+        r.summary.notes
+    );
 }
