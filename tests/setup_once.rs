@@ -481,3 +481,39 @@ fn a_failed_teardown_is_reported_and_the_verdict_stands() {
         r.summary.notes
     );
 }
+
+/// Shard 1's setup fails: every shard exits 1 with its reason, and no shard sends load.
+#[test]
+fn a_failed_setup_on_shard_1_stops_every_shard() {
+    let srv = AuthServer::start(true);
+    let root = tempfile::tempdir().expect("tmp");
+    let prof = write(root.path(), "once.yaml", &profile(&srv.url()));
+    let control = format!("127.0.0.1:{}", free_port());
+    let start_at = unix_now() + 2.0;
+    let children: Vec<_> = (1..=SHARDS)
+        .map(|i| {
+            let (dir, child) = spawn_shard(
+                &prof,
+                &srv.url(),
+                root.path(),
+                i,
+                start_at,
+                &["--control", &control],
+            );
+            (i, dir, child)
+        })
+        .collect();
+    for (i, dir, child) in children {
+        let o = wait_with_limit(child, Duration::from_secs(40));
+        assert_eq!(o.status.code(), Some(1), "shard {i}: {}", text(&o));
+        assert!(
+            text(&o).contains("setup FAILED (on shard 1): step seed: HTTP 500"),
+            "shard {i}: {}",
+            text(&o)
+        );
+        let once = json(&dir.join("setup.json"));
+        assert_eq!(once["setup"]["ok"], false, "shard {i}: {once}");
+    }
+    assert_eq!(srv.n(|c| &c.setups), 1);
+    assert_eq!(srv.n(|c| &c.authorised) + srv.n(|c| &c.unauthorised), 0);
+}
