@@ -8,8 +8,9 @@
 //! ([`template::Shared::bind_setup`]) before the load, and every request
 //! (teardown included) reads it as `{{ setup.NAME }}`. A setup step does
 //! not send a `target.headers` entry that reads `{{ setup.… }}`: its value
-//! is not known yet (see [`super::client::prepare_steps`]). A failed step (not `optional`), an extraction that
-//! found nothing, or a name left unextracted fails the setup.
+//! is not known yet (see [`super::client::prepare_steps`]). A failed step
+//! (not `optional`), an extraction that found nothing, or a name left
+//! unextracted fails the setup.
 //!
 //! Which process runs them in a sharded run, and how the values reach the
 //! other shards, is `run`'s part (`run::setup`).
@@ -46,7 +47,7 @@ pub struct OnceOutcome {
 
 impl OnceSteps {
     /// `steps` of section `sect` (`setup` or `teardown`), `prepared` as
-    /// [`client::prepare_steps`] compiled them.
+    /// [`super::client::prepare_steps`] compiled them.
     pub(super) fn new(sect: &str, steps: &[RequestSpec], prepared: Vec<Prepared>) -> OnceSteps {
         OnceSteps {
             steps: prepared,
