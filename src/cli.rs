@@ -520,6 +520,12 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
             names.join(" → ")
         );
     }
+    for (what, steps) in [("setup", &p.setup), ("teardown", &p.teardown)] {
+        if !steps.is_empty() {
+            let names: Vec<String> = steps.iter().map(|st| st.label()).collect();
+            outln!("  {what} (once): {}", names.join(" → "));
+        }
+    }
     for ph in &plan.phases {
         outln!(
             "  {:<12} {:>12}  at {:>8}  for {}",

@@ -19,6 +19,9 @@
 //!   answer), and one given up at the drain is `unfinished` — for the step
 //!   under way and for its iteration.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
+//! - `setup:` and `teardown:` ([`setup`]) are sent once, outside the load,
+//!   on a connection of their own; the setup's values are bound into the
+//!   templates before the workers start.
 //! - Connections ([`client`]): HTTP/1.1 one per lane (or VU); HTTP/2 one per
 //!   `streams_per_connection` lanes, each lane a stream; `keep_alive: false`
 //!   one per request. The preflight settles `auto` and refuses `"2"` against
@@ -30,6 +33,7 @@ mod closed;
 pub mod feeder;
 pub mod h1;
 mod open;
+pub mod setup;
 pub mod template;
 
 use std::cell::RefCell;
@@ -106,6 +110,9 @@ pub struct EngineConfig {
     pub workers: usize,
     /// Feeders and the engine's own stop reason, shared by the workers.
     pub templates: template::Shared,
+    /// `setup:` and `teardown:`, sent once outside the load ([`setup`]).
+    pub setup: setup::OnceSteps,
+    pub teardown: setup::OnceSteps,
 }
 
 impl EngineConfig {
@@ -167,6 +174,14 @@ pub fn compile(
     let feeders = template::open_feeders(profile, inputs, shard)
         .map_err(|e| EngineError::Client(e.into()))?;
     let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
+    let once = |sect, steps: &[crate::profile::RequestSpec]| {
+        client::prepare_steps(profile, &target, &base, inputs, &feeders, sect, steps)
+            .map(|p| setup::OnceSteps::new(sect, steps, p))
+    };
+    let (setup, teardown) = (
+        once("setup", &profile.setup)?,
+        once("teardown", &profile.teardown)?,
+    );
     // The mix's units: each request, then each scenario (its steps in a row).
     let mut units: Vec<(f64, Unit)> = profile
         .requests
@@ -236,6 +251,8 @@ pub fn compile(
         shard,
         workers: workers.max(1),
         templates: template::Shared::new(feeders),
+        setup,
+        teardown,
     })
 }
 

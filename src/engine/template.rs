@@ -12,7 +12,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use bytes::Bytes;
@@ -70,6 +70,8 @@ enum Seg {
     },
     /// A scenario variable (index into the iteration's values).
     Var(usize),
+    /// A setup value (index into [`Shared`]'s, in [`scenario_vars`] order of `setup:`).
+    Setup(usize),
 }
 
 /// A field compiled into segments.
@@ -103,6 +105,7 @@ impl CompiledField {
         feeders: &[Feeder],
         rows: &[(usize, u32)],
         vars: &[Option<Bytes>],
+        setup: &[Bytes],
         out: &mut Vec<u8>,
     ) {
         for s in &self.segs {
@@ -131,11 +134,12 @@ impl CompiledField {
                 }
                 Seg::Var(i) => {
                     if let Some(Some(v)) = vars.get(*i) {
-                        if self.encode {
-                            encode_into(out, v);
-                        } else {
-                            out.extend_from_slice(v);
-                        }
+                        self.push_value(out, v);
+                    }
+                }
+                Seg::Setup(i) => {
+                    if let Some(v) = setup.get(*i) {
+                        self.push_value(out, v);
                     }
                 }
                 Seg::Col { feeder, col } => {
@@ -152,6 +156,17 @@ impl CompiledField {
                     }
                 }
             }
+        }
+    }
+}
+
+impl CompiledField {
+    /// An extracted value, percent-encoded in a path.
+    fn push_value(&self, out: &mut Vec<u8>, v: &[u8]) {
+        if self.encode {
+            encode_into(out, v);
+        } else {
+            out.extend_from_slice(v);
         }
     }
 }
@@ -197,6 +212,14 @@ fn encoded(raw: &[u8], encode: bool) -> Vec<u8> {
     }
 }
 
+/// What `{{ vars.NAME }}` and `{{ setup.NAME }}` compile to: each name's
+/// index among the scenario's (or setup's) variables and the setup's values.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Names<'a> {
+    pub vars: &'a [String],
+    pub setup: &'a [String],
+}
+
 /// Compile one field. `encode`: percent-encode generated values (a path).
 fn compile(
     text: &str,
@@ -204,8 +227,9 @@ fn compile(
     encode: bool,
     inputs: &Inputs,
     feeders: &[Feeder],
-    vars: &[String],
+    names: Names<'_>,
 ) -> Result<CompiledField, BindError> {
+    let vars = names.vars;
     let invalid = |message: String| BindError::Invalid {
         field: field.into(),
         message,
@@ -255,6 +279,13 @@ fn compile(
                     "`vars.{name}`: no step of this scenario extracts it"
                 ))
             })?),
+            Expr::Setup(name) => {
+                Seg::Setup(
+                    names.setup.iter().position(|v| v == name).ok_or_else(|| {
+                        invalid(format!("`setup.{name}`: no setup step extracts it"))
+                    })?,
+                )
+            }
             Expr::Uuid => Seg::Uuid,
             Expr::Seq => Seg::Seq,
             Expr::NowUnixMs => Seg::NowMs,
@@ -336,15 +367,16 @@ pub fn compile_fields(
     body: Option<&str>,
     inputs: &Inputs,
     feeders: &[Feeder],
-    vars: &[String],
+    names: Names<'_>,
 ) -> Result<RequestFields, BindError> {
+    let vars = names.vars;
     let p = compile(
         &format!("{base}{path}"),
         &format!("{key}.path"),
         true,
         inputs,
         feeders,
-        vars,
+        names,
     )?;
     let mut out = RequestFields {
         path: Bytes::new(),
@@ -365,7 +397,12 @@ pub fn compile_fields(
                 .iter()
                 .map(|_| Some(Bytes::from_static(b"x")))
                 .collect();
-            p.render(&mut w, feeders, &rows, &sample, &mut buf);
+            let setup: Vec<Bytes> = names
+                .setup
+                .iter()
+                .map(|_| Bytes::from_static(b"x"))
+                .collect();
+            p.render(&mut w, feeders, &rows, &sample, &setup, &mut buf);
             if let Err(e) = hyper::Uri::try_from(buf.as_slice()) {
                 return Err(BindError::Invalid {
                     field: format!("{key}.path"),
@@ -376,14 +413,14 @@ pub fn compile_fields(
         }
     }
     for (name, value, field) in headers {
-        let c = compile(value, field, false, inputs, feeders, vars)?;
+        let c = compile(value, field, false, inputs, feeders, names)?;
         match c.literal() {
             Some(b) => out.headers.push((name.to_string(), b)),
             None => out.dynamic_headers.push((name.to_string(), c)),
         }
     }
     if let Some(b) = body {
-        let c = compile(b, &format!("{key}.body"), false, inputs, feeders, vars)?;
+        let c = compile(b, &format!("{key}.body"), false, inputs, feeders, names)?;
         match c.literal() {
             Some(b) => out.body = b,
             None => out.dynamic_body = Some(c),
@@ -441,10 +478,11 @@ impl Dynamic {
                     }
                 }
             }
+            let setup = shared.setup_values();
             let mut req = self.base.clone();
             let mut buf = Vec::with_capacity(128);
             if let Some(p) = &self.path {
-                p.render(w, &shared.feeders, &rows, vars, &mut buf);
+                p.render(w, &shared.feeders, &rows, vars, setup, &mut buf);
                 if let Ok(uri) =
                     hyper::Uri::from_maybe_shared(Bytes::from(std::mem::take(&mut buf)))
                 {
@@ -453,7 +491,7 @@ impl Dynamic {
             }
             for (name, c) in &self.headers {
                 buf.clear();
-                c.render(w, &shared.feeders, &rows, vars, &mut buf);
+                c.render(w, &shared.feeders, &rows, vars, setup, &mut buf);
                 // Control characters cannot go into a header: drop them.
                 buf.retain(|b| *b == b'\t' || (*b >= 32 && *b != 127));
                 if let Ok(v) = HeaderValue::from_bytes(&buf) {
@@ -462,7 +500,7 @@ impl Dynamic {
             }
             if let Some(b) = &self.body {
                 buf.clear();
-                b.render(w, &shared.feeders, &rows, vars, &mut buf);
+                b.render(w, &shared.feeders, &rows, vars, setup, &mut buf);
                 req.headers_mut()
                     .insert(CONTENT_LENGTH, HeaderValue::from(buf.len()));
                 *req.body_mut() = Full::new(Bytes::from(buf));
@@ -472,11 +510,13 @@ impl Dynamic {
     }
 }
 
-/// What rendering shares across workers: the feeders and why the run stopped.
+/// What rendering shares across workers: the feeders, the setup's values
+/// (bound once, before the load) and why the run stopped.
 #[derive(Default)]
 pub struct Shared {
     pub feeders: Vec<Feeder>,
     reason: Mutex<Option<String>>,
+    setup: OnceLock<Vec<Bytes>>,
 }
 
 impl Shared {
@@ -484,7 +524,19 @@ impl Shared {
         Shared {
             feeders,
             reason: Mutex::new(None),
+            setup: OnceLock::new(),
         }
+    }
+
+    /// Bind the setup's values (in [`scenario_vars`] order of `setup:`),
+    /// once; `false` when they were bound already.
+    pub fn bind_setup(&self, values: Vec<Bytes>) -> bool {
+        self.setup.set(values).is_ok()
+    }
+
+    /// The setup's values; empty before they are bound (and without `setup:`).
+    pub fn setup_values(&self) -> &[Bytes] {
+        self.setup.get().map_or(&[], Vec::as_slice)
     }
 
     fn exhausted(&self, f: &Feeder, stop: &Option<Arc<AtomicBool>>) {
@@ -572,9 +624,18 @@ mod tests {
             env: [("T".to_string(), "a b/c".to_string())].into(),
             base_dir: None,
         };
-        let c = compile("/x/{{ env.T }}", "p", true, &inputs, &[], &[]).expect("compiles");
+        let c =
+            compile("/x/{{ env.T }}", "p", true, &inputs, &[], Names::default()).expect("compiles");
         assert_eq!(c.literal().as_deref(), Some(&b"/x/a%20b%2Fc"[..]));
-        let c = compile("Bearer {{ env.T }}", "h", false, &inputs, &[], &[]).expect("compiles");
+        let c = compile(
+            "Bearer {{ env.T }}",
+            "h",
+            false,
+            &inputs,
+            &[],
+            Names::default(),
+        )
+        .expect("compiles");
         assert_eq!(c.literal().as_deref(), Some(&b"Bearer a b/c"[..]));
         let e = compile(
             "{{ env.BRUNT_SURELY_UNSET_VAR }}",
@@ -582,7 +643,7 @@ mod tests {
             false,
             &inputs,
             &[],
-            &[],
+            Names::default(),
         )
         .expect_err("missing");
         assert!(e.to_string().contains("BRUNT_SURELY_UNSET_VAR"));
@@ -591,7 +652,7 @@ mod tests {
     #[test]
     fn seq_interleaves_across_workers_and_shards() {
         let inputs = Inputs::default();
-        let c = compile("{{ seq }}", "p", false, &inputs, &[], &[]).expect("compiles");
+        let c = compile("{{ seq }}", "p", false, &inputs, &[], Names::default()).expect("compiles");
         let mut seen = Vec::new();
         for shard in 0..2u64 {
             for worker in 0..3u64 {
@@ -602,7 +663,7 @@ mod tests {
                 };
                 for _ in 0..5 {
                     let mut out = Vec::new();
-                    c.render(&mut w, &[], &[], &[], &mut out);
+                    c.render(&mut w, &[], &[], &[], &[], &mut out);
                     seen.push(
                         String::from_utf8(out)
                             .expect("ascii")

@@ -62,5 +62,9 @@ pub fn judge(j: Judging<'_>, data: &RunData) -> Summary {
     }
     s.findings = j.findings;
     s.notes.extend(j.notes);
+    if let Some(t) = s.teardown.as_ref().filter(|t| !t.ok) {
+        s.notes
+            .push(format!("{}; the load's verdict stands", t.line("teardown")));
+    }
     s
 }

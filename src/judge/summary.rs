@@ -258,6 +258,12 @@ pub struct Summary {
     /// What the remote-write pushes did (absent when the run pushed nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<crate::vocab::export::ExportTally>,
+    /// What `setup:` did, once before the load (absent without it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<crate::vocab::setup::OnceRecord>,
+    /// What `teardown:` did after the load; a failed one leaves the verdict as it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub teardown: Option<crate::vocab::setup::OnceRecord>,
 }
 
 /// The whole run less its warm-up phase (`None`: there is none, the run is it).
@@ -487,6 +493,8 @@ pub fn build(
         verdicts: shape_verdicts,
         generator: GeneratorHealth::default(),
         export: data.export.clone(),
+        setup: data.setup.setup.clone(),
+        teardown: data.setup.teardown.clone(),
         connection_wait,
         errors: super::errors::ErrorsTable::of(&data.errors, &meta_requests, &m.run),
     }

@@ -75,6 +75,16 @@ pub struct Profile {
     /// connection; `extract` takes values from an answer for later steps' `{{ vars.NAME }}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<ScenarioSpec>,
+    /// Steps run once before the first phase, not measured in the phases
+    /// (their own timings go to the summary); what they `extract` every
+    /// request reads as `{{ setup.NAME }}`. A failed setup stops the run
+    /// before any load (exit 1). Sharded: shard 1 runs it for all (`--control`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub setup: Vec<RequestSpec>,
+    /// Steps run once after the last phase (after a stop too); a failure is
+    /// reported and leaves the load's verdict as it is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub teardown: Vec<RequestSpec>,
     #[serde(default)]
     pub load: LoadSpec,
     pub shape: Shape,
@@ -140,6 +150,18 @@ impl Profile {
         for (s, sc) in self.scenarios.iter().enumerate() {
             for (j, r) in sc.steps.iter().enumerate() {
                 out.push((format!("scenarios[{s}].steps[{j}]"), Some(s), r));
+            }
+        }
+        out
+    }
+
+    /// The `setup:` and `teardown:` steps, each with its key (`setup[0]`,
+    /// `teardown[1]`): run once, never in the mix.
+    pub fn once_steps(&self) -> Vec<(String, &RequestSpec)> {
+        let mut out = Vec::new();
+        for (sect, steps) in [("setup", &self.setup), ("teardown", &self.teardown)] {
+            for (j, r) in steps.iter().enumerate() {
+                out.push((format!("{sect}[{j}]"), r));
             }
         }
         out

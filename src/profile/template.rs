@@ -14,6 +14,7 @@
 //! | `now.unix_ms` | wall-clock milliseconds since 1970 at send time |
 //! | `feeder.NAME.COLUMN` | a column of the row feeder NAME hands this request |
 //! | `vars.NAME` | in a scenario step: the value an earlier step's `extract` took |
+//! | `setup.NAME` | what a `setup:` step extracted, once before the load (not in `setup:` itself) |
 //! | `"text"` / `'text'` | the text itself (write a literal `{{` as `{{ "{{" }}`) |
 
 use thiserror::Error;
@@ -45,6 +46,8 @@ pub enum Expr {
     },
     /// A value extracted by an earlier step of the scenario.
     Var(String),
+    /// A value a `setup:` step extracted, once before the load.
+    Setup(String),
 }
 
 /// A template that does not parse: what is wrong and where in the string.
@@ -58,7 +61,7 @@ pub struct TemplateError {
     pub message: String,
 }
 
-const EXPECTED: &str = "expected env.NAME, random.int(lo, hi), random.choice(a, b, …), uuid, seq, now.unix_ms, feeder.NAME.COLUMN or vars.NAME";
+const EXPECTED: &str = "expected env.NAME, random.int(lo, hi), random.choice(a, b, …), uuid, seq, now.unix_ms, feeder.NAME.COLUMN, vars.NAME or setup.NAME";
 
 impl Template {
     /// Whether the text holds any `{{` at all (fields without one are kept as they are).
@@ -184,6 +187,11 @@ fn parse_expr(e: &str) -> Result<Part, String> {
             return Err("expected vars.NAME".into());
         }
         Expr::Var(name.to_string())
+    } else if let Some(name) = e.strip_prefix("setup.") {
+        if !is_ident(name) {
+            return Err("expected setup.NAME".into());
+        }
+        Expr::Setup(name.to_string())
     } else if let Some(rest) = e.strip_prefix("feeder.") {
         match rest.split_once('.') {
             Some((f, c)) if is_ident(f) && is_ident(c) => Expr::Feeder {
@@ -315,7 +323,7 @@ mod tests {
     #[test]
     fn parses_each_expression() {
         let t = Template::parse(
-            "/u/{{ random.int(1, 1000) }}?c={{random.choice(a, 'b c', \"d\")}}&{{ uuid }}{{seq}}{{ now.unix_ms }}{{ env.TOKEN }}{{ feeder.users.name }}{{ \"{{\" }}",
+            "/u/{{ random.int(1, 1000) }}?c={{random.choice(a, 'b c', \"d\")}}&{{ uuid }}{{seq}}{{ now.unix_ms }}{{ env.TOKEN }}{{ feeder.users.name }}{{ setup.token }}{{ \"{{\" }}",
         )
         .expect("parses");
         let exprs: Vec<&Expr> = t.exprs().collect();
@@ -332,6 +340,7 @@ mod tests {
                     feeder: "users".into(),
                     column: "name".into()
                 },
+                &Expr::Setup("token".into()),
             ]
         );
         assert_eq!(t.parts.last(), Some(&Part::Lit("{{".into())));

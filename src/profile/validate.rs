@@ -59,6 +59,15 @@ impl Profile {
                 out.push((format!("{key}.body"), b.as_str()));
             }
         }
+        for (key, r) in self.once_steps() {
+            out.push((format!("{key}.path"), r.path.as_str()));
+            for (k, v) in &r.headers {
+                out.push((format!("{key}.headers.{k}"), v.as_str()));
+            }
+            if let Some(b) = &r.body {
+                out.push((format!("{key}.body"), b.as_str()));
+            }
+        }
         out
     }
 
@@ -82,12 +91,18 @@ impl Profile {
     /// Whether `var` is extracted by a step before the one `field` belongs to
     /// (`scenarios[S].steps[J]…`).
     fn var_known(&self, field: &str, var: &str) -> bool {
-        let Some(rest) = field.strip_prefix("scenarios[") else {
-            return false;
-        };
         let num = |s: &str| -> Option<(usize, String)> {
             let (n, r) = s.split_once(']')?;
             Some((n.parse().ok()?, r.to_string()))
+        };
+        // `setup:` and `teardown:` steps read what their own earlier steps took.
+        for (sect, steps) in [("setup[", &self.setup), ("teardown[", &self.teardown)] {
+            if let Some((j, _)) = field.strip_prefix(sect).and_then(num) {
+                return steps.iter().take(j).any(|st| st.extract.contains_key(var));
+            }
+        }
+        let Some(rest) = field.strip_prefix("scenarios[") else {
+            return false;
         };
         let Some((s, rest)) = num(rest) else {
             return false;
@@ -100,6 +115,24 @@ impl Profile {
                 .iter()
                 .take(j)
                 .any(|st| st.extract.contains_key(var))
+        })
+    }
+
+    /// Why `{{ setup.NAME }}` cannot be read in `field`, if it cannot: no
+    /// `setup:` step extracts it, or it stands in a setup step itself.
+    fn setup_unknown(&self, field: &str, name: &str) -> Option<String> {
+        if field.starts_with("setup[") {
+            return Some(format!(
+                "`setup.{name}` is not known yet inside `setup:`; an earlier setup step's value is `vars.{name}`"
+            ));
+        }
+        if self.setup.iter().any(|st| st.extract.contains_key(name)) {
+            return None;
+        }
+        Some(if self.setup.is_empty() {
+            format!("`setup.{name}`: the profile has no `setup:` steps to extract it")
+        } else {
+            format!("`setup.{name}`: no `setup:` step extracts it")
         })
     }
 
@@ -164,6 +197,12 @@ impl Profile {
                                 "`vars.{var}` is not extracted by an earlier step of this scenario"
                             ),
                         ));
+                    }
+                }
+                if let template::Expr::Setup(name) = e {
+                    if let Some(m) = self.setup_unknown(&key, name) {
+                        let frag = t_fragment(value, &format!("setup.{name}"));
+                        return Err(fail(&frag, m));
                     }
                 }
                 if let template::Expr::Feeder { feeder, .. } = e {
@@ -280,6 +319,9 @@ impl Profile {
                 }
             }
         }
+        for (sect, steps) in [("setup", &self.setup), ("teardown", &self.teardown)] {
+            check_once(sect, steps)?;
+        }
         for pool in &self.diagnosis.pools {
             regex::Regex::new(&pool.frame).map_err(|e| {
                 (
@@ -317,6 +359,27 @@ impl Profile {
             .map_err(|(m, keys)| (m, Some(Place::Key("shape", keys, 0))))?;
         Ok(())
     }
+}
+
+/// The `setup:` or `teardown:` steps (`sect`): each as a scenario step,
+/// the last with no `think_time`.
+fn check_once(sect: &'static str, steps: &[RequestSpec]) -> Result<(), (String, Option<Place>)> {
+    for (j, r) in steps.iter().enumerate() {
+        let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
+        let what = format!("{sect} step {which}");
+        check_request(&what, r, sect)?;
+        if j + 1 == steps.len() && r.think_time.is_some() {
+            return Err((
+                format!("{what}: `think_time` is the pause before the next step, and the last step has none"),
+                Some(Place::Key(sect, &["think_time"], steps.iter().filter(|s| s.think_time.is_some()).count() - 1)),
+            ));
+        }
+        for (var, x) in &r.extract {
+            check_extract(&what, var, x)
+                .map_err(|m| (m, Some(Place::Text(sect, format!("{var}:")))))?;
+        }
+    }
+    Ok(())
 }
 
 /// A scenario step's `extract.VAR`: exactly one source, each well formed.

@@ -190,7 +190,8 @@ fn gates(o: &mut String, s: &Summary) {
     }
 }
 
-/// The run's name, target and model; why it stopped early, if it did.
+/// The run's name, target and model; why it stopped early, if it did;
+/// how its setup and teardown went, when it has them.
 fn header(o: &mut String, s: &Summary) {
     let m = &s.meta;
     let _ = writeln!(
@@ -220,6 +221,11 @@ fn header(o: &mut String, s: &Summary) {
     } else if let Some(why) = &s.stopped_reason {
         // A designed stop (stress stop_on_breach) is not an interruption.
         let _ = writeln!(o, "stopped: {why}");
+    }
+    for (what, r) in [("setup", &s.setup), ("teardown", &s.teardown)] {
+        if let Some(r) = r {
+            let _ = writeln!(o, "{}", r.line(what));
+        }
     }
 }
 

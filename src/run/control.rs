@@ -10,6 +10,13 @@
 //!
 //! A shard that cannot reach the endpoint goes on alone and says so; the
 //! load never waits on it (its own thread, short timeouts).
+//!
+//! The endpoint ([`Server`]) is bound before the run's `setup:` and also
+//! serves the setup's outcome at `GET /setup` (what `run::setup` publishes:
+//! the values other shards fetch before the start). Plain HTTP: the values
+//! cross the network between the shards as they are. Each other shard posts
+//! `/done` when its load has drained, so shard 1's teardown can wait for
+//! them ([`Ended`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -83,62 +90,141 @@ impl Board {
     }
 }
 
+/// Shard 1's endpoint: `/stop` (the first stop posted) and `/setup` (the
+/// setup's outcome, once published). Bound before the setup; stopped by
+/// [`Control::finish`] (or at once when dropped).
+pub struct Server {
+    board: Arc<Board>,
+    ended: Arc<Ended>,
+    setup: Arc<Mutex<Option<Vec<u8>>>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Bind `addr` (see [`listen_addr`]) and serve it from a thread of its own.
+    pub fn start(addr: &str, notices: &crate::vocab::Say) -> std::io::Result<Server> {
+        let l = std::net::TcpListener::bind(listen_addr(addr))?;
+        l.set_nonblocking(true)?;
+        let board = Arc::new(Board(Mutex::new(None)));
+        let ended: Arc<Ended> = Arc::default();
+        let setup: Arc<Mutex<Option<Vec<u8>>>> = Arc::default();
+        let (b, su, en) = (board.clone(), setup.clone(), ended.clone());
+        let answer: Answer = Arc::new(move |a| match (a.method, a.path) {
+            ("GET", "/stop") => {
+                let body = serde_json::to_vec(&b.get()).unwrap_or_default();
+                (200, "application/json", body)
+            }
+            ("POST", "/stop") => match parse_post(a.query) {
+                Some(s) => {
+                    b.post(s);
+                    (200, "application/json", b"{}".to_vec())
+                }
+                None => (400, "text/plain", b"shard, kind, reason\n".to_vec()),
+            },
+            ("POST", "/done") => match shard_of(a.query) {
+                Some(n) => {
+                    en.mark(n);
+                    (200, "application/json", b"{}".to_vec())
+                }
+                None => (400, "text/plain", b"shard\n".to_vec()),
+            },
+            ("GET", "/setup") => match su.lock().ok().and_then(|s| s.clone()) {
+                Some(body) => (200, "application/json", body),
+                None => (503, "text/plain", b"setup not done yet\n".to_vec()),
+            },
+            _ => (
+                404,
+                "text/plain",
+                b"brunt's shard control serves /stop, /setup and /done\n".to_vec(),
+            ),
+        });
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let n = notices.clone();
+        let thread = std::thread::Builder::new()
+            .name("brunt-control".into())
+            .spawn(move || http::serve(l, answer, rx, &n, "shard control"))?;
+        Ok(Server {
+            board,
+            ended,
+            setup,
+            stop: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// What `GET /setup` answers from now on.
+    pub fn publish_setup(&self, body: Vec<u8>) {
+        if let Ok(mut s) = self.setup.lock() {
+            *s = Some(body);
+        }
+    }
+}
+
+/// The shards (1-based) whose load has ended and drained, as they said.
+#[derive(Default)]
+pub struct Ended(Mutex<std::collections::BTreeSet<u32>>);
+
+impl Ended {
+    fn mark(&self, shard: u32) {
+        if let Ok(mut e) = self.0.lock() {
+            e.insert(shard);
+        }
+    }
+
+    /// Wait until shards 2..=`count` all said so, at most `within`; the
+    /// shards that did not, in order.
+    pub fn wait(&self, count: u32, within: Duration) -> Vec<u32> {
+        let until = Instant::now() + within;
+        loop {
+            let missing: Vec<u32> = match self.0.lock() {
+                Ok(e) => (2..=count).filter(|n| !e.contains(n)).collect(),
+                Err(_) => Vec::new(),
+            };
+            if missing.is_empty() || Instant::now() >= until {
+                return missing;
+            }
+            std::thread::sleep(POLL / 5);
+        }
+    }
+}
+
 /// Where this shard stands with the others.
 pub struct Control {
     /// The stop another shard made, when this shard stopped with it.
     pub peer: Arc<OnceLock<SharedStop>>,
     /// The endpoint could not be reached at some point (said in the summary).
     pub unreachable: Arc<OnceLock<String>>,
+    /// Shard 1: the other shards whose load has ended.
+    pub ended: Option<Arc<Ended>>,
     done: Arc<AtomicBool>,
     server_stop: Option<tokio::sync::oneshot::Sender<()>>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl Control {
-    /// Start: shard 1 (`index` 0) binds and serves `addr` (`HOST:PORT`; a
-    /// name is resolved, as a pod's own DNS name is in Kubernetes); every
-    /// shard watches `stop` and the endpoint.
+    /// Start watching: shard 1 (`index` 0) hands in its [`Server`], bound
+    /// at `addr` (`HOST:PORT`; a name is resolved, as a pod's own DNS name
+    /// is in Kubernetes) before the setup; every shard watches `stop` and
+    /// the endpoint.
     pub fn start(
         addr: &str,
         index: u32,
+        server: Option<Server>,
         stop: Arc<AtomicBool>,
         causes: LocalCauses,
         ends: Instant,
         notices: crate::vocab::Say,
     ) -> std::io::Result<Control> {
-        let board = Arc::new(Board(Mutex::new(None)));
         let mut threads = Vec::new();
         let mut server_stop = None;
-        if index == 0 {
-            let l = std::net::TcpListener::bind(listen_addr(addr))?;
-            l.set_nonblocking(true)?;
-            let b = board.clone();
-            let answer: Answer = Arc::new(move |a| match (a.method, a.path) {
-                ("GET", "/stop") => {
-                    let body = serde_json::to_vec(&b.get()).unwrap_or_default();
-                    (200, "application/json", body)
-                }
-                ("POST", "/stop") => match parse_post(a.query) {
-                    Some(s) => {
-                        b.post(s);
-                        (200, "application/json", b"{}".to_vec())
-                    }
-                    None => (400, "text/plain", b"shard, kind, reason\n".to_vec()),
-                },
-                _ => (
-                    404,
-                    "text/plain",
-                    b"brunt's shard control serves /stop\n".to_vec(),
-                ),
-            });
-            let (tx, rx) = tokio::sync::oneshot::channel();
-            let n = notices.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name("brunt-control".into())
-                    .spawn(move || http::serve(l, answer, rx, &n, "shard control"))?,
-            );
-            server_stop = Some(tx);
+        let mut board = None;
+        let mut ended = None;
+        if let Some(mut sv) = server.filter(|_| index == 0) {
+            board = Some(sv.board.clone());
+            ended = Some(sv.ended.clone());
+            server_stop = sv.stop.take();
+            threads.extend(sv.thread.take());
         }
         let peer: Arc<OnceLock<SharedStop>> = Arc::default();
         let unreachable: Arc<OnceLock<String>> = Arc::default();
@@ -146,7 +232,7 @@ impl Control {
         let w = Watch {
             base: format!("http://{addr}/stop"),
             shard: index + 1,
-            local: (index == 0).then_some(board),
+            local: board,
             stop,
             causes,
             peer: peer.clone(),
@@ -164,6 +250,7 @@ impl Control {
         Ok(Control {
             peer,
             unreachable,
+            ended,
             done,
             server_stop,
             threads,
@@ -205,6 +292,13 @@ pub fn listen_addr(addr: &str) -> String {
         }
         _ => addr.to_string(),
     }
+}
+
+/// `shard=N` of a query.
+fn shard_of(query: &str) -> Option<u32> {
+    url::form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "shard")
+        .and_then(|(_, v)| v.parse().ok())
 }
 
 /// `shard=2&kind=breach&reason=…` (percent-encoded).
@@ -273,6 +367,13 @@ impl Watch {
                 };
             }
             if finishing {
+                if self.local.is_none() {
+                    // Shard 1's teardown waits for this (see `Ended`).
+                    let done = self.base.replace("/stop", "/done");
+                    let _ = agent
+                        .post(&format!("{done}?shard={}", self.shard))
+                        .send_empty();
+                }
                 return;
             }
             // Then theirs: a stop posted by another shard stops this one.

@@ -1,6 +1,6 @@
-//! One run end to end: compile the profile into a [`spec::RunSpec`], start
-//! the recorder, the collectors and the engine, then judge and write the
-//! run directory. Also `brunt report DIR` ([`rebuild`]), which judges a run
+//! One run end to end: compile the profile into a [`spec::RunSpec`], run
+//! its `setup:` once ([`setup`]), start the recorder, the collectors and the
+//! engine, run its `teardown:`, then judge and write the run directory. Also `brunt report DIR` ([`rebuild`]), which judges a run
 //! directory again from its files.
 //!
 //! Once the load ends the run writes its files, then reads the directory
@@ -12,10 +12,12 @@
 mod builtin;
 mod control;
 pub mod dashboard;
+mod dir;
 mod export;
 pub mod live;
 pub mod rebuild;
 mod recorder;
+mod setup;
 pub mod spec;
 
 use std::io::IsTerminal;
@@ -73,6 +75,9 @@ pub enum RunError {
     /// Started more than `max_late` after the agreed start: nothing was sent.
     #[error("{0}")]
     LateStart(String),
+    /// The `setup:` failed (here or on shard 1): nothing of the load was sent.
+    #[error("{0}")]
+    Setup(String),
     #[error(transparent)]
     Export(#[from] crate::export::ExportError),
 }
@@ -268,12 +273,16 @@ fn execute_spec(
     if let Some(a) = opts.metrics_listen {
         crate::export::check_listen(a)?;
     }
-    if let (Some(a), 0) = (&opts.control, opts.shard.index) {
-        std::net::TcpListener::bind(control::listen_addr(a))
-            .map(drop)
-            .map_err(|e| RunError::Invalid(format!("--control {a}: {e}")))?;
-    }
-    claim_dir(&dir, opts.force)?;
+    setup::check(spec, &opts)?;
+    // Shard 1's endpoint, up before the setup whose values it hands out.
+    let server = match (&opts.control, opts.shard.index) {
+        (Some(a), 0) => Some(
+            control::Server::start(a, &opts.say)
+                .map_err(|e| RunError::Invalid(format!("--control {a}: {e}")))?,
+        ),
+        _ => None,
+    };
+    dir::claim_dir(&dir, opts.force)?;
     engine::preflight(cfg)?;
 
     if let (Some(at), Some(max)) = (opts.start_at, opts.max_late) {
@@ -291,7 +300,8 @@ fn execute_spec(
             }
         }
     }
-    prepare_dir(&dir, &spec.profile, spec.shown_url())?;
+    dir::prepare_dir(&dir, &spec.profile, spec.shown_url())?;
+    setup::before_load(spec, &opts, &dir, server.as_ref())?;
 
     // Shards agree on a wall-clock start; otherwise start now.
     if let Some(at) = opts.start_at {
@@ -306,7 +316,20 @@ fn execute_spec(
         d.follow(&dir);
     }
     let exporter = export::start(spec, plan, cfg, &dir, &opts)?;
-    let outcome = load(spec, plan, cfg, &dir, clock, &opts, exporter.clone())?;
+    let outcome = load(
+        spec,
+        plan,
+        cfg,
+        &dir,
+        clock,
+        &opts,
+        exporter.clone(),
+        server,
+    );
+    // After a stop too; before the built-in target goes.
+    let ended = outcome.as_ref().ok().and_then(|o| o.ended.clone());
+    setup::after_load(spec, &opts, &dir, ended.as_deref())?;
+    let outcome = outcome?;
     drop(demo);
     // The final push before the summary, which counts it (export.jsonl);
     // the last scrape after, so the summary is not held up by it.
@@ -318,52 +341,6 @@ fn execute_spec(
         export::last_scrape(&e, &opts);
     }
     Ok(RunResult { dir, summary })
-}
-
-/// An existing, non-empty `--out` would mix two runs (and diagnose the old
-/// run's dumps as the new one's): refuse it, or with `--force` empty it —
-/// only if it is a run directory, so a mistyped path never loses other files.
-fn claim_dir(dir: &Path, force: bool) -> Result<(), RunError> {
-    let Ok(mut entries) = std::fs::read_dir(dir) else {
-        return Ok(()); // absent: created below
-    };
-    if entries.next().is_none() {
-        return Ok(());
-    }
-    let shown = dir.display();
-    if !force {
-        return Err(RunError::Invalid(format!(
-            "--out {shown} exists and is not empty: choose a new directory, or pass --force to empty it first"
-        )));
-    }
-    if !dir.join(rundir::RUN_JSON).exists() {
-        return Err(RunError::Invalid(format!(
-            "--out {shown} is not a run directory (no {}): --force empties run directories only",
-            rundir::RUN_JSON
-        )));
-    }
-    for e in std::fs::read_dir(dir)?.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            std::fs::remove_dir_all(&p)?;
-        } else {
-            std::fs::remove_file(&p)?;
-        }
-    }
-    Ok(())
-}
-
-/// Create the run directory and keep the profile as run in it.
-fn prepare_dir(dir: &Path, profile: &Profile, url: &str) -> Result<(), RunError> {
-    std::fs::create_dir_all(dir.join(rundir::DIAGNOSTICS)).map_err(|source| RunError::Dir {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let mut saved = profile.clone();
-    saved.target.url = url.to_string();
-    let text = serde_saphyr::to_string(&saved).map_err(|e| RunError::Invalid(e.to_string()))?;
-    rundir::write_atomic(&dir.join(rundir::PROFILE), text.as_bytes())?;
-    Ok(())
 }
 
 fn run_meta(
@@ -411,11 +388,14 @@ struct LoadOutcome {
     peer: Option<control::SharedStop>,
     /// Why the shards' control endpoint could not be reached, if it could not.
     control_lost: Option<String>,
+    /// Shard 1 with `--control`: the other shards whose load has ended.
+    ended: Option<Arc<control::Ended>>,
     collectors: Option<crate::collectors::CollectorsSummary>,
 }
 
 /// Drive the load with the recorder and the collectors alongside, until the
-/// plan ends or the run is stopped.
+/// plan ends or the run is stopped. `server`: shard 1's control endpoint.
+#[allow(clippy::too_many_arguments)]
 fn load(
     spec: &RunSpec,
     plan: &Plan,
@@ -424,6 +404,7 @@ fn load(
     clock: RunClock,
     opts: &RunOptions,
     export: Option<Arc<crate::export::Exporter>>,
+    server: Option<control::Server>,
 ) -> Result<LoadOutcome, RunError> {
     let stop = opts.stop.clone().unwrap_or_default();
     // Collectors watch the target from their own threads; in a sharded run
@@ -465,6 +446,7 @@ fn load(
                 control::Control::start(
                     addr,
                     opts.shard.index,
+                    server,
                     stop.clone(),
                     causes,
                     ends,
@@ -510,13 +492,17 @@ fn load(
         o.finished();
     }
     let collectors = collectors.map(|c| c.finish());
-    let (peer, control_lost) = match control {
+    let (peer, control_lost, ended) = match control {
         Some(c) => {
-            let seen = (c.peer.get().cloned(), c.unreachable.get().cloned());
+            let seen = (
+                c.peer.get().cloned(),
+                c.unreachable.get().cloned(),
+                c.ended.clone(),
+            );
             c.finish();
             seen
         }
-        None => (None, None),
+        None => (None, None, None),
     };
     Ok(LoadOutcome {
         engine_reason,
@@ -524,6 +510,7 @@ fn load(
         stopped: stop.load(Ordering::Relaxed),
         peer,
         control_lost,
+        ended,
         collectors,
     })
 }

@@ -43,6 +43,8 @@ pub struct RunData {
     pub errors: crate::metrics::errors::ErrorTally,
     /// The remote-write pushes (`export.jsonl`), when the run pushed.
     pub export: Option<ExportTally>,
+    /// What `setup:` and `teardown:` did (`setup.json`; empty without them).
+    pub setup: crate::vocab::setup::OnceFile,
     /// What could not be read (never fatal here: the judge notes it, the
     /// renderers draw what there is).
     pub unread: Vec<Unread>,
@@ -139,6 +141,7 @@ impl RunData {
             server,
             latency,
             flames: flames(dir),
+            setup: super::read_setup(dir),
             unread,
         })
     }

@@ -9,6 +9,7 @@
 //!   latency.hlog      HdrHistogram interval log, one line per phase × class × second
 //!   timeseries.csv    one row per phase and second
 //!   errors.jsonl      what went wrong, per phase and second with errors ([`errors`])
+//!   setup.json        what `setup:` and `teardown:` did ([`read_setup`]; names, never values)
 //!   summary.json      the judged result (`judge::Summary`), written atomically
 //!   findings.json     the diagnosis' findings
 //!   report.html       the rendered report
@@ -154,6 +155,22 @@ pub fn read_json<T: DeserializeOwned>(dir: &Path, name: &str) -> Result<T, Rundi
 
 pub fn read_meta(dir: &Path) -> Result<RunMeta, RundirError> {
     read_json(dir, RUN_JSON)
+}
+
+/// `setup.json`: empty for a run without `setup:` or `teardown:` (or
+/// whose file cannot be read: the record is a report, not the result).
+pub fn read_setup(dir: &Path) -> crate::vocab::setup::OnceFile {
+    read_json(dir, SETUP).unwrap_or_default()
+}
+
+/// Change `setup.json` (read, edit, written atomically).
+pub fn edit_setup(
+    dir: &Path,
+    edit: impl FnOnce(&mut crate::vocab::setup::OnceFile),
+) -> Result<(), RundirError> {
+    let mut f = read_setup(dir);
+    edit(&mut f);
+    write_json(&dir.join(SETUP), &f)
 }
 
 /// Write `value` as pretty JSON through a temporary file and a rename, so a

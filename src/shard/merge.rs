@@ -300,6 +300,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
 
     carry_evidence(&shards, out, base)?;
     carry_errors(&shards, out)?;
+    // Shard 1 ran the setup and the teardown for the whole run.
+    let once = rundir::read_setup(&first.dir);
+    if once != Default::default() {
+        rundir::write_json(&out.join(rundir::SETUP), &once)?;
+    }
 
     // Judge the union with the same code as a single run.
     let (m, elapsed) = rundir::read::measured(out, &meta)?;

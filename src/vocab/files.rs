@@ -15,6 +15,8 @@ pub const REPORT_HTML: &str = "report.html";
 pub const ERRORS_LOG: &str = "errors.jsonl";
 /// One row per remote-write push ([`super::export::PushRow`]).
 pub const EXPORT_LOG: &str = "export.jsonl";
+/// What `setup:` and `teardown:` did ([`super::setup::OnceFile`]; names, never values).
+pub const SETUP: &str = "setup.json";
 pub const DIAGNOSTICS: &str = "diagnostics";
 /// Inside [`DIAGNOSTICS`].
 pub const EVIDENCE: &str = "evidence.json";

@@ -18,6 +18,7 @@
 //! | [`growth`] | what grows in a soak: parts over time (heap class, thread group, sockets, fd kind, native category) and the judged items |
 //! | [`files`] | the names of a run directory's files |
 //! | [`status`] | PASS / FAIL / NO DATA of every gate |
+//! | [`setup`] | what a run's `setup:` and `teardown:` did, once (`setup.json`, the summary's `setup` and `teardown`) |
 //! | [`say`] | notices (warnings, progress lines) the library hands the caller to show |
 
 pub mod clock;
@@ -33,6 +34,7 @@ pub mod samples;
 pub mod samples_db;
 pub mod say;
 pub mod series;
+pub mod setup;
 pub mod status;
 pub mod threads;
 pub mod units;

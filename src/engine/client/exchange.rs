@@ -61,6 +61,8 @@ pub struct Answer {
     /// What went wrong, for the errors table (`None`: ok, or nothing more
     /// to say than the class).
     pub failure: Option<Failure>,
+    /// The answer's status; 0 when none came (a setup step's record shows it).
+    pub status: u16,
 }
 
 impl From<Class> for Answer {
@@ -71,6 +73,7 @@ impl From<Class> for Answer {
             extracted: Vec::new(),
             connected: None,
             failure: None,
+            status: 0,
         }
     }
 }
@@ -308,6 +311,7 @@ impl LaneConn {
                 extracted,
                 connected: None,
                 failure,
+                status,
             };
         }
         Class::Reset.into()
@@ -378,6 +382,7 @@ impl LaneConn {
             extracted,
             connected: None,
             failure,
+            status: head.status,
         })
     }
 

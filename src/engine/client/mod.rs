@@ -51,7 +51,7 @@ use thiserror::Error;
 pub(crate) use classify::is_reset;
 pub use connect::{LaneConn, Pool};
 pub use exchange::Answer;
-pub use request::{prepare, prepare_mix, Extractor, Prepared};
+pub use request::{prepare, prepare_mix, prepare_steps, Extractor, Prepared};
 pub use target::{target_from, Target};
 
 #[derive(Debug, Error)]

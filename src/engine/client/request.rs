@@ -131,23 +131,80 @@ pub fn prepare(
     inputs: &Inputs,
     feeders: &[Feeder],
 ) -> Result<Vec<Prepared>, ClientError> {
-    let host_header = if target.port == 80 || target.port == 443 {
-        target.host.clone()
-    } else {
-        format!("{}:{}", target.host, target.port)
-    };
-    let mut mix = prepare_mix(profile, &host_header, base, inputs, feeders)?;
+    let mut mix = prepare_mix(profile, &host_header(target), base, inputs, feeders)?;
     for p in &mut mix {
-        p.request_h2 = to_h2(p.request.clone(), &target.origin);
-        let mut wire = Vec::with_capacity(256);
-        h1::encode(&p.request, !target.keep_alive, &mut wire);
-        p.wire = Bytes::from(wire);
+        finish_forms(p, target);
     }
     target.codec.store(
         mix.iter().all(|p| h1::encodable(&p.request)),
         Ordering::Relaxed,
     );
     Ok(mix)
+}
+
+/// The Host header: the port only when it is not the scheme's.
+fn host_header(target: &Target) -> String {
+    if target.port == 80 || target.port == 443 {
+        target.host.clone()
+    } else {
+        format!("{}:{}", target.host, target.port)
+    }
+}
+
+/// A request's HTTP/2 form and its codec bytes, from the hyper form.
+fn finish_forms(p: &mut Prepared, target: &Target) {
+    p.request_h2 = to_h2(p.request.clone(), &target.origin);
+    let mut wire = Vec::with_capacity(256);
+    h1::encode(&p.request, !target.keep_alive, &mut wire);
+    p.wire = Bytes::from(wire);
+}
+
+/// The `setup:` or `teardown:` steps (`sect`), compiled as a scenario's
+/// steps are (their own `{{ vars.NAME }}`), in every protocol's form. A
+/// setup step leaves out the `target.headers` that read `{{ setup.… }}`:
+/// their values are what the setup is about to take.
+pub fn prepare_steps(
+    profile: &Profile,
+    target: &Target,
+    base: &str,
+    inputs: &Inputs,
+    feeders: &[Feeder],
+    sect: &str,
+    steps: &[RequestSpec],
+) -> Result<Vec<Prepared>, ClientError> {
+    let vars = template::scenario_vars(steps);
+    let host = host_header(target);
+    let mut own;
+    let profile = if sect == "setup" {
+        own = profile.clone();
+        own.target.headers.retain(|_, v| !reads_setup(v));
+        &own
+    } else {
+        profile
+    };
+    steps
+        .iter()
+        .enumerate()
+        .map(|(index, r)| {
+            let key = format!("{sect}[{index}]");
+            let step = Step {
+                key: &key,
+                scenario: None,
+                vars: &vars,
+            };
+            let mut p = prepare_one(&step, r, profile, base, &host, inputs, feeders)?;
+            finish_forms(&mut p, target);
+            Ok(Prepared { index, ..p })
+        })
+        .collect()
+}
+
+/// Whether a template reads a setup value (`{{ setup.NAME }}`).
+fn reads_setup(text: &str) -> bool {
+    crate::profile::template::Template::parse(text).is_ok_and(|t| {
+        t.exprs()
+            .any(|e| matches!(e, crate::profile::template::Expr::Setup(_)))
+    })
 }
 
 /// A request in HTTP/2's form: an absolute URI (hyper sends its scheme and
@@ -231,6 +288,11 @@ fn prepare_one(
         merged.retain(|(n, _, _)| !n.eq_ignore_ascii_case(k));
         merged.push((k.as_str(), v.as_str(), format!("{key}.headers.{k}")));
     }
+    let setup = template::scenario_vars(&profile.setup);
+    let names = template::Names {
+        vars: step.vars,
+        setup: &setup,
+    };
     let f = template::compile_fields(
         key,
         base,
@@ -239,7 +301,7 @@ fn prepare_one(
         r.body.as_deref(),
         inputs,
         feeders,
-        step.vars,
+        names,
     )?;
     let uri: &[u8] = if f.dynamic_path.is_some() {
         b"/"

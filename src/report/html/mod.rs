@@ -277,6 +277,11 @@ fn header(o: &mut String, s: &Summary) {
             (None, false) => String::new(),
         }
     );
+    for (what, r) in [("setup", &s.setup), ("teardown", &s.teardown)] {
+        if let Some(r) = r {
+            let _ = writeln!(o, "<div class=\"meta\">{}</div>", esc(&r.line(what)));
+        }
+    }
 }
 
 /// One line of a chart over time: its name and its value in a second.
