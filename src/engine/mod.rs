@@ -31,6 +31,7 @@ pub mod feeder;
 pub mod h1;
 mod open;
 pub mod template;
+pub mod ws;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -106,6 +107,8 @@ pub struct EngineConfig {
     pub workers: usize,
     /// Feeders and the engine's own stop reason, shared by the workers.
     pub templates: template::Shared,
+    /// The mix's WebSocket steps ([`ws`]), by request index.
+    pub ws: ws::Steps,
 }
 
 impl EngineConfig {
@@ -118,6 +121,18 @@ impl EngineConfig {
         shard: Shard,
     ) -> Result<Self, EngineError> {
         compile(profile, url, plan, shard, &template::Inputs::default())
+    }
+
+    /// The name of every outcome index: the mix's requests, then what its
+    /// WebSocket steps record apart (`STEP connect`, `STEP MESSAGE`).
+    pub fn outcome_names(&self) -> Vec<String> {
+        let requests = self.requests.iter().map(|r| r.name.clone());
+        requests.chain(self.ws.names().iter().cloned()).collect()
+    }
+
+    /// The protocol the run speaks, as `meta.protocol` says it.
+    pub fn protocol(&self) -> String {
+        self.ws.protocol(self.target.protocol())
     }
 
     /// Why the engine stopped the run by itself (a `unique` feeder ran out).
@@ -167,6 +182,7 @@ pub fn compile(
     let feeders = template::open_feeders(profile, inputs, shard)
         .map_err(|e| EngineError::Client(e.into()))?;
     let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
+    let ws = ws::compile(profile, url, inputs, &feeders, requests.len())?;
     // The mix's units: each request, then each scenario (its steps in a row).
     let mut units: Vec<(f64, Unit)> = profile
         .requests
@@ -236,6 +252,7 @@ pub fn compile(
         shard,
         workers: workers.max(1),
         templates: template::Shared::new(feeders),
+        ws,
     })
 }
 
@@ -353,7 +370,7 @@ impl Engine {
                     let rec = Rc::new(RefCell::new(WorkerRecorder::new(
                         start,
                         tx,
-                        cfg.requests.len() > 1,
+                        cfg.requests.len() + cfg.ws.names().len() > 1,
                     )));
                     let model = cfg.load.model;
                     let worker = Worker {
@@ -551,6 +568,22 @@ async fn send_one(
         let p = &cfg.requests[index];
         if k > 0 && due > Instant::now() {
             tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+        }
+        if let Some(step) = cfg.ws.get(index) {
+            let at = if k == 0 { intended } else { due };
+            let Some((class, end)) =
+                ws::run(cfg, step, &mut vars, (phase, k, index), at, &mut report).await
+            else {
+                ended = Class::Unfinished;
+                break;
+            };
+            last = Some(class);
+            if class != Class::Ok && !cfg.optional.get(index).copied().unwrap_or(false) {
+                ended = class;
+                break;
+            }
+            due = end + cfg.think.get(index).copied().flatten().unwrap_or_default();
+            continue;
         }
         let msg = match &p.dynamic {
             None => None,

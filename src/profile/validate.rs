@@ -58,6 +58,9 @@ impl Profile {
             if let Some(b) = &r.body {
                 out.push((format!("{key}.body"), b.as_str()));
             }
+            if let Some(ws) = &r.ws {
+                super::ws::template_fields(&key, ws, &mut out);
+            }
         }
         out
     }
@@ -92,14 +95,27 @@ impl Profile {
         let Some((s, rest)) = num(rest) else {
             return false;
         };
-        let Some((j, _)) = rest.strip_prefix(".steps[").and_then(num) else {
+        let Some((j, rest)) = rest.strip_prefix(".steps[").and_then(num) else {
             return false;
         };
+        // A WebSocket message's text: the earlier messages of its step too.
+        let message = rest
+            .strip_prefix(".ws.messages[")
+            .and_then(num)
+            .map(|(m, _)| m);
         self.scenarios.get(s).is_some_and(|sc| {
-            sc.steps
-                .iter()
-                .take(j)
-                .any(|st| st.extract.contains_key(var))
+            let earlier = sc.steps.iter().take(j).any(|st| {
+                st.extract.contains_key(var)
+                    || st
+                        .ws
+                        .as_ref()
+                        .is_some_and(|ws| super::ws::extracted(ws).any(|(_, k)| k == var))
+            });
+            let this_step = sc.steps.get(j).and_then(|st| st.ws.as_ref());
+            earlier
+                || message.zip(this_step).is_some_and(|(m, ws)| {
+                    super::ws::extracted(ws).any(|(at, k)| at < ws.send.len() + m && k == var)
+                })
         })
     }
 
@@ -213,6 +229,9 @@ impl Profile {
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
             check_request(&format!("request {which}"), r, "requests")?;
+            if let Some(ws) = &r.ws {
+                super::ws::check(&format!("request {which}"), r, ws, "requests", false)?;
+            }
             // Keys of scenario steps only: the error points at this
             // request's own occurrence of the key.
             let steps_only =
@@ -260,6 +279,9 @@ impl Profile {
                 let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
                 let what = format!("scenario `{}` step {which}", sc.name);
                 check_request(&what, r, "scenarios")?;
+                if let Some(ws) = &r.ws {
+                    super::ws::check(&what, r, ws, "scenarios", true)?;
+                }
                 if j + 1 == sc.steps.len() && r.think_time.is_some() {
                     return Err((
                         format!(
@@ -320,7 +342,7 @@ impl Profile {
 }
 
 /// A scenario step's `extract.VAR`: exactly one source, each well formed.
-fn check_extract(what: &str, var: &str, x: &super::ExtractSpec) -> Result<(), String> {
+pub(super) fn check_extract(what: &str, var: &str, x: &super::ExtractSpec) -> Result<(), String> {
     let n = [x.json.is_some(), x.regex.is_some(), x.header.is_some()]
         .iter()
         .filter(|b| **b)
