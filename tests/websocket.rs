@@ -332,3 +332,38 @@ shape: { constant: { rate: 1/s, duration: 1s } }
         other => panic!("expected a located error, got {other:?}"),
     }
 }
+
+#[test]
+fn the_shipped_profile_logs_in_and_talks_to_the_demo_targets_socket() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/profiles/websocket.yaml"
+    ))
+    .expect("profiles/websocket.yaml");
+    // Shortened, nothing else changed.
+    let short = text.replace("duration: 10s", "duration: 2s");
+    assert_ne!(short, text);
+    let p = Profile::from_yaml(&short, Path::new("websocket.yaml")).expect("the shipped profile");
+    let dir = tempfile::tempdir().expect("tmp");
+    let r = load::run(&p, dir.path());
+    let s = &r.summary;
+    let n = 100;
+    assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
+    for name in [
+        "chat/login",
+        "chat/socket connect",
+        "chat/socket hello",
+        "chat/socket say",
+        "chat/socket",
+    ] {
+        assert_eq!(row(s, name).ok, n, "{name}");
+    }
+    // say waits 100 ms after its reply and the socket is held 500 ms.
+    assert!(
+        row(s, "chat/socket").latency.p50 >= 600.0,
+        "{:?}",
+        row(s, "chat/socket")
+    );
+    assert_eq!(s.meta.protocol.as_deref(), Some("HTTP/1.1 + WebSocket"));
+    assert!(s.passed, "{:?}", s.budgets);
+}

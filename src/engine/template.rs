@@ -284,7 +284,7 @@ pub fn scenario_vars(steps: &[crate::profile::RequestSpec]) -> Vec<String> {
     let mut v: Vec<String> = steps
         .iter()
         .flat_map(|s| {
-            let ws = s.ws.iter().flat_map(|w| crate::profile::ws::extracted(w));
+            let ws = s.ws.iter().flat_map(crate::profile::ws::extracted);
             s.extract.keys().chain(ws.map(|(_, k)| k)).cloned()
         })
         .collect();

@@ -229,9 +229,7 @@ impl Profile {
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
             check_request(&format!("request {which}"), r, "requests")?;
-            if let Some(ws) = &r.ws {
-                super::ws::check(&format!("request {which}"), r, ws, "requests", false)?;
-            }
+            check_ws(&format!("request {which}"), r, "requests", false)?;
             // Keys of scenario steps only: the error points at this
             // request's own occurrence of the key.
             let steps_only =
@@ -279,9 +277,7 @@ impl Profile {
                 let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
                 let what = format!("scenario `{}` step {which}", sc.name);
                 check_request(&what, r, "scenarios")?;
-                if let Some(ws) = &r.ws {
-                    super::ws::check(&what, r, ws, "scenarios", true)?;
-                }
+                check_ws(&what, r, "scenarios", true)?;
                 if j + 1 == sc.steps.len() && r.think_time.is_some() {
                     return Err((
                         format!(
@@ -341,8 +337,27 @@ impl Profile {
     }
 }
 
+/// A WebSocket step's checks ([`super::ws::check`]) and its messages' `extract`s.
+fn check_ws(
+    which: &str,
+    r: &RequestSpec,
+    sect: &'static str,
+    scenario: bool,
+) -> Result<(), (String, Option<Place>)> {
+    let Some(ws) = &r.ws else { return Ok(()) };
+    super::ws::check(which, r, ws, sect, scenario)?;
+    for (i, m) in ws.all_messages().iter().enumerate() {
+        let what = format!("{which}: ws message `{}`", m.label(i + 1));
+        for (var, x) in &m.extract {
+            check_extract(&what, var, x)
+                .map_err(|e| (e, Some(Place::Text(sect, format!("{var}:")))))?;
+        }
+    }
+    Ok(())
+}
+
 /// A scenario step's `extract.VAR`: exactly one source, each well formed.
-pub(super) fn check_extract(what: &str, var: &str, x: &super::ExtractSpec) -> Result<(), String> {
+fn check_extract(what: &str, var: &str, x: &super::ExtractSpec) -> Result<(), String> {
     let n = [x.json.is_some(), x.regex.is_some(), x.header.is_some()]
         .iter()
         .filter(|b| **b)

@@ -168,7 +168,8 @@ impl Profile {
 }
 
 /// The checks of a WebSocket step `which` (in section `sect`; `scenario`:
-/// it is a scenario step, where `extract` works).
+/// it is a scenario step, where `extract` works); each `extract` entry's
+/// own form is checked with the HTTP steps' (in `validate`).
 pub(super) fn check(
     which: &str,
     r: &RequestSpec,
@@ -247,8 +248,6 @@ pub(super) fn check(
                     at(&format!("{var}:")),
                 ));
             }
-            super::validate::check_extract(&what, var, x)
-                .map_err(|e| (e, at(&format!("{var}:"))))?;
         }
     }
     Ok(())

@@ -16,7 +16,7 @@ use tokio_tungstenite::WebSocketStream;
 
 use super::Steps;
 use crate::engine::client::{is_reset, Target};
-use crate::metrics::errors::{Failure, What};
+use crate::metrics::errors::{Failure, What, SAMPLE_BYTES};
 use crate::metrics::Class;
 
 /// A plain or TLS stream under the socket.
@@ -116,7 +116,10 @@ pub(super) async fn open(
                 class,
                 failure: Failure {
                     what: What::Status(code),
-                    body: resp.body().clone(),
+                    body: resp
+                        .body()
+                        .as_ref()
+                        .map(|b| b[..b.len().min(SAMPLE_BYTES)].to_vec()),
                 },
                 retry_after: resp.headers().contains_key(RETRY_AFTER),
             })

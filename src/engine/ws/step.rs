@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message as Frame;
 use super::conn::{self, Socket};
 use super::{json_at, Correlate, Message, Step};
 use crate::engine::{EngineConfig, Event};
-use crate::metrics::errors::Failure;
+use crate::metrics::errors::{Failure, What, SAMPLE_BYTES};
 use crate::metrics::{Class, Outcome};
 
 /// Reports one step's outcomes (a Due, then a Failed when not ok, then its Done).
@@ -178,7 +178,7 @@ pub(crate) async fn run(
             return Some((r.class, end));
         }
     };
-    let mut due = out.done(
+    out.done(
         step.connect,
         Class::Ok,
         None,
@@ -187,7 +187,7 @@ pub(crate) async fn run(
         false,
     );
     // The first message was due when the step was: it waited for the connection.
-    due = due.min(intended);
+    let mut due = intended;
     let mut class = Class::Ok;
     let mut ending: Option<Ending> = None;
     let mut received: u64 = 0;
@@ -398,8 +398,8 @@ async fn message(
             Class::Ok
         };
         let failure = failure.map(|c| Failure {
-            what: crate::metrics::errors::What::Check(c.into()),
-            body: Some(reply[..reply.len().min(crate::metrics::errors::SAMPLE_BYTES)].to_vec()),
+            what: What::Check(c.into()),
+            body: Some(reply[..reply.len().min(SAMPLE_BYTES)].to_vec()),
         });
         let end = out.done(r.outcome, class, failure, (due, sent), None, false);
         return (class, end, None);
