@@ -9,52 +9,42 @@
 #[path = "support/load.rs"]
 mod load;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use brunt::judge::summary::RequestSummary;
 use brunt::judge::Summary;
 use brunt::profile::{Profile, ProfileError};
 
+#[path = "support/python.rs"]
+mod python;
+
 const SOURCE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/python/ws_server.py");
 
 /// The test server, killed on drop.
-struct WsServer {
-    child: Child,
-    addr: String,
-}
+struct WsServer(python::Service);
 
 impl WsServer {
     fn start(args: &[&str]) -> WsServer {
-        let mut child = Command::new("python3")
-            .arg(SOURCE)
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("python3 runs");
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut line);
-        }
-        let Some(addr) = line.trim().strip_prefix("service=").map(str::to_string) else {
-            let _ = child.kill();
-            panic!(
-                "the WebSocket test server did not start (`{line}`): install websockets \
-                 (`python3 -m pip install 'websockets==17.*'`, or run tests/setup.sh)"
-            );
-        };
-        WsServer { child, addr }
+        let ok = Command::new("python3")
+            .args(["-c", "import websockets.asyncio.server"])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            ok,
+            "PyPI `websockets` 17 is missing: `python3 -m pip install 'websockets==17.*'` (tests/setup.sh does it)"
+        );
+        WsServer(python::Service::start_script(SOURCE, args))
     }
 
     fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        self.0.url()
     }
 
     /// The server's counters (`GET /stats`).
     fn stats(&self) -> serde_json::Value {
-        let mut c = std::net::TcpStream::connect(&self.addr).expect("stats connect");
+        let mut c = std::net::TcpStream::connect(&self.0.addr).expect("stats connect");
         let _ = c.set_read_timeout(Some(std::time::Duration::from_secs(5)));
         c.write_all(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
             .expect("stats request");
@@ -63,12 +53,11 @@ impl WsServer {
         let body = text.split("\r\n\r\n").nth(1).unwrap_or("");
         serde_json::from_str(body).unwrap_or_else(|e| panic!("stats `{text}`: {e}"))
     }
-}
 
-impl Drop for WsServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    /// Run `yaml` (its `{url}` this server's) into a scratch directory.
+    fn run(&self, yaml: &str) -> Summary {
+        let dir = tempfile::tempdir().expect("tmp");
+        load::run(&load::profile(yaml, &self.url()), dir.path()).summary
     }
 }
 
@@ -93,8 +82,7 @@ fn verdict(s: &Summary, budget: &str) -> brunt::budgets::Status {
 #[test]
 fn correlated_round_trips_measure_the_servers_delay_and_the_server_counts_every_message() {
     let srv = WsServer::start(&[]);
-    let dir = tempfile::tempdir().expect("tmp");
-    let p = load::profile(
+    let s = &srv.run(
         r#"
 name: ws-echo
 target: { url: "{url}", timeout: 5s }
@@ -117,10 +105,7 @@ budgets:
   - step(echo first).p99 < 400ms
   - step(echo connect).p99 < 1ms
 "#,
-        &srv.url(),
     );
-    let r = load::run(&p, dir.path());
-    let s = &r.summary;
     let steps = 120;
     assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
     for name in ["echo", "echo connect", "echo first", "echo second"] {
@@ -157,8 +142,7 @@ budgets:
 #[test]
 fn a_close_with_code_1013_is_shed() {
     let srv = WsServer::start(&[]);
-    let dir = tempfile::tempdir().expect("tmp");
-    let p = load::profile(
+    let s = &srv.run(
         r#"
 name: ws-shed
 target: { url: "{url}", timeout: 5s }
@@ -169,10 +153,7 @@ requests:
 load: { model: open, workers: 1, connections: 20 }
 shape: { constant: { rate: 30/s, duration: 2s } }
 "#,
-        &srv.url(),
     );
-    let r = load::run(&p, dir.path());
-    let s = &r.summary;
     let n = 60;
     assert_eq!(row(s, "busy connect").ok, n, "the upgrade itself succeeded");
     assert_eq!(
@@ -189,8 +170,7 @@ shape: { constant: { rate: 30/s, duration: 2s } }
 #[test]
 fn a_socket_opened_with_the_token_an_http_login_returned_uses_values_from_its_replies() {
     let srv = WsServer::start(&[]);
-    let dir = tempfile::tempdir().expect("tmp");
-    let p = load::profile(
+    let s = &srv.run(
         r#"
 name: ws-chat
 target: { url: "{url}", timeout: 5s }
@@ -220,10 +200,7 @@ budgets:
   - step(chat hello).p99 < 1s
   - step(visit/chat say).error_rate < 1%
 "#,
-        &srv.url(),
     );
-    let r = load::run(&p, dir.path());
-    let s = &r.summary;
     let n = 50;
     assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
     for name in [
@@ -259,8 +236,7 @@ fn a_message_due_while_the_server_stalls_keeps_its_due_time() {
     // 0.5 s stalls every 5 s, over 10 s: P(latency > x) = f·(1 − x/stall)
     // with f = 0.1, so p99 ≈ 0.9 · stall (as for HTTP, tests/engine_load.rs).
     let srv = WsServer::start(&["--stall-every", "5", "--stall-for", "0.5"]);
-    let dir = tempfile::tempdir().expect("tmp");
-    let p = load::profile(
+    let s = &srv.run(
         r#"
 name: ws-stall
 target: { url: "{url}", timeout: 5s }
@@ -271,10 +247,7 @@ requests:
 load: { model: open, workers: 1, connections: 2 }
 shape: { constant: { rate: 40/s, duration: 10s } }
 "#,
-        &srv.url(),
     );
-    let r = load::run(&p, dir.path());
-    let s = &r.summary;
     assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
     assert!(
         srv.stats()["stalled"].as_u64().unwrap_or(0) > 0,

@@ -63,6 +63,17 @@ impl Reporter<'_> {
         }));
         end
     }
+
+    /// An outcome that failed for `why`.
+    fn failed(
+        &mut self,
+        request: usize,
+        class: Class,
+        why: String,
+        at: (Instant, Instant),
+    ) -> Instant {
+        self.done(request, class, Some(Failure::message(why)), at, None, false)
+    }
 }
 
 /// What came from the socket.
@@ -295,14 +306,7 @@ async fn message(
                     None => {
                         let why =
                             format!("correlate json {p:?}: the sent message has no value there");
-                        let end = out.done(
-                            r.outcome,
-                            Class::OtherError,
-                            Some(Failure::message(why)),
-                            (due, sent),
-                            None,
-                            false,
-                        );
+                        let end = out.failed(r.outcome, Class::OtherError, why, (due, sent));
                         return (Class::OtherError, end, None);
                     }
                 },
@@ -327,14 +331,7 @@ async fn message(
         return (Class::Ok, Instant::now(), ending);
     };
     if let Some((class, why)) = failed {
-        let end = out.done(
-            r.outcome,
-            class,
-            Some(Failure::message(why.clone())),
-            (due, sent),
-            None,
-            false,
-        );
+        let end = out.failed(r.outcome, class, why.clone(), (due, sent));
         let ending = Ending {
             class,
             failure: Some(Failure::message(why)),
@@ -350,14 +347,7 @@ async fn message(
                     "no reply within {} (the request timeout)",
                     humantime::format_duration(cfg.target.timeout)
                 );
-                let end = out.done(
-                    r.outcome,
-                    Class::Timeout,
-                    Some(Failure::message(why)),
-                    (due, sent),
-                    None,
-                    false,
-                );
+                let end = out.failed(r.outcome, Class::Timeout, why, (due, sent));
                 return (Class::Timeout, end, None);
             }
             _ => {
