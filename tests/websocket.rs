@@ -17,6 +17,10 @@ use brunt::judge::summary::RequestSummary;
 use brunt::judge::Summary;
 use brunt::profile::{Profile, ProfileError};
 
+#[path = "support/certs.rs"]
+mod certs;
+#[path = "support/cmd.rs"]
+mod cmd;
 #[path = "support/python.rs"]
 mod python;
 
@@ -113,6 +117,8 @@ budgets:
         assert_eq!(row(s, name).ok, steps, "{name}");
     }
     assert_eq!(s.totals.requests, 4 * steps);
+    // Each outcome was offered when due: the books close.
+    assert_eq!(s.totals.offered, s.totals.requests + s.totals.dropped);
     let stats = srv.stats();
     assert_eq!(stats["connections"], steps, "{stats}");
     assert_eq!(stats["messages"]["/echo"], 2 * steps, "{stats}");
@@ -213,6 +219,7 @@ budgets:
         assert_eq!(row(s, name).ok, n, "{name}");
     }
     assert_eq!(s.iterations[0].ok, n, "{:?}", s.iterations);
+    assert_eq!(s.totals.offered, s.totals.requests + s.totals.dropped);
     let stats = srv.stats();
     assert_eq!(
         stats["bad_auth"], 0,
@@ -339,4 +346,64 @@ fn the_shipped_profile_logs_in_and_talks_to_the_demo_targets_socket() {
     );
     assert_eq!(s.meta.protocol.as_deref(), Some("HTTP/1.1 + WebSocket"));
     assert!(s.passed, "{:?}", s.budgets);
+}
+
+#[test]
+fn wss_uses_the_targets_tls_settings() {
+    let dir = tempfile::tempdir().expect("tmp");
+    certs::make_cert(dir.path());
+    let (cert, key) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    let srv = WsServer::start(&[
+        "--cert",
+        cert.to_str().unwrap_or_default(),
+        "--key",
+        key.to_str().unwrap_or_default(),
+    ]);
+    let url = srv.url().replace("http://", "https://");
+    let yaml = |tls: &str| {
+        format!(
+            r#"
+name: wss
+target: {{ url: "{url}", timeout: 5s, tls: {tls} }}
+requests:
+  - name: echo
+    path: /echo
+    ws: {{ messages: [ {{ name: m, send: "hi {{{{ seq }}}}", correlate: next, expect: {{ regex: "^hi [0-9]+$" }} }} ] }}
+load: {{ model: open, workers: 1, connections: 10 }}
+shape: {{ constant: {{ rate: 20/s, duration: 1s }} }}
+"#
+        )
+    };
+    let ca = format!("{{ ca_file: \"{}\" }}", dir.path().join("ca.pem").display());
+    let run = tempfile::tempdir().expect("tmp");
+    let s = load::run(&load::profile(&yaml(&ca), &url), run.path()).summary;
+    assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
+    assert_eq!(row(&s, "echo m").ok, 20);
+    assert_eq!(s.meta.protocol.as_deref(), Some("WebSocket over TLS"));
+}
+
+#[test]
+fn virtual_users_of_the_closed_model_run_socket_steps_too() {
+    let srv = WsServer::start(&[]);
+    let s = &srv.run(
+        r#"
+name: ws-closed
+target: { url: "{url}", timeout: 5s }
+requests:
+  - name: echo
+    path: "/echo?delay_ms=20"
+    ws: { messages: [ { name: m, send: "v {{ seq }}", correlate: next } ] }
+load: { model: closed, workers: 1 }
+shape: { constant: { vus: 4, duration: 2s } }
+"#,
+    );
+    assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
+    let n = row(s, "echo").ok;
+    assert!(n > 20, "4 users, ~25 ms a visit, 2 s: {n}");
+    assert_eq!(row(s, "echo connect").ok, n);
+    assert_eq!(row(s, "echo m").ok, n);
+    assert_eq!(srv.stats()["messages"]["/echo"], n);
+    assert_eq!(s.totals.offered, s.totals.requests + s.totals.dropped);
+    let m = row(s, "echo m").latency.p50;
+    assert!((19.0..45.0).contains(&m), "round trip p50 {m} ms");
 }

@@ -12,12 +12,14 @@ Paths:
                      {"type":"hello","id":N} -> {"type":"welcome","id":N,"room":"room-U"};
                      {"type":"say","room":R,"id":N} -> {"type":"ok"|"wrong-room","id":N}
   /stats             HTTP: the counters as JSON
-Usage: python3 ws_server.py [--port P] [--stall-every S] [--stall-for S]
+With --cert and --key it speaks wss:// (TLS).
+Usage: python3 ws_server.py [--port P] [--stall-every S] [--stall-for S] [--cert PEM --key PEM]
 """
 
 import argparse
 import asyncio
 import json
+import ssl
 import sys
 import time
 import urllib.parse
@@ -109,12 +111,17 @@ async def handler(connection):
 
 
 async def main():
+    tls = None
+    if ARGS.cert:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(ARGS.cert, ARGS.key)
     async with serve(
         handler,
         "127.0.0.1",
         ARGS.port,
         process_request=process_request,
         compression=None,
+        ssl=tls,
     ) as server:
         port = server.sockets[0].getsockname()[1]
         print(f"service=127.0.0.1:{port}", flush=True)
@@ -126,6 +133,8 @@ if __name__ == "__main__":
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--stall-every", type=float, default=5.0)
     p.add_argument("--stall-for", type=float, default=0.5)
+    p.add_argument("--cert")
+    p.add_argument("--key")
     ARGS = p.parse_args()
     try:
         asyncio.run(main())
