@@ -24,6 +24,9 @@
 //!   one per request. The preflight settles `auto` and refuses `"2"` against
 //!   a server that speaks only 1.1. HTTP/1.1 goes through brunt's codec
 //!   ([`h1`]), HTTP/2 through hyper (the rule is in [`client`]'s doc).
+//! - WebSocket steps ([`ws`]): a step with `ws:` opens a socket of its own
+//!   where `send_one` would exchange; its connect, round trips and lifetime
+//!   are outcomes under names after the mix's requests ([`EngineConfig::outcome_names`]).
 
 pub mod client;
 mod closed;
