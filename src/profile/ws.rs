@@ -184,6 +184,13 @@ pub(super) fn check(
             at("ws:"),
         ));
     }
+    let e = &r.expect;
+    if !e.status.is_empty() || e.body_contains.is_some() || e.body_regex.is_some() {
+        return Err((
+            format!("{which}: a WebSocket step's upgrade expects 101; check replies with `expect` under a ws message"),
+            at("expect:"),
+        ));
+    }
     if !r.extract.is_empty() {
         return Err((
             format!("{which}: a WebSocket step extracts from its replies: put `extract` under a ws message with `correlate`"),

@@ -1,5 +1,5 @@
 //! WebSocket steps (`ws:` on a request or scenario step, see
-//! [`crate::profile::ws`]): compiled once here, run by [`run`] where
+//! [`crate::profile::ws`]): compiled once here, run by `run` where
 //! `send_one` sends a step.
 //!
 //! A step opens its own connection (the step's `path` and `headers`, the
@@ -21,7 +21,7 @@
 //!   (or our own close answered) `ok`, 1011/1013 `shed`, other codes
 //!   `other_error`, a drop without a close frame `reset`.
 //!
-//! Sub-outcomes report [`Event::Due`] before their [`Event::Done`], with a
+//! Sub-outcomes report `Event::Due` before their `Event::Done`, with a
 //! step number past the pick's first (they are offered when due, as a
 //! scenario's later steps), and never two at once: a drain that gives up
 //! the step finds at most one under way.
