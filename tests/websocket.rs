@@ -200,6 +200,8 @@ scenarios:
               send: '{"type":"say","room":"{{ vars.room }}","id":"s"}'
               correlate: next
               expect: { json: /type, equals: ok }
+      - name: again
+        path: "/login?user={{ vars.room }}"
 load: { model: open, workers: 1, connections: 20 }
 shape: { constant: { rate: 25/s, duration: 2s } }
 budgets:
@@ -215,6 +217,7 @@ budgets:
         "visit/chat hello",
         "visit/chat say",
         "visit/chat",
+        "visit/again",
     ] {
         assert_eq!(row(s, name).ok, n, "{name}");
     }
@@ -230,6 +233,10 @@ budgets:
         "every say carried the room its hello returned"
     );
     assert_eq!(stats["messages"]["/chat"], 2 * n);
+    assert_eq!(
+        stats["room_logins"], n,
+        "a later HTTP step used the socket's value"
+    );
     for b in [
         "step(chat hello).p99 < 1s",
         "step(visit/chat say).error_rate < 1%",

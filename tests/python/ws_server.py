@@ -34,6 +34,7 @@ STATS = {
     "bad_auth": 0,
     "wrong_room": 0,
     "stalled": 0,
+    "room_logins": 0,
 }
 TOKENS = {}
 ARGS = None
@@ -60,6 +61,8 @@ async def process_request(connection, request):
         return connection.respond(HTTPStatus.OK, json.dumps(STATS) + "\n")
     if url.path == "/login":
         user = query.get("user", ["anon"])[0]
+        if user.startswith("room-"):
+            STATS["room_logins"] += 1
         token = "tok-" + user
         TOKENS[token] = user
         return connection.respond(HTTPStatus.OK, json.dumps({"token": token}) + "\n")
