@@ -65,6 +65,23 @@ impl WsServer {
     }
 }
 
+/// A profile of one socket request `name` on `path` whose one message
+/// `message` awaits the next message as its reply; `load` is the rest
+/// (`load:` and `shape:`).
+fn one_message(name: &str, path: &str, message: &str, load: &str) -> String {
+    format!(
+        r#"
+name: ws-{name}
+target: {{ url: "{{url}}", timeout: 5s }}
+requests:
+  - name: {name}
+    path: "{path}"
+    ws: {{ messages: [ {{ name: {message}, send: "{message} {{{{ seq }}}}", correlate: next }} ] }}
+{load}
+"#
+    )
+}
+
 fn row<'a>(s: &'a Summary, name: &str) -> &'a RequestSummary {
     s.requests
         .iter()
@@ -148,18 +165,13 @@ budgets:
 #[test]
 fn a_close_with_code_1013_is_shed() {
     let srv = WsServer::start(&[]);
-    let s = &srv.run(
-        r#"
-name: ws-shed
-target: { url: "{url}", timeout: 5s }
-requests:
-  - name: busy
-    path: /shed
-    ws: { messages: [ { name: work, send: "job {{ seq }}", correlate: next } ] }
-load: { model: open, workers: 1, connections: 20 }
-shape: { constant: { rate: 30/s, duration: 2s } }
-"#,
-    );
+    let s = &srv.run(&one_message(
+        "busy",
+        "/shed",
+        "work",
+        "load: { model: open, workers: 1, connections: 20 }
+shape: { constant: { rate: 30/s, duration: 2s } }",
+    ));
     let n = 60;
     assert_eq!(row(s, "busy connect").ok, n, "the upgrade itself succeeded");
     assert_eq!(
@@ -250,18 +262,13 @@ fn a_message_due_while_the_server_stalls_keeps_its_due_time() {
     // 0.5 s stalls every 5 s, over 10 s: P(latency > x) = f·(1 − x/stall)
     // with f = 0.1, so p99 ≈ 0.9 · stall (as for HTTP, tests/engine_load.rs).
     let srv = WsServer::start(&["--stall-every", "5", "--stall-for", "0.5"]);
-    let s = &srv.run(
-        r#"
-name: ws-stall
-target: { url: "{url}", timeout: 5s }
-requests:
-  - name: s
-    path: /stall
-    ws: { messages: [ { name: m, send: "x{{ seq }}", correlate: next } ] }
-load: { model: open, workers: 1, connections: 2 }
-shape: { constant: { rate: 40/s, duration: 10s } }
-"#,
-    );
+    let s = &srv.run(&one_message(
+        "s",
+        "/stall",
+        "m",
+        "load: { model: open, workers: 1, connections: 2 }
+shape: { constant: { rate: 40/s, duration: 10s } }",
+    ));
     assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
     assert!(
         srv.stats()["stalled"].as_u64().unwrap_or(0) > 0,
@@ -392,18 +399,13 @@ shape: {{ constant: {{ rate: 20/s, duration: 1s }} }}
 #[test]
 fn virtual_users_of_the_closed_model_run_socket_steps_too() {
     let srv = WsServer::start(&[]);
-    let s = &srv.run(
-        r#"
-name: ws-closed
-target: { url: "{url}", timeout: 5s }
-requests:
-  - name: echo
-    path: "/echo?delay_ms=20"
-    ws: { messages: [ { name: m, send: "v {{ seq }}", correlate: next } ] }
-load: { model: closed, workers: 1 }
-shape: { constant: { vus: 4, duration: 2s } }
-"#,
-    );
+    let s = &srv.run(&one_message(
+        "echo",
+        "/echo?delay_ms=20",
+        "m",
+        "load: { model: closed, workers: 1 }
+shape: { constant: { vus: 4, duration: 2s } }",
+    ));
     assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
     let n = row(s, "echo").ok;
     assert!(n > 20, "4 users, ~25 ms a visit, 2 s: {n}");
