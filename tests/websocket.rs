@@ -163,7 +163,7 @@ budgets:
 }
 
 #[test]
-fn a_close_with_code_1013_is_shed() {
+fn a_close_with_code_1013_is_shed_and_a_drop_without_a_close_frame_a_reset() {
     let srv = WsServer::start(&[]);
     let s = &srv.run(&one_message(
         "busy",
@@ -183,6 +183,27 @@ shape: { constant: { rate: 30/s, duration: 2s } }",
     assert_eq!(s.totals.shed, 2 * n);
     assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
     assert_eq!(srv.stats()["closed_1013"], n);
+
+    let s = &srv.run(&one_message(
+        "gone",
+        "/drop",
+        "work",
+        "load: { model: open, workers: 1, connections: 20 }\nshape: { constant: { rate: 20/s, duration: 1s } }",
+    ));
+    assert_eq!(row(s, "gone connect").ok, 20);
+    assert_eq!(
+        row(s, "gone work").errors,
+        20,
+        "no reply came: {:?}",
+        s.totals
+    );
+    assert_eq!(row(s, "gone").errors, 20);
+    assert_eq!(
+        s.totals.by_class["reset"].count,
+        40,
+        "{:?}",
+        s.totals.by_class.keys()
+    );
 }
 
 #[test]

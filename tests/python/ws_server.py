@@ -7,6 +7,7 @@ Paths:
   /stall             echoes; every STALL_EVERY s it stalls STALL_FOR s (the
                      upgrade and replies wait the stall out)
   /shed              reads one message, then closes with 1013 (try again later)
+  /drop              reads one message, then drops the TCP connection (no close frame)
   /login?user=U      HTTP: {"token": "tok-U"}
   /chat              needs `Authorization: Bearer tok-…` (else HTTP 401);
                      {"type":"hello","id":N} -> {"type":"welcome","id":N,"room":"room-U"};
@@ -88,6 +89,9 @@ async def handler(connection):
     try:
         async for message in connection:
             count(path)
+            if path == "/drop":
+                connection.transport.abort()
+                return
             if path == "/shed":
                 STATS["closed_1013"] += 1
                 await connection.close(code=1013, reason="try again later")
