@@ -181,6 +181,11 @@ shape: { constant: { rate: 30/s, duration: 2s } }",
     );
     assert_eq!(row(s, "busy").shed, n, "the connection closed with 1013");
     assert_eq!(s.totals.shed, 2 * n);
+    assert_eq!(
+        s.totals.shed_retry_after,
+        2 * n,
+        "1013 is the socket's Retry-After"
+    );
     assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
     assert_eq!(srv.stats()["closed_1013"], n);
 

@@ -18,7 +18,8 @@
 //!   the request timeout; a close before the reply takes the close's class
 //!   (`reset` for a normal one).
 //! - `STEP`: the connection's lifetime, classed by how it closed: 1000/1001
-//!   (or our own close answered) `ok`, 1011/1013 `shed`, other codes
+//!   (or our own close answered) `ok`, 1011/1013 `shed` (1013, "try again
+//!   later", as a shed answer with `Retry-After`), other codes
 //!   `other_error`, a drop without a close frame `reset`.
 //!
 //! Sub-outcomes report `Event::Due` before their `Event::Done`, with a

@@ -129,6 +129,9 @@ fn close_class(f: Option<&CloseFrame>) -> (Class, Failure) {
 struct Ending {
     class: Class,
     failure: Option<Failure>,
+    /// A 1013 close ("try again later"): counted as a shed answer that
+    /// carried `Retry-After`, the hint it is on a socket.
+    retry: bool,
 }
 
 impl Ending {
@@ -139,11 +142,13 @@ impl Ending {
                 Some(Ending {
                     class,
                     failure: Some(failure),
+                    retry: f.as_ref().is_some_and(|f| u16::from(f.code) == 1013),
                 })
             }
             Got::Dropped(why) => Some(Ending {
                 class: Class::Reset,
                 failure: Some(Failure::message(why.clone())),
+                retry: false,
             }),
             _ => None,
         }
@@ -244,7 +249,7 @@ pub(crate) async fn run(
         ending.failure,
         (intended, began),
         None,
-        false,
+        ending.retry,
     );
     Some((class, end))
 }
@@ -276,6 +281,7 @@ async fn close(socket: &mut Socket, within: Duration) -> Ending {
                 humantime::format_duration(within)
             ))
         }),
+        retry: false,
     }
 }
 
@@ -327,6 +333,7 @@ async fn message(
         let ending = failed.map(|(class, why)| Ending {
             class,
             failure: Some(Failure::message(why)),
+            retry: false,
         });
         return (Class::Ok, Instant::now(), ending);
     };
@@ -335,6 +342,7 @@ async fn message(
         let ending = Ending {
             class,
             failure: Some(Failure::message(why)),
+            retry: false,
         };
         return (class, end, Some(ending));
     }
@@ -361,7 +369,8 @@ async fn message(
                     Some(e) => (e.class, e.failure.clone()),
                     None => (Class::Reset, None),
                 };
-                let end = out.done(r.outcome, class, failure, (due, sent), None, false);
+                let retry = ending.as_ref().is_some_and(|e| e.retry);
+                let end = out.done(r.outcome, class, failure, (due, sent), None, retry);
                 return (class, end, ending);
             }
         };
@@ -393,5 +402,38 @@ async fn message(
         });
         let end = out.done(r.outcome, class, failure, (due, sent), None, false);
         return (class, end, None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn closed(code: u16) -> Ending {
+        let frame = CloseFrame {
+            code: CloseCode::from(code),
+            reason: "".into(),
+        };
+        Ending::from(&Got::Closed(Some(frame))).expect("an ending")
+    }
+
+    #[test]
+    fn close_codes_are_classes() {
+        for (code, class) in [
+            (1000, Class::Ok),
+            (1001, Class::Ok),
+            (1011, Class::Shed),
+            (1013, Class::Shed),
+            (1008, Class::OtherError),
+            (4000, Class::OtherError),
+        ] {
+            assert_eq!(closed(code).class, class, "{code}");
+        }
+        assert!(closed(1013).retry && !closed(1011).retry);
+        let none = Ending::from(&Got::Closed(None)).expect("an ending");
+        assert_eq!(none.class, Class::Ok, "a close frame without a code");
+        let drop = Ending::from(&Got::Dropped("gone".into())).expect("an ending");
+        assert_eq!(drop.class, Class::Reset);
+        assert!(Ending::from(&Got::TimedOut).is_none());
     }
 }
