@@ -193,9 +193,6 @@ pub(crate) async fn handle(
     shared: Arc<Shared>,
     req: Request<Incoming>,
 ) -> Result<Resp, Infallible> {
-    if req.uri().path() == "/ws" {
-        return Ok(super::ws::upgrade(&shared, req));
-    }
     let ep = Endpoint::route(req.uri().path());
     let counters = shared.counters(ep);
     counters.requests.fetch_add(1, Ordering::Relaxed);

@@ -408,7 +408,15 @@ async fn accept_loop(
                     shared.connection_opened();
                     let shared = shared.clone();
                     tokio::spawn(async move {
-                        let svc = service_fn(move |req| handlers::handle(shared.clone(), req));
+                        let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                            let shared = shared.clone();
+                            async move {
+                                if req.uri().path() == "/ws" {
+                                    return Ok(ws::upgrade(&shared, req));
+                                }
+                                handlers::handle(shared, req).await
+                            }
+                        });
                         // HTTP/1.1, or HTTP/2 with prior knowledge (h2c) when the
                         // client opens with the HTTP/2 preface.
                         // Errors here are clients hanging up: nothing to report.
