@@ -70,6 +70,11 @@ if ! python3 -c 'import junitparser' 2>/dev/null; then
   python3 -m pip install -q "junitparser==5.*"
 fi
 
+if ! python3 -c 'import websockets, sys; sys.exit(int(websockets.__version__.split(".")[0]) < 17)' 2>/dev/null; then
+  echo "setup: installing websockets 17 (the WebSocket test server, tests/python/ws_server.py)"
+  python3 -m pip install -q "websockets==17.*"
+fi
+
 if ! python3 -c 'import jsonschema, yaml' 2>/dev/null; then
   echo "setup: installing jsonschema and pyyaml (check brunt's profile JSON Schema independently)"
   python3 -m pip install -q jsonschema pyyaml

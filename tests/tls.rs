@@ -2,89 +2,22 @@
 //! `openssl` for this run. brunt must refuse it without the CA, accept it
 //! with `tls.ca_file`, and accept it with the explicit `tls.insecure` opt-in.
 
+#[path = "support/certs.rs"]
+mod certs;
 #[path = "support/cmd.rs"]
 mod cmd;
 #[path = "support/load.rs"]
 mod load;
+use certs::make_cert;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Arc;
 
 use http_body_util::Full;
 use hyper::body::Bytes;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
-
-fn openssl(args: &[&str], dir: &Path) {
-    cmd::succeeded(
-        Command::new("openssl").args(args).current_dir(dir),
-        &format!("openssl {args:?} (apt-get install openssl)"),
-    );
-}
-
-/// A private CA and a server certificate for 127.0.0.1 signed by it.
-fn make_cert(dir: &Path) {
-    openssl(
-        &[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=brunt test CA",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-        ],
-        dir,
-    );
-    openssl(
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-subj",
-            "/CN=localhost",
-            "-keyout",
-            "key.pem",
-            "-out",
-            "server.csr",
-        ],
-        dir,
-    );
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\n",
-    )
-    .unwrap();
-    openssl(
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-            "-out",
-            "cert.pem",
-        ],
-        dir,
-    );
-}
 
 /// Serve `ok` over TLS until the process ends; returns the address.
 fn tls_server(dir: &Path) -> SocketAddr {

@@ -22,7 +22,7 @@ pub(crate) const ECHO_LIMIT: usize = 1 << 20;
 /// connection for hours.
 pub(crate) const SLOW_MAX_MS: u64 = 600_000;
 
-type Resp = Response<Full<Bytes>>;
+pub(super) type Resp = Response<Full<Bytes>>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Endpoint {
@@ -122,6 +122,11 @@ impl Shared {
             cache: Default::default(),
             tokens: Default::default(),
         }
+    }
+
+    /// `/login` issued this token.
+    pub(super) fn knows_token(&self, token: &str) -> bool {
+        self.tokens.lock().is_ok_and(|t| t.contains(token))
     }
 
     pub(crate) fn connection_opened(&self) {
@@ -231,7 +236,7 @@ pub(crate) async fn handle(
     Ok(resp)
 }
 
-fn text(status: StatusCode, body: &'static str) -> Resp {
+pub(super) fn text(status: StatusCode, body: &'static str) -> Resp {
     let mut resp = Response::new(Full::new(Bytes::from_static(body.as_bytes())));
     *resp.status_mut() = status;
     resp.headers_mut()

@@ -19,6 +19,7 @@
 //! | `/cache/{id}` | the id's ~10 KB value, created on its first request and never evicted: memory grows with distinct ids only |
 //! | `POST /login` | 200 `{"token":"…"}`: a new bearer token (kept for the server's life) |
 //! | `/items/{id}` | 200 `{"id":…}` with `Authorization: Bearer <token from /login>`, else 401 |
+//! | `/ws` | a WebSocket echo (each message back as sent); an `Authorization: Bearer` header must carry a `/login` token, else 401 |
 //!
 //! Stalls ([`DemoConfig::stall_every`]) pause the *whole* server — every
 //! endpoint — during windows computed from the server's start (see
@@ -41,6 +42,7 @@
 
 mod handlers;
 mod stall;
+mod ws;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -406,12 +408,20 @@ async fn accept_loop(
                     shared.connection_opened();
                     let shared = shared.clone();
                     tokio::spawn(async move {
-                        let svc = service_fn(move |req| handlers::handle(shared.clone(), req));
+                        let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                            let shared = shared.clone();
+                            async move {
+                                if req.uri().path() == "/ws" {
+                                    return Ok(ws::upgrade(&shared, req));
+                                }
+                                handlers::handle(shared, req).await
+                            }
+                        });
                         // HTTP/1.1, or HTTP/2 with prior knowledge (h2c) when the
                         // client opens with the HTTP/2 preface.
                         // Errors here are clients hanging up: nothing to report.
                         let _ = auto::Builder::new(TokioExecutor::new())
-                            .serve_connection(TokioIo::new(stream), svc)
+                            .serve_connection_with_upgrades(TokioIo::new(stream), svc)
                             .await;
                     });
                 }

@@ -27,6 +27,9 @@
 //!   one per request. The preflight settles `auto` and refuses `"2"` against
 //!   a server that speaks only 1.1. HTTP/1.1 goes through brunt's codec
 //!   ([`h1`]), HTTP/2 through hyper (the rule is in [`client`]'s doc).
+//! - WebSocket steps ([`ws`]): a step with `ws:` opens a socket of its own
+//!   where `send_one` would exchange; its connect, round trips and lifetime
+//!   are outcomes under names after the mix's requests ([`EngineConfig::outcome_names`]).
 
 pub mod client;
 mod closed;
@@ -35,6 +38,7 @@ pub mod h1;
 mod open;
 pub mod setup;
 pub mod template;
+pub mod ws;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -113,6 +117,8 @@ pub struct EngineConfig {
     /// `setup:` and `teardown:`, sent once outside the load ([`setup`]).
     pub setup: setup::OnceSteps,
     pub teardown: setup::OnceSteps,
+    /// The mix's WebSocket steps ([`ws`]), by request index.
+    pub ws: ws::Steps,
 }
 
 impl EngineConfig {
@@ -125,6 +131,18 @@ impl EngineConfig {
         shard: Shard,
     ) -> Result<Self, EngineError> {
         compile(profile, url, plan, shard, &template::Inputs::default())
+    }
+
+    /// The name of every outcome index: the mix's requests, then what its
+    /// WebSocket steps record apart (`STEP connect`, `STEP MESSAGE`).
+    pub fn outcome_names(&self) -> Vec<String> {
+        let requests = self.requests.iter().map(|r| r.name.clone());
+        requests.chain(self.ws.names().iter().cloned()).collect()
+    }
+
+    /// The protocol the run speaks, as `meta.protocol` says it.
+    pub fn protocol(&self) -> String {
+        self.ws.protocol(self.target.protocol())
     }
 
     /// Why the engine stopped the run by itself (a `unique` feeder ran out).
@@ -182,6 +200,7 @@ pub fn compile(
         once("setup", &profile.setup)?,
         once("teardown", &profile.teardown)?,
     );
+    let ws = ws::compile(profile, url, inputs, &feeders, requests.len())?;
     // The mix's units: each request, then each scenario (its steps in a row).
     let mut units: Vec<(f64, Unit)> = profile
         .requests
@@ -253,6 +272,7 @@ pub fn compile(
         templates: template::Shared::new(feeders),
         setup,
         teardown,
+        ws,
     })
 }
 
@@ -370,7 +390,7 @@ impl Engine {
                     let rec = Rc::new(RefCell::new(WorkerRecorder::new(
                         start,
                         tx,
-                        cfg.requests.len() > 1,
+                        cfg.requests.len() + cfg.ws.names().len() > 1,
                     )));
                     let model = cfg.load.model;
                     let worker = Worker {
@@ -568,6 +588,22 @@ async fn send_one(
         let p = &cfg.requests[index];
         if k > 0 && due > Instant::now() {
             tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+        }
+        if let Some(step) = cfg.ws.get(index) {
+            let at = if k == 0 { intended } else { due };
+            let Some((class, end)) =
+                ws::run(cfg, step, &mut vars, (phase, k, index), at, &mut report).await
+            else {
+                ended = Class::Unfinished;
+                break;
+            };
+            last = Some(class);
+            if class != Class::Ok && !cfg.optional.get(index).copied().unwrap_or(false) {
+                ended = class;
+                break;
+            }
+            due = end + cfg.think.get(index).copied().flatten().unwrap_or_default();
+            continue;
         }
         let msg = match &p.dynamic {
             None => None,

@@ -314,7 +314,10 @@ fn compile(
 pub fn scenario_vars(steps: &[crate::profile::RequestSpec]) -> Vec<String> {
     let mut v: Vec<String> = steps
         .iter()
-        .flat_map(|s| s.extract.keys().cloned())
+        .flat_map(|s| {
+            let ws = s.ws.iter().flat_map(crate::profile::ws::extracted);
+            s.extract.keys().chain(ws.map(|(_, k)| k)).cloned()
+        })
         .collect();
     v.sort();
     v.dedup();
@@ -463,21 +466,7 @@ impl Dynamic {
         WORKER.with(|cell| {
             let mut guard = cell.borrow_mut();
             let w = guard.get_or_insert_with(WorkerState::detached);
-            let mut rows: Vec<(usize, u32)> = Vec::with_capacity(self.feeders.len());
-            for &f in &self.feeders {
-                let feeder = &shared.feeders[f];
-                match feeder.take(&mut w.rng) {
-                    Take::Row(r) => rows.push((f, r)),
-                    Take::Last(r) => {
-                        shared.exhausted(feeder, &w.stop);
-                        rows.push((f, r));
-                    }
-                    Take::Exhausted => {
-                        shared.exhausted(feeder, &w.stop);
-                        return None;
-                    }
-                }
-            }
+            let rows = shared.take_rows(&self.feeders, w)?;
             let setup = shared.setup_values();
             let mut req = self.base.clone();
             let mut buf = Vec::with_capacity(128);
@@ -506,6 +495,51 @@ impl Dynamic {
                 *req.body_mut() = Full::new(Bytes::from(buf));
             }
             Some(req)
+        })
+    }
+}
+
+/// One templated text outside a request (a WebSocket message): compiled
+/// once, rendered per send.
+pub struct Text {
+    field: CompiledField,
+    feeders: Vec<usize>,
+}
+
+impl Text {
+    /// Compile `text` (named `field` in errors) against `inputs`,
+    /// `feeders` and the scenario's variables `vars`.
+    pub fn compile(
+        text: &str,
+        field: &str,
+        inputs: &Inputs,
+        feeders: &[Feeder],
+        names: Names<'_>,
+    ) -> Result<Text, BindError> {
+        let field = compile(text, field, false, inputs, feeders, names)?;
+        let mut used: Vec<usize> = field.feeders().collect();
+        used.sort_unstable();
+        used.dedup();
+        Ok(Text {
+            field,
+            feeders: used,
+        })
+    }
+
+    /// This send's text; `None` when a `unique` feeder has run out.
+    pub fn render(&self, shared: &Shared, vars: &[Option<Bytes>]) -> Option<Bytes> {
+        if let Some(b) = self.field.literal() {
+            return Some(b);
+        }
+        WORKER.with(|cell| {
+            let mut guard = cell.borrow_mut();
+            let w = guard.get_or_insert_with(WorkerState::detached);
+            let rows = shared.take_rows(&self.feeders, w)?;
+            let mut out = Vec::with_capacity(64);
+            let setup = shared.setup_values();
+            self.field
+                .render(w, &shared.feeders, &rows, vars, setup, &mut out);
+            Some(Bytes::from(out))
         })
     }
 }
@@ -552,6 +586,27 @@ impl Shared {
         if let Some(s) = stop {
             s.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// One row of each of `feeders` for one send; `None` when a `unique`
+    /// one has run out.
+    fn take_rows(&self, feeders: &[usize], w: &mut WorkerState) -> Option<Vec<(usize, u32)>> {
+        let mut rows: Vec<(usize, u32)> = Vec::with_capacity(feeders.len());
+        for &f in feeders {
+            let feeder = &self.feeders[f];
+            match feeder.take(&mut w.rng) {
+                Take::Row(r) => rows.push((f, r)),
+                Take::Last(r) => {
+                    self.exhausted(feeder, &w.stop);
+                    rows.push((f, r));
+                }
+                Take::Exhausted => {
+                    self.exhausted(feeder, &w.stop);
+                    return None;
+                }
+            }
+        }
+        Some(rows)
     }
 
     /// Why the engine stopped the run itself (a unique feeder ran out), if it did.

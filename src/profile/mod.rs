@@ -17,6 +17,7 @@ pub mod shape;
 pub mod template;
 mod validate;
 pub mod verdicts;
+pub mod ws;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -109,9 +110,10 @@ pub struct Profile {
 impl Profile {
     /// What step and iteration budgets are resolved against, in engine
     /// order: each request's full name (`item`, `shop/login` — what the
-    /// reports show) with a scenario step's own name, and the scenarios.
+    /// reports show) with a scenario step's own name, then the WebSocket
+    /// steps' outcome names ([`ws::outcome_names`]), and the scenarios.
     pub fn budget_names(&self) -> crate::budgets::Names<'_> {
-        let requests = self
+        let mut requests: Vec<(String, Option<String>)> = self
             .all_requests()
             .into_iter()
             .map(|(_, sc, r)| match sc.and_then(|k| self.scenarios.get(k)) {
@@ -119,6 +121,7 @@ impl Profile {
                 None => (r.label(), None),
             })
             .collect();
+        requests.extend(self.ws_outcome_names());
         crate::budgets::Names {
             requests,
             scenarios: self.scenarios.iter().map(|s| s.name.as_str()).collect(),

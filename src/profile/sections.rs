@@ -210,6 +210,10 @@ pub struct RequestSpec {
     /// When a request that got no answer may be sent again (see [`Retry`]).
     #[serde(default, skip_serializing_if = "Retry::is_default")]
     pub retry: Retry,
+    /// A WebSocket step: `path` and `headers` make the upgrade request,
+    /// this says what is sent on the socket (see [`super::ws`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ws: Option<super::ws::WsSpec>,
 }
 
 /// When brunt may send a request again by itself, once, on a new
@@ -268,11 +272,16 @@ pub struct ExtractSpec {
 }
 
 impl RequestSpec {
-    /// The request's own name: `name`, else `METHOD path`.
+    /// The request's own name: `name`, else `METHOD path` (`WS path`).
     pub fn label(&self) -> String {
+        let method = if self.ws.is_some() {
+            "WS"
+        } else {
+            &self.method
+        };
         self.name
             .clone()
-            .unwrap_or_else(|| format!("{} {}", self.method, self.path))
+            .unwrap_or_else(|| format!("{method} {}", self.path))
     }
 }
 

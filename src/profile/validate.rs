@@ -58,6 +58,9 @@ impl Profile {
             if let Some(b) = &r.body {
                 out.push((format!("{key}.body"), b.as_str()));
             }
+            if let Some(ws) = &r.ws {
+                super::ws::template_fields(&key, ws, &mut out);
+            }
         }
         for (key, r) in self.once_steps() {
             out.push((format!("{key}.path"), r.path.as_str()));
@@ -107,14 +110,27 @@ impl Profile {
         let Some((s, rest)) = num(rest) else {
             return false;
         };
-        let Some((j, _)) = rest.strip_prefix(".steps[").and_then(num) else {
+        let Some((j, rest)) = rest.strip_prefix(".steps[").and_then(num) else {
             return false;
         };
+        // A WebSocket message's text: the earlier messages of its step too.
+        let message = rest
+            .strip_prefix(".ws.messages[")
+            .and_then(num)
+            .map(|(m, _)| m);
         self.scenarios.get(s).is_some_and(|sc| {
-            sc.steps
-                .iter()
-                .take(j)
-                .any(|st| st.extract.contains_key(var))
+            let earlier = sc.steps.iter().take(j).any(|st| {
+                st.extract.contains_key(var)
+                    || st
+                        .ws
+                        .as_ref()
+                        .is_some_and(|ws| super::ws::extracted(ws).any(|(_, k)| k == var))
+            });
+            let this_step = sc.steps.get(j).and_then(|st| st.ws.as_ref());
+            earlier
+                || message.zip(this_step).is_some_and(|(m, ws)| {
+                    super::ws::extracted(ws).any(|(at, k)| at < ws.send.len() + m && k == var)
+                })
         })
     }
 
@@ -252,6 +268,7 @@ impl Profile {
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
             check_request(&format!("request {which}"), r, "requests")?;
+            check_ws(&format!("request {which}"), r, "requests", false)?;
             // Keys of scenario steps only: the error points at this
             // request's own occurrence of the key.
             let steps_only =
@@ -299,6 +316,7 @@ impl Profile {
                 let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
                 let what = format!("scenario `{}` step {which}", sc.name);
                 check_request(&what, r, "scenarios")?;
+                check_ws(&what, r, "scenarios", true)?;
                 if j + 1 == sc.steps.len() && r.think_time.is_some() {
                     return Err((
                         format!(
@@ -367,6 +385,12 @@ fn check_once(sect: &'static str, steps: &[RequestSpec]) -> Result<(), (String, 
     for (j, r) in steps.iter().enumerate() {
         let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
         let what = format!("{sect} step {which}");
+        if r.ws.is_some() {
+            return Err((
+                format!("{what}: `ws:` steps are load, not {sect}: {sect} steps are HTTP requests sent once"),
+                Some(Place::Text(sect, "ws:".into())),
+            ));
+        }
         check_request(&what, r, sect)?;
         if j + 1 == steps.len() && r.think_time.is_some() {
             return Err((
@@ -377,6 +401,25 @@ fn check_once(sect: &'static str, steps: &[RequestSpec]) -> Result<(), (String, 
         for (var, x) in &r.extract {
             check_extract(&what, var, x)
                 .map_err(|m| (m, Some(Place::Text(sect, format!("{var}:")))))?;
+        }
+    }
+    Ok(())
+}
+
+/// A WebSocket step's checks ([`super::ws::check`]) and its messages' `extract`s.
+fn check_ws(
+    which: &str,
+    r: &RequestSpec,
+    sect: &'static str,
+    scenario: bool,
+) -> Result<(), (String, Option<Place>)> {
+    let Some(ws) = &r.ws else { return Ok(()) };
+    super::ws::check(which, r, ws, sect, scenario)?;
+    for (i, m) in ws.all_messages().iter().enumerate() {
+        let what = format!("{which}: ws message `{}`", m.label(i + 1));
+        for (var, x) in &m.extract {
+            check_extract(&what, var, x)
+                .map_err(|e| (e, Some(Place::Text(sect, format!("{var}:")))))?;
         }
     }
     Ok(())

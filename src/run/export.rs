@@ -49,7 +49,7 @@ pub(super) fn start(
             run: run_label(&spec.profile.name, dir, opts),
             shard: format!("{}/{}", opts.shard.index + 1, opts.shard.count.max(1)),
             phases: plan.phases.iter().map(|p| p.info.name.clone()).collect(),
-            requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
+            requests: cfg.outcome_names(),
         },
         linger: opts
             .metrics_linger

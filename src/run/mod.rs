@@ -364,8 +364,8 @@ fn run_meta(
         shard_count: opts.shard.count,
         workers: cfg.workers,
         brunt_version: env!("CARGO_PKG_VERSION").into(),
-        requests: cfg.requests.iter().map(|r| r.name.clone()).collect(),
-        protocol: Some(cfg.target.protocol().into()),
+        requests: cfg.outcome_names(),
+        protocol: Some(cfg.protocol()),
         scenarios: profile.scenarios.iter().map(|s| s.name.clone()).collect(),
         start_at: opts
             .start_at

@@ -75,11 +75,13 @@ pub struct RunMeta {
     pub shard_count: u32,
     pub workers: usize,
     pub brunt_version: String,
-    /// Names of the requests of the mix, in profile order.
+    /// Names of the requests of the mix, in profile order, then the
+    /// outcomes WebSocket steps record apart (`STEP connect`, `STEP MESSAGE`).
     #[serde(default)]
     pub requests: Vec<String>,
     /// The HTTP protocol the run spoke (`HTTP/1.1`, `HTTP/2 over TLS`, …),
-    /// as the preflight settled it.
+    /// as the preflight settled it; `WebSocket` (`HTTP/1.1 + WebSocket`)
+    /// when the mix has WebSocket steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<String>,
     /// Names of the scenarios, in profile order (the `.sK` tags of the latency log).

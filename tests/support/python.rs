@@ -30,8 +30,15 @@ pub struct Service {
 
 impl Service {
     pub fn start() -> Service {
+        Service::start_script(SOURCE, &[])
+    }
+
+    /// Another Python script of the tests that prints `service=HOST:PORT`
+    /// once it listens, started with `args`.
+    pub fn start_script(source: &str, args: &[&str]) -> Service {
         let mut child = Command::new("python3")
-            .arg(SOURCE)
+            .arg(source)
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -42,7 +49,7 @@ impl Service {
         }
         let Some(addr) = line.trim().strip_prefix("service=").map(str::to_string) else {
             let _ = child.kill();
-            panic!("the Python service did not say where it listens: `{line}`");
+            panic!("the Python service {source} did not say where it listens: `{line}`");
         };
         Service { child, addr }
     }

@@ -52,6 +52,7 @@ pub(crate) use classify::is_reset;
 pub use connect::{LaneConn, Pool};
 pub use exchange::Answer;
 pub use request::{prepare, prepare_mix, prepare_steps, Extractor, Prepared};
+pub(crate) use target::tls_roots;
 pub use target::{target_from, Target};
 
 #[derive(Debug, Error)]

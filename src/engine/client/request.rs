@@ -95,14 +95,14 @@ pub(super) const DEFAULT_MAX_BODY: usize = 1 << 20;
 
 impl Extractor {
     /// As the errors table names an extraction that found nothing.
-    pub(super) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             Extractor::Json(p) => format!("extract json {p:?}"),
             Extractor::Regex(r) => format!("extract regex {:?}", r.as_str()),
             Extractor::Header(h) => format!("extract header {h}"),
         }
     }
-    pub(super) fn take(&self, headers: &hyper::HeaderMap, body: &[u8]) -> Option<Bytes> {
+    pub(crate) fn take(&self, headers: &hyper::HeaderMap, body: &[u8]) -> Option<Bytes> {
         match self {
             Extractor::Header(h) => headers.get(h).map(|v| Bytes::copy_from_slice(v.as_bytes())),
             Extractor::Regex(re) => {

@@ -129,7 +129,9 @@ fn tls_config(
     Ok(cfg)
 }
 
-fn tls_roots(spec: &crate::profile::TlsSpec) -> Result<rustls::ClientConfig, ClientError> {
+pub(crate) fn tls_roots(
+    spec: &crate::profile::TlsSpec,
+) -> Result<rustls::ClientConfig, ClientError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
