@@ -28,6 +28,7 @@
 pub mod client;
 mod closed;
 pub mod feeder;
+pub mod grpc;
 pub mod h1;
 mod open;
 pub mod template;

@@ -109,3 +109,30 @@ fn found_at(text: &str, line: usize, column: usize) -> &str {
         })
         .unwrap_or("")
 }
+
+impl ProfileError {
+    /// An error the engine's compile found in a field (a gRPC method or
+    /// message field), placed in the profile's `text`: at `needle` nearest
+    /// after the first `anchor` (else nearest before it), or at `anchor`.
+    pub fn placed(
+        path: &Path,
+        text: &str,
+        anchor: &str,
+        needle: Option<&str>,
+        message: String,
+    ) -> ProfileError {
+        match super::locate::near(text, anchor, needle) {
+            Some((line, column)) => ProfileError::Syntax {
+                path: path.to_path_buf(),
+                line: line as u64,
+                column: column as u64,
+                snippet: snippet(text, line, column),
+                message,
+            },
+            None => ProfileError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            },
+        }
+    }
+}

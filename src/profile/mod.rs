@@ -8,6 +8,7 @@
 //! column in every error); durations use `humantime` (`90s`, `5m`, `1h 30m`).
 
 pub mod collectors;
+pub mod grpc;
 mod load;
 mod locate;
 mod overrides;
@@ -25,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use crate::vocab::{Level, Model, PerHour, Percent};
+pub use grpc::{GrpcCallSpec, GrpcTargetSpec};
 pub use sections::*;
 pub use shape::{Hold, Phase, Plan, Shape};
 pub use validate::target_url;

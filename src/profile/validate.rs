@@ -58,6 +58,9 @@ impl Profile {
             if let Some(b) = &r.body {
                 out.push((format!("{key}.body"), b.as_str()));
             }
+            if let Some(g) = &r.grpc {
+                g.template_fields(&format!("{key}.grpc"), &mut out);
+            }
         }
         out
     }
@@ -210,6 +213,18 @@ impl Profile {
                 key("target", &["builtin"], 0),
             ));
         }
+        if self.target.grpc.is_none() {
+            if let Some((key, _, _)) = self
+                .all_requests()
+                .iter()
+                .find(|(_, _, r)| r.grpc.is_some())
+            {
+                return Err((
+                    format!("{key}: a `grpc:` call needs `target.grpc.protos` (the .proto files its method comes from)"),
+                    Some(Place::Text(if key.starts_with("requests") { "requests" } else { "scenarios" }, "grpc".into())),
+                ));
+            }
+        }
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
             check_request(&format!("request {which}"), r, "requests")?;
@@ -355,6 +370,9 @@ fn check_request(
     sect: &'static str,
 ) -> Result<(), (String, Option<Place>)> {
     let at = |needle: String| Some(Place::Text(sect, needle));
+    if let Some(g) = &r.grpc {
+        return super::grpc::check_call(which, r, g).map_err(|(m, n)| (m, at(n)));
+    }
     if !r.path.starts_with('/') {
         return Err((
             format!("{which}: path `{}` must start with `/`", r.path),

@@ -163,6 +163,14 @@ impl LaneConn {
         mut msg: Option<Request<Full<Bytes>>>,
         check: bool,
     ) -> Answer {
+        if let (Some(call), Some(m)) = (p.grpc.as_deref(), msg.as_mut()) {
+            if let Err(f) = call.encode(m).await {
+                return Answer {
+                    failure: Some(f),
+                    ..Class::OtherError.into()
+                };
+            }
+        }
         let mut connected = None;
         let mut a = self
             .exchange_inner(t, p, &mut msg, check, &mut connected)
@@ -253,6 +261,15 @@ impl LaneConn {
                     return fault.into();
                 }
             };
+            if p.grpc.is_some() {
+                return match crate::engine::grpc::read(resp).await {
+                    Ok((a, _streamed)) => a,
+                    Err(e) => {
+                        self.sender = None;
+                        hyper_fault(&e).into()
+                    }
+                };
+            }
             let mut class = p.classify_status(resp.status());
             let retry_after =
                 class == Class::Shed && resp.headers().contains_key(hyper::header::RETRY_AFTER);
