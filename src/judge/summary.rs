@@ -258,6 +258,10 @@ pub struct Summary {
     /// What the remote-write pushes did (absent when the run pushed nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<crate::vocab::export::ExportTally>,
+    /// Server-streaming gRPC calls per request: streams, messages per
+    /// stream, time to first message (absent without such calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<crate::vocab::streams::StreamRow>,
 }
 
 /// The whole run less its warm-up phase (`None`: there is none, the run is it).
@@ -487,6 +491,7 @@ pub fn build(
         verdicts: shape_verdicts,
         generator: GeneratorHealth::default(),
         export: data.export.clone(),
+        streams: data.streams.clone(),
         connection_wait,
         errors: super::errors::ErrorsTable::of(&data.errors, &meta_requests, &m.run),
     }

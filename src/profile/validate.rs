@@ -373,6 +373,12 @@ fn check_request(
     if let Some(g) = &r.grpc {
         return super::grpc::check_call(which, r, g).map_err(|(m, n)| (m, at(n)));
     }
+    if r.path.is_empty() {
+        return Err((
+            format!("{which}: needs a `path` (or a `grpc:` call)"),
+            Some(Place::Text(sect, "-".into())),
+        ));
+    }
     if !r.path.starts_with('/') {
         return Err((
             format!("{which}: path `{}` must start with `/`", r.path),

@@ -15,6 +15,8 @@ pub const REPORT_HTML: &str = "report.html";
 pub const ERRORS_LOG: &str = "errors.jsonl";
 /// One row per remote-write push ([`super::export::PushRow`]).
 pub const EXPORT_LOG: &str = "export.jsonl";
+/// Server-streaming gRPC calls per request ([`super::streams::StreamRow`]).
+pub const STREAMS: &str = "streams.json";
 pub const DIAGNOSTICS: &str = "diagnostics";
 /// Inside [`DIAGNOSTICS`].
 pub const EVIDENCE: &str = "evidence.json";

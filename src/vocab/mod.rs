@@ -34,6 +34,7 @@ pub mod samples_db;
 pub mod say;
 pub mod series;
 pub mod status;
+pub mod streams;
 pub mod threads;
 pub mod units;
 

@@ -223,6 +223,7 @@ impl LaneConn {
                 }
                 return Fault::new(Class::Reset, hyper_fault(&e).why).into();
             }
+            let began = std::time::Instant::now();
             let sent = match sender {
                 Sender::H1(s) => {
                     let mut req = msg.take().unwrap_or_else(|| p.request.clone());
@@ -261,9 +262,12 @@ impl LaneConn {
                     return fault.into();
                 }
             };
-            if p.grpc.is_some() {
+            if let Some(call) = &p.grpc {
                 return match crate::engine::grpc::read(resp).await {
-                    Ok((a, _streamed)) => a,
+                    Ok((a, streamed)) => {
+                        call.streamed(began, streamed);
+                        a
+                    }
                     Err(e) => {
                         self.sender = None;
                         hyper_fault(&e).into()

@@ -17,9 +17,11 @@ mod answer;
 mod message;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use bytes::Bytes;
+use hdrhistogram::Histogram;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{HeaderValue, CONTENT_LENGTH};
 use hyper::Request;
@@ -29,7 +31,9 @@ use thiserror::Error;
 pub use answer::{class_of, code_name, read, Streamed};
 
 use crate::metrics::errors::Failure;
+use crate::metrics::new_hist;
 use crate::profile::{GrpcCallSpec, Profile, RequestSpec};
+use crate::vocab::streams::{FirstMessage, StreamRow};
 
 /// A gRPC part of the profile that does not compile: `key` names the
 /// field; `anchor` is text of the profile near it and `needle` (if any) the
@@ -49,6 +53,17 @@ pub struct Call {
     input: MessageDescriptor,
     /// The method answers with a stream of messages.
     pub server_streaming: bool,
+    /// Its streams so far, all workers (a lock per stream's end: streams
+    /// are long next to it).
+    tally: Mutex<Tally>,
+}
+
+#[derive(Debug)]
+struct Tally {
+    streams: u64,
+    messages: u64,
+    /// Time to first message (ns).
+    first: Histogram<u64>,
 }
 
 impl Call {
@@ -77,6 +92,51 @@ impl Call {
         set_body(req, framed);
         Ok(())
     }
+}
+
+impl Call {
+    /// A server stream ended (sent at `sent`): count it.
+    pub fn streamed(&self, sent: Instant, got: Streamed) {
+        if !self.server_streaming {
+            return;
+        }
+        if let Ok(mut t) = self.tally.lock() {
+            t.streams += 1;
+            t.messages += u64::from(got.messages);
+            if let Some(first) = got.first {
+                let ns = first.saturating_duration_since(sent).as_nanos() as u64;
+                t.first.saturating_record(ns);
+            }
+        }
+    }
+}
+
+/// The server-streaming requests' tallies, by request name.
+pub fn stream_rows(requests: &[crate::engine::Prepared]) -> Vec<StreamRow> {
+    requests
+        .iter()
+        .filter_map(|p| {
+            let c = p.grpc.as_ref().filter(|c| c.server_streaming)?;
+            let t = c.tally.lock().ok()?;
+            let ms = |q: f64| t.first.value_at_quantile(q) as f64 / 1e6;
+            Some(StreamRow {
+                request: p.name.clone(),
+                streams: t.streams,
+                messages: t.messages,
+                messages_per_stream: if t.streams == 0 {
+                    0.0
+                } else {
+                    t.messages as f64 / t.streams as f64
+                },
+                first_message: FirstMessage {
+                    count: t.first.len(),
+                    p50_ms: ms(0.5),
+                    p99_ms: ms(0.99),
+                    max_ms: t.first.max() as f64 / 1e6,
+                },
+            })
+        })
+        .collect()
 }
 
 /// A `Full` body's bytes: it holds one frame, ready at once.
@@ -195,6 +255,11 @@ fn resolve(pool: &DescriptorPool, key: &str, g: &GrpcCallSpec) -> Result<Call, G
     let call = Call {
         input: m.input(),
         server_streaming: m.is_server_streaming(),
+        tally: Mutex::new(Tally {
+            streams: 0,
+            messages: 0,
+            first: new_hist(),
+        }),
     };
     // A static message must encode now, not on every send.
     if !crate::profile::template::Template::has_template(&g.message.to_string()) {
