@@ -13,7 +13,7 @@ use super::{ClientError, Target};
 use crate::engine::feeder::Feeder;
 use crate::engine::grpc;
 use crate::engine::h1;
-use crate::engine::template::{self, Dynamic, Inputs};
+use crate::engine::template::{self, Dynamic, Escape, Inputs};
 use crate::profile::{Profile, RequestSpec, Retry};
 
 /// A request of the mix, built once.
@@ -224,6 +224,7 @@ fn prepare_one(
     feeders: &[Feeder],
 ) -> Result<Prepared, ClientError> {
     // A gRPC call is built as the HTTP/2 POST it is.
+    let grpc_call = r.grpc.is_some();
     let lowered;
     let r = match &r.grpc {
         Some(g) => {
@@ -257,6 +258,8 @@ fn prepare_one(
         &r.path,
         &merged,
         r.body.as_deref(),
+        // A gRPC message's JSON: filled-in values inside its strings.
+        if grpc_call { Escape::Json } else { Escape::Raw },
         inputs,
         feeders,
         step.vars,

@@ -172,10 +172,65 @@ pub fn lower(r: &RequestSpec, g: &GrpcCallSpec) -> RequestSpec {
         method: "POST".into(),
         path: g.path(),
         headers,
-        body: Some(g.message.to_string()),
+        body: Some(template_json(&g.message)),
         grpc: None,
         ..r.clone()
     }
+}
+
+/// The message as JSON text whose strings keep their `{{ }}` templates as
+/// written (quotes inside an expression unescaped, for the template
+/// parser); the values filled in are JSON-escaped when rendered.
+fn template_json(v: &serde_json::Value) -> String {
+    fn string(s: &str, out: &mut String) {
+        let esc = |t: &str, out: &mut String| {
+            let q = serde_json::Value::from(t).to_string();
+            out.push_str(&q[1..q.len() - 1]);
+        };
+        out.push('"');
+        let mut rest = s;
+        while let Some(at) = rest.find("{{") {
+            let Some(end) = rest[at..].find("}}").map(|e| at + e + 2) else {
+                break;
+            };
+            esc(&rest[..at], out);
+            out.push_str(&rest[at..end]);
+            rest = &rest[end..];
+        }
+        esc(rest, out);
+        out.push('"');
+    }
+    fn walk(v: &serde_json::Value, out: &mut String) {
+        match v {
+            serde_json::Value::String(s) => string(s, out),
+            serde_json::Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    walk(x, out);
+                }
+                out.push(']');
+            }
+            serde_json::Value::Object(m) => {
+                out.push('{');
+                for (i, (k, x)) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    string(k, out);
+                    out.push(':');
+                    walk(x, out);
+                }
+                out.push('}');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut out = String::new();
+    walk(v, &mut out);
+    out
 }
 
 /// `grpc-timeout`: at most 8 digits and a unit.
@@ -342,5 +397,17 @@ fn proto_error(e: &protox::Error) -> String {
         (Some(f), Some((line, col))) => format!("{f}:{line}:{col}: {e}"),
         (Some(f), None) if !e.to_string().contains(f) => format!("{f}: {e}"),
         _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn templates_keep_their_quotes_and_literals_are_escaped() {
+        let v = serde_json::json!({"a": "x\"{{ env.A | default(\"d\") }}y", "b": [1, true, null]});
+        assert_eq!(
+            super::template_json(&v),
+            r#"{"a":"x\"{{ env.A | default("d") }}y","b":[1,true,null]}"#
+        );
     }
 }
