@@ -9,14 +9,18 @@
 mod grpc;
 #[path = "support/load.rs"]
 mod load;
+#[path = "support/python.rs"]
+mod python;
+
+use std::time::Duration;
 
 use brunt::judge::CheckStatus;
 use brunt::run::spec::{CompileInputs, RunSpec};
 
-/// `yaml` against `srv`, `{proto}` the test service's `.proto`.
-fn run(srv: &grpc::Service, yaml: &str) -> (tempfile::TempDir, brunt::run::RunResult) {
+/// `yaml` against `url`, `{proto}` the test service's `.proto`.
+fn run(url: &str, yaml: &str) -> (tempfile::TempDir, brunt::run::RunResult) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let p = load::profile(&yaml.replace("{proto}", grpc::PROTO), &srv.url());
+    let p = load::profile(&yaml.replace("{proto}", grpc::PROTO), url);
     let r = load::run(&p, dir.path());
     (dir, r)
 }
@@ -37,7 +41,7 @@ fn unary_streams_and_deadlines_count_as_the_server_saw_them() {
     let _g = load::serial();
     let srv = grpc::Service::start(&[]);
     let (dir, r) = run(
-        &srv,
+        &srv.url(),
         r#"
 name: grpc-mix
 target: { url: "{url}", timeout: 3s, grpc: { protos: ["{proto}"] } }
@@ -45,7 +49,7 @@ requests:
   - name: unary
     grpc:
       method: brunt.test.Load/Unary
-      message: { name: "u{{ seq }}", count: 2, kind: LOUD, tags: [a, b], inner: { flag: true } }
+      message: { name: "u{{ seq }}", count: "{{ random.int(1, 9) }}", kind: LOUD, tags: [a, b], inner: { flag: true } }
       metadata: { x-tenant: t1 }
   - { name: stream, grpc: { method: brunt.test.Load/Stream, message: { name: s, count: 4, delay_ms: 10 } } }
   - { name: slow, grpc: { method: brunt.test.Load/Slow, message: { delay_ms: 400 }, deadline: 100ms } }
@@ -109,12 +113,54 @@ shape: { constant: { rate: 60/s, duration: 3s } }
 }
 
 #[test]
+fn grpc_over_tls_speaks_h2_through_alpn() {
+    let _g = load::serial();
+    let d = tempfile::tempdir().expect("tempdir");
+    let o = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-keyout",
+            "key.pem",
+            "-out",
+            "cert.pem",
+            "-subj",
+            "/CN=127.0.0.1",
+        ])
+        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
+        .current_dir(d.path())
+        .output()
+        .expect("openssl must be installed: apt-get install -y openssl");
+    assert!(
+        o.status.success(),
+        "openssl: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let dir = d.path().to_string_lossy().into_owned();
+    let srv = grpc::Service::start(&["--tls-dir", &dir]);
+    let url = srv.url().replace("http://", "https://");
+    let yaml = r#"
+name: grpc-tls
+target: { url: "{url}", tls: { insecure: true }, grpc: { protos: ["{proto}"] } }
+requests: [ { name: unary, grpc: { method: brunt.test.Load/Unary, message: { name: t } } } ]
+shape: { constant: { rate: 50/s, duration: 1s } }
+"#;
+    let (_out, r) = run(&url, yaml);
+    let served = srv.stop();
+    assert_eq!(r.summary.totals.ok, 50, "{:?}", r.summary.totals.by_class);
+    assert_eq!(served.get("Unary").copied(), Some(50), "{served:?}");
+    let proto = r.summary.meta.protocol.clone().unwrap_or_default();
+    assert_eq!(proto, "gRPC over HTTP/2 over TLS");
+}
+
+#[test]
 fn resource_exhausted_is_shed_and_the_overload_verdict_reads_it() {
     let _g = load::serial();
     // 4 calls at once, 20 ms each: ≈ 200 calls/s; the rest refused at once.
     let srv = grpc::Service::start(&["--capacity", "4", "--work", "0.02"]);
     let (_dir, r) = run(
-        &srv,
+        &srv.url(),
         r#"
 name: grpc-overload
 target: { url: "{url}", timeout: 3s, grpc: { protos: ["{proto}"] } }
@@ -131,32 +177,11 @@ budgets: [ "shed.p99 < 100ms" ]
     assert_eq!(t.shed, got("Limited.refused"), "{served:?}");
     assert_eq!(t.ok, got("Limited"), "{served:?}");
     assert_eq!(t.errors, 0, "shedding is not failing: {:?}", t.by_class);
-    let ov = r
-        .summary
-        .verdicts
-        .as_ref()
-        .and_then(|v| v.overload.clone())
-        .expect("overload verdict");
-    let check = |name: &str| {
-        ov.checks
-            .iter()
-            .find(|c| c.name == name)
-            .unwrap_or_else(|| panic!("no check `{name}`: {:#?}", ov.checks))
-            .clone()
-    };
-    assert_eq!(
-        check("shed answers are fast").status,
-        CheckStatus::Pass,
-        "{:#?}",
-        ov.checks
-    );
     // grpc-retry-pushback-ms is gRPC's Retry-After.
-    assert_eq!(
-        check("Retry-After on shed answers").status,
-        CheckStatus::Pass,
-        "{:#?}",
-        ov.checks
-    );
+    for name in ["shed answers are fast", "Retry-After on shed answers"] {
+        let c = load::overload_check(&r, name);
+        assert_eq!(c.status, CheckStatus::Pass, "{c:?}");
+    }
 }
 
 #[test]
@@ -167,7 +192,7 @@ fn a_stalled_grpc_service_shows_in_latency_from_the_intended_start() {
     // keep their due time, so P(latency > x) = f·(1 − x/stall).
     let srv = grpc::Service::start(&["--stall-every", "5", "--stall-for", "1"]);
     let (_dir, r) = run(
-        &srv,
+        &srv.url(),
         r#"
 name: grpc-stall
 target: { url: "{url}", timeout: 5s, grpc: { protos: ["{proto}"] } }
@@ -177,26 +202,12 @@ shape: { constant: { rate: 200/s, duration: 10s } }
 "#,
     );
     let served = srv.stop();
-    let t = &r.summary.totals;
-    let (stall, f) = (1000.0, 0.2);
-    let expect = |q: f64| stall * (1.0 - (1.0 - q) / f);
-    let (p99, p999) = (expect(0.99), expect(0.999));
-    assert!(
-        (t.latency.p99 - p99).abs() < 0.1 * p99 + 20.0,
-        "p99 {} ms, expected ≈ {p99} ms",
-        t.latency.p99
-    );
-    assert!(
-        (t.latency.p999 - p999).abs() < 0.1 * p999 + 20.0,
-        "p99.9 {} ms, expected ≈ {p999} ms",
-        t.latency.p999
-    );
-    assert!(t.service.p99 < 100.0, "service p99 {} ms", t.service.p99);
+    let (stall_for, every) = (Duration::from_secs(1), Duration::from_secs(5));
+    load::assert_stall_latency(&r, stall_for, every, 100.0);
     assert!(
         served.get("Stall.stalled").copied().unwrap_or(0) > 0,
         "{served:?}"
     );
-    assert_eq!(t.errors, 0);
 }
 
 #[test]
@@ -217,49 +228,47 @@ fn a_bad_proto_or_message_is_a_located_profile_error() {
     };
     let call =
         |method: &str, message: &str| format!("      method: {method}\n      message: {message}\n");
-    // A field the message does not have: line 9, at the field.
-    let e = compile(
-        "field.yaml",
-        &profile(
-            grpc::PROTO,
-            &call("brunt.test.Load/Unary", "{ name: x, cuont: 3 }"),
+    // Each call's mistake, with where it must point and what it must say.
+    let cases = [
+        // A field the message does not have: line 9, at the field.
+        (
+            "field",
+            "brunt.test.Load/Unary",
+            "{ name: x, cuont: 3 }",
+            "9:27:",
+            &["no field `cuont`", "count"][..],
         ),
-    );
-    assert!(e.contains("field.yaml:9:27:"), "{e}");
-    assert!(e.contains("no field `cuont`") && e.contains("count"), "{e}");
-    // A value of the wrong type, nested.
-    let e = compile(
-        "type.yaml",
-        &profile(
-            grpc::PROTO,
-            &call("brunt.test.Load/Unary", "{ inner: { flag: 3 } }"),
+        // A value of the wrong type, nested.
+        (
+            "type",
+            "brunt.test.Load/Unary",
+            "{ inner: { flag: 3 } }",
+            "9:27:",
+            &["expected bool"],
         ),
-    );
-    assert!(
-        e.contains("type.yaml:9:27:") && e.contains("expected bool"),
-        "{e}"
-    );
-    // An enum value it does not declare.
-    let e = compile(
-        "enum.yaml",
-        &profile(
-            grpc::PROTO,
-            &call("brunt.test.Load/Unary", "{ kind: QUIET }"),
+        // An enum value it does not declare.
+        (
+            "enum",
+            "brunt.test.Load/Unary",
+            "{ kind: QUIET }",
+            "9:",
+            &["PLAIN, LOUD"],
         ),
-    );
-    assert!(
-        e.contains("enum.yaml:9:") && e.contains("PLAIN, LOUD"),
-        "{e}"
-    );
-    // A method the service does not have.
-    let e = compile(
-        "method.yaml",
-        &profile(grpc::PROTO, &call("brunt.test.Load/Unry", "{}")),
-    );
-    assert!(
-        e.contains("method.yaml:8:15:") && e.contains("no method `Unry`"),
-        "{e}"
-    );
+        // A method the service does not have.
+        (
+            "method",
+            "brunt.test.Load/Unry",
+            "{}",
+            "8:15:",
+            &["no method `Unry`"],
+        ),
+    ];
+    for (name, method, message, at, says) in cases {
+        let file = format!("{name}.yaml");
+        let e = compile(&file, &profile(grpc::PROTO, &call(method, message)));
+        assert!(e.contains(&format!("{file}:{at}")), "{e}");
+        assert!(says.iter().all(|s| e.contains(s)), "{e}");
+    }
     // A .proto that does not parse: the profile's line, then the .proto's.
     std::fs::write(
         d.path().join("bad.proto"),

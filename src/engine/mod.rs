@@ -24,6 +24,9 @@
 //!   one per request. The preflight settles `auto` and refuses `"2"` against
 //!   a server that speaks only 1.1. HTTP/1.1 goes through brunt's codec
 //!   ([`h1`]), HTTP/2 through hyper (the rule is in [`client`]'s doc).
+//! - gRPC ([`grpc`]): a call is an HTTP/2 request of the mix like any
+//!   other; its message is checked against the `.proto` files at compile
+//!   and its `grpc-status` decides its class.
 
 pub mod client;
 mod closed;

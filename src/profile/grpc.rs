@@ -128,6 +128,12 @@ pub(super) fn check_call(
             "expect".into(),
         ));
     }
+    if !r.extract.is_empty() {
+        return Err((
+            format!("{which}: `extract` does not read gRPC answers (their messages are protobuf)"),
+            "extract".into(),
+        ));
+    }
     if g.deadline.is_some_and(|d| d.is_zero()) {
         return Err((
             format!("{which}: grpc.deadline must be above 0"),

@@ -73,19 +73,7 @@ impl Profile {
             })?;
         profile
             .validate_at(text)
-            .map_err(|(message, at)| match at {
-                Some((line, column)) => ProfileError::Syntax {
-                    path: path.to_path_buf(),
-                    line: line as u64,
-                    column: column as u64,
-                    snippet: snippet(text, line, column),
-                    message,
-                },
-                None => ProfileError::Invalid {
-                    path: path.to_path_buf(),
-                    message,
-                },
-            })?;
+            .map_err(|(message, at)| ProfileError::at(path, text, at, message))?;
         profile.check_templates(text, path)?;
         Ok(profile)
     }
@@ -121,7 +109,17 @@ impl ProfileError {
         needle: Option<&str>,
         message: String,
     ) -> ProfileError {
-        match super::locate::near(text, anchor, needle) {
+        ProfileError::at(
+            path,
+            text,
+            super::locate::near(text, anchor, needle),
+            message,
+        )
+    }
+
+    /// `message` at 1-based `at` in `text` (with its snippet), or unplaced.
+    fn at(path: &Path, text: &str, at: Option<(usize, usize)>, message: String) -> ProfileError {
+        match at {
             Some((line, column)) => ProfileError::Syntax {
                 path: path.to_path_buf(),
                 line: line as u64,

@@ -2,7 +2,8 @@
 //! Each job has its file: the section types ([`sections`]), reading a file
 //! with file/line/column errors ([`load`], placing them with [`locate`]),
 //! the `--set` override language ([`overrides`]) and the checks serde cannot
-//! express ([`validate`]); [`shape`] compiles the load shape into named phases.
+//! express ([`validate`]); the gRPC sections' types ([`grpc`]); [`shape`]
+//! compiles the load shape into named phases.
 //!
 //! Parsing is `serde-saphyr` (pure Rust, budgets against YAML bombs, line and
 //! column in every error); durations use `humantime` (`90s`, `5m`, `1h 30m`).

@@ -6,7 +6,7 @@ Prints `grpc=127.0.0.1:PORT` once listening; on SIGTERM (or SIGINT) writes
 what it served, per method, as JSON to `--stats FILE` and exits.
 
     python3 tests/grpc/server.py [--port 50051] [--capacity 8 --work 0.02]
-        [--stall-every 5 --stall-for 1] [--stats served.json]
+        [--stall-every 5 --stall-for 1] [--tls-dir DIR] [--stats served.json]
 """
 
 import argparse
@@ -32,6 +32,7 @@ args.add_argument("--stall-every", type=float, default=0.0)
 args.add_argument("--stall-for", type=float, default=0.0)
 args.add_argument("--threads", type=int, default=64)
 args.add_argument("--stats", default="")
+args.add_argument("--tls-dir", default="", help="serve TLS with DIR/cert.pem and DIR/key.pem")
 opts = args.parse_args()
 
 lock = threading.Lock()
@@ -121,7 +122,12 @@ server = grpc.server(
     options=[("grpc.so_reuseport", 0)],
 )
 server.add_generic_rpc_handlers((service,))
-port = server.add_insecure_port("127.0.0.1:%d" % opts.port)
+if opts.tls_dir:
+    read = lambda name: open(os.path.join(opts.tls_dir, name), "rb").read()
+    creds = grpc.ssl_server_credentials([(read("key.pem"), read("cert.pem"))])
+    port = server.add_secure_port("127.0.0.1:%d" % opts.port, creds)
+else:
+    port = server.add_insecure_port("127.0.0.1:%d" % opts.port)
 server.start()
 print("grpc=127.0.0.1:%d" % port, flush=True)
 

@@ -2,12 +2,12 @@
 //! 127.0.0.1: started with its options, stopped with SIGTERM so it writes
 //! what it served, per method, which [`Service::stop`] returns.
 //!
-//! Use from an integration test with `#[path = "support/grpc.rs"] mod grpc;`.
+//! Use from an integration test with `#[path = "support/grpc.rs"] mod grpc;`
+//! beside `#[path = "support/python.rs"] mod python;`.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 pub const SERVER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/grpc/server.py");
@@ -32,14 +32,8 @@ impl Service {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("python3 runs");
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut line);
-        }
-        let Some(addr) = line.trim().strip_prefix("grpc=").map(str::to_string) else {
-            let _ = child.kill();
-            panic!("the gRPC service did not start (`{line}`): is grpcio installed? run tests/setup.sh");
-        };
+        let what = "the gRPC service (is grpcio installed? run tests/setup.sh)";
+        let addr = super::python::announced(&mut child, "grpc=", what);
         Service { child, addr, stats }
     }
 
