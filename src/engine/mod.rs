@@ -129,6 +129,15 @@ impl EngineConfig {
         self.templates.stopped_reason()
     }
 
+    /// The server-streaming gRPC calls' tallies so far, a row per such request.
+    pub fn stream_rows(&self) -> Vec<crate::vocab::streams::StreamRow> {
+        let calls = self
+            .requests
+            .iter()
+            .filter_map(|p| Some((p, p.grpc.as_ref()?)));
+        calls.filter_map(|(p, c)| c.stream_row(&p.name)).collect()
+    }
+
     /// The scenario a pick starting at request `request` runs, if any.
     fn scenario_of(&self, request: usize) -> Option<usize> {
         self.unit_at

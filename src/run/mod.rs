@@ -568,10 +568,7 @@ fn finish(
         Some(StopKind::DataExhausted) => out.engine_reason,
         _ => out.recorded.stopped_reason,
     };
-    let streams = crate::engine::grpc::stream_rows(&spec.engine.requests);
-    if !streams.is_empty() {
-        rundir::write_json(&dir.join(rundir::STREAMS), &streams)?;
-    }
+    rundir::write_streams(dir, &spec.engine.stream_rows())?;
     // Judged from the files just written, as `brunt report` judges them
     // (see `rundir::data`: the series' rounding must not tell them apart).
     let data = rundir::RunData::read(dir)?;

@@ -264,9 +264,13 @@ impl LaneConn {
             };
             if let Some(call) = &p.grpc {
                 return match crate::engine::grpc::read(resp).await {
-                    Ok((a, streamed)) => {
+                    Ok((reply, streamed)) => {
                         call.streamed(began, streamed);
-                        a
+                        Answer {
+                            retry_after: reply.retry_after,
+                            failure: reply.failure,
+                            ..reply.class.into()
+                        }
                     }
                     Err(e) => {
                         self.sender = None;

@@ -9,9 +9,26 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{HeaderMap, Response};
 
-use crate::engine::client::Answer;
 use crate::metrics::errors::{Failure, What};
 use crate::metrics::Class;
+
+/// How a call ended: its class, whether a shed answer said when to come
+/// back, and what went wrong (the errors table's row).
+pub struct Reply {
+    pub class: Class,
+    pub retry_after: bool,
+    pub failure: Option<Failure>,
+}
+
+impl Reply {
+    fn failed(class: Class, failure: Failure) -> Reply {
+        Reply {
+            class,
+            retry_after: false,
+            failure: Some(failure),
+        }
+    }
+}
 
 /// What a stream brought: its messages and when the first one began.
 #[derive(Debug, Clone, Copy, Default)]
@@ -22,7 +39,7 @@ pub struct Streamed {
 
 /// Read the whole answer. `Err`: the stream broke (the caller classifies
 /// hyper's error as for any HTTP/2 exchange).
-pub async fn read(resp: Response<Incoming>) -> Result<(Answer, Streamed), hyper::Error> {
+pub async fn read(resp: Response<Incoming>) -> Result<(Reply, Streamed), hyper::Error> {
     let status = resp.status().as_u16();
     let (head, mut body) = resp.into_parts();
     let mut got = Streamed::default();
@@ -50,14 +67,11 @@ pub async fn read(resp: Response<Incoming>) -> Result<(Answer, Streamed), hyper:
             503 | 429 => Class::Shed,
             _ => Class::HttpError,
         };
-        let a = Answer {
-            failure: Some(Failure {
-                what: What::Status(status),
-                body: None,
-            }),
-            ..class.into()
+        let failure = Failure {
+            what: What::Status(status),
+            body: None,
         };
-        return Ok((a, got));
+        return Ok((Reply::failed(class, failure), got));
     }
     // Trailers-only answers carry the status in the headers.
     let meta = trailers
@@ -108,20 +122,22 @@ pub fn code_name(code: u32) -> &'static str {
 /// The answer from its status metadata (`meta`: trailers, or the headers
 /// of a trailers-only answer). A shed answer with `grpc-retry-pushback-ms`
 /// counts as one that said when to come back (HTTP's `Retry-After`).
-fn judge(meta: &HeaderMap, headers: &HeaderMap) -> Answer {
+fn judge(meta: &HeaderMap, headers: &HeaderMap) -> Reply {
     let Some(code) = meta
         .get("grpc-status")
         .and_then(|v| v.to_str().ok())
         .and_then(|s| s.trim().parse::<u32>().ok())
     else {
-        return Answer {
-            failure: Some(Failure::message("gRPC answer without a grpc-status")),
-            ..Class::OtherError.into()
-        };
+        let failure = Failure::message("gRPC answer without a grpc-status");
+        return Reply::failed(Class::OtherError, failure);
     };
     let class = class_of(code);
     if class == Class::Ok {
-        return class.into();
+        return Reply {
+            class,
+            retry_after: false,
+            failure: None,
+        };
     }
     let message = meta
         .get("grpc-message")
@@ -130,13 +146,13 @@ fn judge(meta: &HeaderMap, headers: &HeaderMap) -> Answer {
     let retry_after = class == Class::Shed
         && (meta.contains_key("grpc-retry-pushback-ms")
             || headers.contains_key("grpc-retry-pushback-ms"));
-    Answer {
+    Reply {
+        class,
         retry_after,
         failure: Some(Failure::message(format!(
             "grpc-status {code} ({}): {message}",
             code_name(code)
         ))),
-        ..class.into()
     }
 }
 

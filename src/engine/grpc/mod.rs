@@ -28,7 +28,7 @@ use hyper::Request;
 use prost_reflect::{DescriptorPool, MessageDescriptor};
 use thiserror::Error;
 
-pub use answer::{class_of, code_name, read, Streamed};
+pub use answer::{class_of, code_name, read, Reply, Streamed};
 
 use crate::metrics::errors::Failure;
 use crate::metrics::new_hist;
@@ -95,6 +95,32 @@ impl Call {
 }
 
 impl Call {
+    /// A server-streaming call's tally so far, as request `request`'s row
+    /// (`None` for a unary call).
+    pub fn stream_row(&self, request: &str) -> Option<StreamRow> {
+        if !self.server_streaming {
+            return None;
+        }
+        let t = self.tally.lock().ok()?;
+        let ms = |q: f64| t.first.value_at_quantile(q) as f64 / 1e6;
+        Some(StreamRow {
+            request: request.to_string(),
+            streams: t.streams,
+            messages: t.messages,
+            messages_per_stream: if t.streams == 0 {
+                0.0
+            } else {
+                t.messages as f64 / t.streams as f64
+            },
+            first_message: FirstMessage {
+                count: t.first.len(),
+                p50_ms: ms(0.5),
+                p99_ms: ms(0.99),
+                max_ms: t.first.max() as f64 / 1e6,
+            },
+        })
+    }
+
     /// A server stream ended (sent at `sent`): count it.
     pub fn streamed(&self, sent: Instant, got: Streamed) {
         if !self.server_streaming {
@@ -109,34 +135,6 @@ impl Call {
             }
         }
     }
-}
-
-/// The server-streaming requests' tallies, by request name.
-pub fn stream_rows(requests: &[crate::engine::Prepared]) -> Vec<StreamRow> {
-    requests
-        .iter()
-        .filter_map(|p| {
-            let c = p.grpc.as_ref().filter(|c| c.server_streaming)?;
-            let t = c.tally.lock().ok()?;
-            let ms = |q: f64| t.first.value_at_quantile(q) as f64 / 1e6;
-            Some(StreamRow {
-                request: p.name.clone(),
-                streams: t.streams,
-                messages: t.messages,
-                messages_per_stream: if t.streams == 0 {
-                    0.0
-                } else {
-                    t.messages as f64 / t.streams as f64
-                },
-                first_message: FirstMessage {
-                    count: t.first.len(),
-                    p50_ms: ms(0.5),
-                    p99_ms: ms(0.99),
-                    max_ms: t.first.max() as f64 / 1e6,
-                },
-            })
-        })
-        .collect()
 }
 
 /// A `Full` body's bytes: it holds one frame, ready at once.
