@@ -9,6 +9,8 @@
 mod grpc;
 #[path = "support/load.rs"]
 mod load;
+#[path = "support/nginx.rs"]
+mod nginx;
 #[path = "support/python.rs"]
 mod python;
 
@@ -116,27 +118,7 @@ shape: { constant: { rate: 60/s, duration: 3s } }
 fn grpc_over_tls_speaks_h2_through_alpn() {
     let _g = load::serial();
     let d = tempfile::tempdir().expect("tempdir");
-    let o = std::process::Command::new("openssl")
-        .args([
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-        ])
-        .args([
-            "-keyout",
-            "key.pem",
-            "-out",
-            "cert.pem",
-            "-subj",
-            "/CN=127.0.0.1",
-        ])
-        .args(["-addext", "subjectAltName=IP:127.0.0.1"])
-        .current_dir(d.path())
-        .output()
-        .expect("openssl must be installed: apt-get install -y openssl");
-    assert!(
-        o.status.success(),
-        "openssl: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    nginx::make_cert(d.path());
     let dir = d.path().to_string_lossy().into_owned();
     let srv = grpc::Service::start(&["--tls-dir", &dir]);
     let url = srv.url().replace("http://", "https://");

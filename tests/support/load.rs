@@ -143,14 +143,18 @@ pub fn assert_stall_latency(
     assert_eq!(t.errors, 0);
 }
 
-/// The overload verdict's check `name` (the test fails without it).
-pub fn overload_check(r: &RunResult, name: &str) -> brunt::judge::Check {
-    let ov = r
-        .summary
+/// The run's overload verdict (the test fails without one).
+pub fn overload_verdict(r: &RunResult) -> brunt::judge::OverloadVerdict {
+    r.summary
         .verdicts
         .as_ref()
         .and_then(|v| v.overload.clone())
-        .expect("overload verdict");
+        .expect("overload verdict")
+}
+
+/// The overload verdict's check `name` (the test fails without it).
+pub fn overload_check(r: &RunResult, name: &str) -> brunt::judge::Check {
+    let ov = overload_verdict(r);
     ov.checks
         .iter()
         .find(|c| c.name == name)
