@@ -32,6 +32,14 @@
 #   that many closed-loop VUs, --h2-streams per connection; h2load -c -m;
 #   oha --http2 -c -p), and their req/CPU-s ratios to h2load are printed
 #   (×h2load), with brunt-h2's checked against --h2-floor (1.00).
+#   gRPC (tools brunt-grpc, h2load-grpc; ghz is in none of the registries
+#   this project installs from): unary calls of profiles/load_test.proto's
+#   brunt.test.Load/Unary over the same h2c listener, which answers them in
+#   gRPC's trailers-only form (grpc-status 0 in the headers); brunt-grpc runs
+#   bench/profiles/max-grpc.yaml (the message encoded from the .proto),
+#   h2load-grpc posts the same 12-byte framed message (-d, content-type
+#   application/grpc, te: trailers), at the HTTP/2 tools' connections ×
+#   streams; ×ref is against h2load-grpc.
 #   Exit 0 when every run worked and every printed check passed, else 1.
 #
 # Memory mode (--memory): a long open-model brunt run against the demo target
@@ -64,7 +72,7 @@
 #   --brunt, else built with `cargo build --release`.
 #
 # Usage: bench/compare.sh [--quick] [--rounds R] [--duration SECS]
-#          [--connections N] [--tools brunt,brunt-tmpl,wrk,oha,brunt-h2,h2load,oha-h2] [--brunt PATH]
+#          [--connections N] [--tools brunt,brunt-tmpl,wrk,oha,brunt-h2,h2load,oha-h2,brunt-grpc,h2load-grpc] [--brunt PATH]
 #          [--h2-connections N] [--h2-streams M] [--h2-floor RATIO]
 #          [--oha PATH] [--no-install] [--no-build] [--gen-cpu N] [--server-cpu N]
 #          [--tmpl-limit PCT] [--static-floor RATIO]
@@ -168,7 +176,7 @@ case "$MEM_HTTP" in 1.1 | 2) ;; *) die "--mem-http is 1.1 or 2" ;; esac
 [ "$H2_CONNECTIONS" -ge 1 ] && [ "$H2_STREAMS" -ge 1 ] || die "--h2-connections and --h2-streams must be at least 1"
 IFS=, read -r -a TOOL_LIST <<<"$TOOLS"
 for t in "${TOOL_LIST[@]}"; do
-    case "$t" in brunt | brunt-tmpl | wrk | oha | brunt-h2 | h2load | oha-h2) ;; *) die "unknown tool '$t' (brunt, brunt-tmpl, wrk, oha, brunt-h2, h2load, oha-h2)" ;; esac
+    case "$t" in brunt | brunt-tmpl | wrk | oha | brunt-h2 | h2load | oha-h2 | brunt-grpc | h2load-grpc) ;; *) die "unknown tool '$t' (brunt, brunt-tmpl, wrk, oha, brunt-h2, h2load, oha-h2, brunt-grpc, h2load-grpc)" ;; esac
 done
 NCPU=$(nproc)
 [ "$GEN_CPU" -lt "$NCPU" ] && [ "$SERVER_CPU" -lt "$NCPU" ] || die "this machine has CPUs 0..$((NCPU - 1))"
@@ -200,9 +208,11 @@ uses() { # tool: is it part of this run?
     local t
     for t in "${TOOL_LIST[@]}"; do
         [ "$t" = "$1" ] && return 0
-        # brunt-tmpl and brunt-h2 are the brunt binary with another profile; oha-h2 is oha.
-        [ "$1" = brunt ] && { [ "$t" = brunt-tmpl ] || [ "$t" = brunt-h2 ]; } && return 0
+        # brunt-tmpl, brunt-h2 and brunt-grpc are the brunt binary with another
+        # profile; oha-h2 is oha; h2load-grpc is h2load.
+        [ "$1" = brunt ] && { [ "$t" = brunt-tmpl ] || [ "$t" = brunt-h2 ] || [ "$t" = brunt-grpc ]; } && return 0
         [ "$1" = oha ] && [ "$t" = oha-h2 ] && return 0
+        [ "$1" = h2load ] && [ "$t" = h2load-grpc ] && return 0
     done
     return 1
 }
@@ -342,6 +352,12 @@ http {
         listen 127.0.0.1:$2 http2;
         http2_max_concurrent_streams 1024;
         location / { default_type text/plain; return 200 "ok\n"; }
+        # gRPC's trailers-only answer: status OK in the headers, no message.
+        location /brunt.test.Load/ {
+            default_type application/grpc;
+            add_header grpc-status 0;
+            return 200 "";
+        }
     }
 }
 EOF
@@ -388,17 +404,26 @@ run_tool() {
     wrk) cmd=(wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" "$url/") ;;
     oha) cmd=("$OHA_BIN" -z "${DURATION}s" -c "$CONNECTIONS" --no-tui --output-format json "$url/") ;;
     h2load) cmd=(h2load -t1 -c"$H2_CONNECTIONS" -m"$H2_STREAMS" -D"$DURATION" "$H2_URL/") ;;
+    h2load-grpc)
+        # Ping { name: "bench" }, framed: no compression, length 7.
+        printf '\x00\x00\x00\x00\x07\x0a\x05bench' >"$WORK/ping.bin"
+        cmd=(h2load -t1 -c"$H2_CONNECTIONS" -m"$H2_STREAMS" -D"$DURATION" -d "$WORK/ping.bin"
+            -H 'content-type: application/grpc' -H 'te: trailers' "$H2_URL/brunt.test.Load/Unary")
+        ;;
     oha-h2) cmd=("$OHA_BIN" --http2 -z "${DURATION}s" -c "$H2_CONNECTIONS" -p "$H2_STREAMS" --no-tui --output-format json "$H2_URL/") ;;
-    brunt-h2)
+    brunt-h2 | brunt-grpc)
         if [ -n "$BRUNT_PROBLEM" ]; then
             printf '%s\t%s\tFAILED\t\t\t\t\t\t%s\n' "$tool" "$round" "$BRUNT_PROBLEM"
             return
         fi
+        local prof=max-h2
+        [ "$tool" = brunt-grpc ] && prof=max-grpc
         sed -e "s/vus: *[0-9][0-9]*/vus: $((H2_CONNECTIONS * H2_STREAMS))/" \
             -e "s/streams_per_connection: *[0-9][0-9]*/streams_per_connection: $H2_STREAMS/" \
             -e "s/duration: *[0-9][0-9a-z ]*/duration: ${DURATION}s /" \
-            "$BENCH_DIR/profiles/max-h2.yaml" >"$WORK/max-h2.yaml"
-        cmd=("$BRUNT_BIN" run "$WORK/max-h2.yaml" --target "$H2_URL" --out "$WORK/$tag")
+            -e "s|\.\./\.\./profiles/|$REPO_DIR/profiles/|" \
+            "$BENCH_DIR/profiles/$prof.yaml" >"$WORK/$prof.yaml"
+        cmd=("$BRUNT_BIN" run "$WORK/$prof.yaml" --target "$H2_URL" --out "$WORK/$tag")
         ;;
     brunt | brunt-tmpl)
         if [ -n "$BRUNT_PROBLEM" ]; then
@@ -434,7 +459,7 @@ run_tool() {
         errs=$(awk '/Socket errors|Non-2xx/{printf "%s; ", $0}' "$out")
         [ -z "$errs" ] || note="$errs"
         ;;
-    h2load)
+    h2load | h2load-grpc)
         [ -n "$fail" ] || [ "$rc" -eq 0 ] || fail="exit $rc"
         # "requests: N total, N started, N done, N succeeded, …" and "finished in 10.00s, …"
         requests=$(awk '/^requests:/{print $6; exit}' "$out")
@@ -450,7 +475,7 @@ run_tool() {
             secs=$(jq -r '.summary.total' "$out" 2>/dev/null)
         fi
         ;;
-    brunt | brunt-tmpl | brunt-h2)
+    brunt | brunt-tmpl | brunt-h2 | brunt-grpc)
         [ -n "$fail" ] || [ "$rc" -eq 0 ] || [ "$rc" -eq 99 ] || fail="brunt exit $rc: $(tail -n 3 "$out" | tr '\n\t' '  ')"
         if [ -z "$fail" ]; then
             if [ ! -s "$WORK/$tag/summary.json" ]; then
@@ -516,20 +541,22 @@ compare_mode() {
 }
 
 print_table() {
-    local results=$1 tool ok total rps rpc rss srv wrk_rps="" wrk_rpc="" h2_rps="" h2_rpc="" ref_rps ref_rpc
+    local results=$1 tool ok total rps rpc rss srv wrk_rps="" wrk_rpc="" h2_rps="" h2_rpc="" g_rps="" g_rpc="" ref_rps ref_rpc
     # The references' medians first, for the ratios: wrk for HTTP/1.1, h2load for HTTP/2.
     wrk_rps=$(awk -F'\t' '$1 == "wrk" && $3 == "ok" {print $4 / $5}' "$results" | median)
     wrk_rpc=$(awk -F'\t' '$1 == "wrk" && $3 == "ok" {print $4 / $6}' "$results" | median)
     h2_rps=$(awk -F'\t' '$1 == "h2load" && $3 == "ok" {print $4 / $5}' "$results" | median)
     h2_rpc=$(awk -F'\t' '$1 == "h2load" && $3 == "ok" {print $4 / $6}' "$results" | median)
+    g_rps=$(awk -F'\t' '$1 == "h2load-grpc" && $3 == "ok" {print $4 / $5}' "$results" | median)
+    g_rpc=$(awk -F'\t' '$1 == "h2load-grpc" && $3 == "ok" {print $4 / $6}' "$results" | median)
     echo
-    printf '%-10s %5s %12s %12s %9s %11s %9s %8s\n' tool runs req/s req/CPU-s "×ref r/s" "×ref r/CPU" "RSS MB" "srv CPU"
+    printf '%-11s %5s %12s %12s %9s %11s %9s %8s\n' tool runs req/s req/CPU-s "×ref r/s" "×ref r/CPU" "RSS MB" "srv CPU"
     local status=0
     for tool in "${TOOL_LIST[@]}"; do
         total=$(awk -F'\t' -v t="$tool" '$1 == t' "$results" | wc -l)
         ok=$(awk -F'\t' -v t="$tool" '$1 == t && $3 == "ok"' "$results" | wc -l)
         if [ "$ok" -eq 0 ]; then
-            printf '%-10s %5s FAILED: %s\n' "$tool" "0/$total" \
+            printf '%-11s %5s FAILED: %s\n' "$tool" "0/$total" \
                 "$(awk -F'\t' -v t="$tool" '$1 == t && $3 == "FAILED" {print $9; exit}' "$results")"
             status=1
             continue
@@ -540,17 +567,18 @@ print_table() {
         srv=$(awk -F'\t' -v t="$tool" '$1 == t && $3 == "ok" {print $8}' "$results" | median)
         case "$tool" in
         brunt-h2 | h2load | oha-h2) ref_rps=$h2_rps ref_rpc=$h2_rpc ;;
+        brunt-grpc | h2load-grpc) ref_rps=$g_rps ref_rpc=$g_rpc ;;
         *) ref_rps=$wrk_rps ref_rpc=$wrk_rpc ;;
         esac
         awk -v t="$tool" -v runs="$ok/$total" -v rps="$rps" -v rpc="$rpc" -v rss="$rss" -v srv="$srv" \
             -v wr="$ref_rps" -v wc="$ref_rpc" 'BEGIN {
                 xr = (wr > 0) ? sprintf("%.2f", rps / wr) : "-";
                 xc = (wc > 0) ? sprintf("%.2f", rpc / wc) : "-";
-                printf "%-10s %5s %12.0f %12.0f %9s %11s %9.1f %7s%%\n", t, runs, rps, rpc, xr, xc, rss, srv }'
+                printf "%-11s %5s %12.0f %12.0f %9s %11s %9.1f %7s%%\n", t, runs, rps, rpc, xr, xc, rss, srv }'
         [ "$ok" -eq "$total" ] || status=1
     done
     echo
-    echo "medians over $ROUNDS round(s); ×ref: against wrk (HTTP/1.1 tools), h2load (HTTP/2 tools); per-run rows: $results"
+    echo "medians over $ROUNDS round(s); ×ref: against wrk (HTTP/1.1 tools), h2load (HTTP/2 tools), h2load-grpc (gRPC tools); per-run rows: $results"
     print_checks "$results" || status=1
     return $status
 }

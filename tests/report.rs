@@ -226,12 +226,7 @@ budgets: [ "p99 < 300ms" ]
 "#
         ),
     );
-    let ov = r
-        .summary
-        .verdicts
-        .as_ref()
-        .and_then(|v| v.overload.clone())
-        .expect("overload verdict");
+    let ov = load::overload_verdict(&r);
     (dir, r, ov)
 }
 

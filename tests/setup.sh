@@ -18,6 +18,7 @@
 #   - py-spy (PyPI): tests/python_service.rs dumps a Python service's threads
 #   - prometheus, prometheus-node-exporter: tests/prometheus.rs scrapes, pushes to and queries them
 #     (nginx-light guards that Prometheus with a bearer token)
+#   - grpcio, grpcio-tools (PyPI): tests/grpc.rs's gRPC service (tests/grpc/server.py)
 #   - postgresql, postgresql-contrib (pg_stat_statements), python3-psycopg2: tests/database.rs
 #     starts a throwaway cluster on 127.0.0.1 and a hot-row service on Debian's /usr/bin/python3;
 #     libpostgresql-jdbc-java: the same service in Java on HikariCP (the cross-tier chain)
@@ -83,6 +84,11 @@ fi
 if ! python3 -m kubernetes_validate --version 2>/dev/null | grep -q '^1\.37'; then
   echo "setup: installing $K8S_VALIDATE_PIP (Kubernetes API schemas for the manifest test)"
   python3 -m pip install -q "$K8S_VALIDATE_PIP"
+fi
+
+if ! python3 -c 'import grpc, grpc_tools' 2>/dev/null; then
+  echo "setup: installing grpcio and grpcio-tools (tests/grpc/server.py, the gRPC test service)"
+  python3 -m pip install -q "grpcio==1.*" "grpcio-tools==1.*"
 fi
 
 NEXTEST_VERSION="0.9.143"

@@ -322,6 +322,15 @@ fn a_setup_name_no_setup_step_extracts_is_a_located_error() {
             9,
             "not known yet inside `setup:`",
         ),
+        (
+            // A socket is load: never a step sent once (it would go as a GET).
+            good.replace(
+                "  - { name: unseed, method: DELETE, path: /seed }",
+                "  - { name: unseed, path: /ws, ws: { send: [bye] } }",
+            ),
+            15,
+            "a `ws:` step cannot be a teardown step",
+        ),
     ] {
         match Profile::from_yaml(&text, Path::new("once.yaml")) {
             Err(ProfileError::Syntax {

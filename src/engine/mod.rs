@@ -30,10 +30,14 @@
 //! - WebSocket steps ([`ws`]): a step with `ws:` opens a socket of its own
 //!   where `send_one` would exchange; its connect, round trips and lifetime
 //!   are outcomes under names after the mix's requests ([`EngineConfig::outcome_names`]).
+//! - gRPC ([`grpc`]): a call is an HTTP/2 request of the mix like any
+//!   other; its message is checked against the `.proto` files at compile
+//!   and its `grpc-status` decides its class.
 
 pub mod client;
 mod closed;
 pub mod feeder;
+pub mod grpc;
 pub mod h1;
 mod open;
 pub mod setup;
@@ -148,6 +152,15 @@ impl EngineConfig {
     /// Why the engine stopped the run by itself (a `unique` feeder ran out).
     pub fn stopped_reason(&self) -> Option<String> {
         self.templates.stopped_reason()
+    }
+
+    /// The server-streaming gRPC calls' tallies so far, a row per such request.
+    pub fn stream_rows(&self) -> Vec<crate::vocab::streams::StreamRow> {
+        let calls = self
+            .requests
+            .iter()
+            .filter_map(|p| Some((p, p.grpc.as_ref()?)));
+        calls.filter_map(|(p, c)| c.stream_row(&p.name)).collect()
     }
 
     /// The scenario a pick starting at request `request` runs, if any.

@@ -74,12 +74,22 @@ enum Seg {
     Setup(usize),
 }
 
+/// How values filled into a field are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escape {
+    /// As they are (headers, bodies).
+    Raw,
+    /// Percent-encoded (path and query).
+    Percent,
+    /// Escaped for the inside of a JSON string (a gRPC call's message).
+    Json,
+}
+
 /// A field compiled into segments.
 #[derive(Debug, Clone)]
 pub struct CompiledField {
     segs: Vec<Seg>,
-    /// Percent-encode generated values (path and query).
-    encode: bool,
+    escape: Escape,
 }
 
 impl CompiledField {
@@ -134,39 +144,28 @@ impl CompiledField {
                 }
                 Seg::Var(i) => {
                     if let Some(Some(v)) = vars.get(*i) {
-                        self.push_value(out, v);
+                        escape_into(out, v, self.escape);
                     }
                 }
                 Seg::Setup(i) => {
                     if let Some(v) = setup.get(*i) {
-                        self.push_value(out, v);
+                        escape_into(out, v, self.escape);
                     }
                 }
                 Seg::Col { feeder, col } => {
                     if let (Some(f), Some((_, row))) =
                         (feeders.get(*feeder), rows.iter().find(|(i, _)| i == feeder))
                     {
-                        if self.encode {
+                        if self.escape == Escape::Raw {
+                            f.field(*row, *col, out);
+                        } else {
                             let mut raw = Vec::new();
                             f.field(*row, *col, &mut raw);
-                            encode_into(out, &raw);
-                        } else {
-                            f.field(*row, *col, out);
+                            escape_into(out, &raw, self.escape);
                         }
                     }
                 }
             }
-        }
-    }
-}
-
-impl CompiledField {
-    /// An extracted value, percent-encoded in a path.
-    fn push_value(&self, out: &mut Vec<u8>, v: &[u8]) {
-        if self.encode {
-            encode_into(out, v);
-        } else {
-            out.extend_from_slice(v);
         }
     }
 }
@@ -202,13 +201,18 @@ fn encode_into(out: &mut Vec<u8>, raw: &[u8]) {
     }
 }
 
-fn encoded(raw: &[u8], encode: bool) -> Vec<u8> {
-    if encode {
-        let mut v = Vec::with_capacity(raw.len());
-        encode_into(&mut v, raw);
-        v
-    } else {
-        raw.to_vec()
+/// `raw` written into `out` as `escape` says.
+fn escape_into(out: &mut Vec<u8>, raw: &[u8], escape: Escape) {
+    match escape {
+        Escape::Raw => out.extend_from_slice(raw),
+        Escape::Percent => encode_into(out, raw),
+        Escape::Json => {
+            // serde_json writes a string with its quotes: keep what is between.
+            let s = serde_json::to_string(&String::from_utf8_lossy(raw)).unwrap_or_default();
+            if let Some(inner) = s.len().checked_sub(1).and_then(|end| s.get(1..end)) {
+                out.extend_from_slice(inner.as_bytes());
+            }
+        }
     }
 }
 
@@ -220,11 +224,17 @@ pub struct Names<'a> {
     pub setup: &'a [String],
 }
 
-/// Compile one field. `encode`: percent-encode generated values (a path).
+fn encoded(raw: &[u8], escape: Escape) -> Vec<u8> {
+    let mut v = Vec::with_capacity(raw.len());
+    escape_into(&mut v, raw, escape);
+    v
+}
+
+/// Compile one field; `escape`: how generated values are written.
 fn compile(
     text: &str,
     field: &str,
-    encode: bool,
+    escape: Escape,
     inputs: &Inputs,
     feeders: &[Feeder],
     names: Names<'_>,
@@ -265,13 +275,13 @@ fn compile(
                         name: name.clone(),
                         field: field.into(),
                     })?;
-                lit.extend_from_slice(&encoded(v.as_bytes(), encode));
+                lit.extend_from_slice(&encoded(v.as_bytes(), escape));
                 continue;
             }
             Expr::RandomInt(lo, hi) => Seg::Int(*lo, *hi),
             Expr::RandomChoice(c) => Seg::Choice(
                 c.iter()
-                    .map(|v| Bytes::from(encoded(v.as_bytes(), encode)))
+                    .map(|v| Bytes::from(encoded(v.as_bytes(), escape)))
                     .collect(),
             ),
             Expr::Var(name) => Seg::Var(vars.iter().position(|v| v == name).ok_or_else(|| {
@@ -306,7 +316,7 @@ fn compile(
         segs.push(seg);
     }
     flush(&mut lit, &mut segs);
-    Ok(CompiledField { segs, encode })
+    Ok(CompiledField { segs, escape })
 }
 
 /// The variables a scenario's steps extract, in a fixed order (their index
@@ -360,7 +370,8 @@ pub struct RequestFields {
     pub dynamic_body: Option<CompiledField>,
 }
 
-/// Compile the path (`base` + `path`), headers and body of a request.
+/// Compile the path (`base` + `path`), headers and body of a request
+/// (`body_escape`: how values are filled into the body).
 #[allow(clippy::too_many_arguments)]
 pub fn compile_fields(
     key: &str,
@@ -368,6 +379,7 @@ pub fn compile_fields(
     path: &str,
     headers: &[(&str, &str, String)],
     body: Option<&str>,
+    body_escape: Escape,
     inputs: &Inputs,
     feeders: &[Feeder],
     names: Names<'_>,
@@ -376,7 +388,7 @@ pub fn compile_fields(
     let p = compile(
         &format!("{base}{path}"),
         &format!("{key}.path"),
-        true,
+        Escape::Percent,
         inputs,
         feeders,
         names,
@@ -416,14 +428,21 @@ pub fn compile_fields(
         }
     }
     for (name, value, field) in headers {
-        let c = compile(value, field, false, inputs, feeders, names)?;
+        let c = compile(value, field, Escape::Raw, inputs, feeders, names)?;
         match c.literal() {
             Some(b) => out.headers.push((name.to_string(), b)),
             None => out.dynamic_headers.push((name.to_string(), c)),
         }
     }
     if let Some(b) = body {
-        let c = compile(b, &format!("{key}.body"), false, inputs, feeders, names)?;
+        let c = compile(
+            b,
+            &format!("{key}.body"),
+            body_escape,
+            inputs,
+            feeders,
+            names,
+        )?;
         match c.literal() {
             Some(b) => out.body = b,
             None => out.dynamic_body = Some(c),
@@ -516,7 +535,7 @@ impl Text {
         feeders: &[Feeder],
         names: Names<'_>,
     ) -> Result<Text, BindError> {
-        let field = compile(text, field, false, inputs, feeders, names)?;
+        let field = compile(text, field, Escape::Raw, inputs, feeders, names)?;
         let mut used: Vec<usize> = field.feeders().collect();
         used.sort_unstable();
         used.dedup();
@@ -679,13 +698,20 @@ mod tests {
             env: [("T".to_string(), "a b/c".to_string())].into(),
             base_dir: None,
         };
-        let c =
-            compile("/x/{{ env.T }}", "p", true, &inputs, &[], Names::default()).expect("compiles");
+        let c = compile(
+            "/x/{{ env.T }}",
+            "p",
+            Escape::Percent,
+            &inputs,
+            &[],
+            Names::default(),
+        )
+        .expect("compiles");
         assert_eq!(c.literal().as_deref(), Some(&b"/x/a%20b%2Fc"[..]));
         let c = compile(
             "Bearer {{ env.T }}",
             "h",
-            false,
+            Escape::Raw,
             &inputs,
             &[],
             Names::default(),
@@ -695,7 +721,7 @@ mod tests {
         let e = compile(
             "{{ env.BRUNT_SURELY_UNSET_VAR }}",
             "h",
-            false,
+            Escape::Raw,
             &inputs,
             &[],
             Names::default(),
@@ -705,9 +731,38 @@ mod tests {
     }
 
     #[test]
+    fn values_filled_into_json_strings_are_escaped() {
+        let vars = ["x".to_string()];
+        let c = compile(
+            "id-{{ vars.x }}",
+            "m",
+            Escape::Json,
+            &Inputs::default(),
+            &[],
+            Names {
+                vars: &vars,
+                setup: &[],
+            },
+        )
+        .expect("compiles");
+        let mut out = Vec::new();
+        let v = [Some(Bytes::from_static(b"a\"b\\c\n"))];
+        c.render(&mut WorkerState::detached(), &[], &[], &v, &[], &mut out);
+        assert_eq!(out, b"id-a\\\"b\\\\c\\n");
+    }
+
+    #[test]
     fn seq_interleaves_across_workers_and_shards() {
         let inputs = Inputs::default();
-        let c = compile("{{ seq }}", "p", false, &inputs, &[], Names::default()).expect("compiles");
+        let c = compile(
+            "{{ seq }}",
+            "p",
+            Escape::Raw,
+            &inputs,
+            &[],
+            Names::default(),
+        )
+        .expect("compiles");
         let mut seen = Vec::new();
         for shard in 0..2u64 {
             for worker in 0..3u64 {

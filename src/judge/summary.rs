@@ -264,6 +264,10 @@ pub struct Summary {
     /// What `teardown:` did after the load; a failed one leaves the verdict as it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub teardown: Option<crate::vocab::setup::OnceRecord>,
+    /// Server-streaming gRPC calls per request: streams, messages per
+    /// stream, time to first message (absent without such calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<crate::vocab::streams::StreamRow>,
 }
 
 /// The whole run less its warm-up phase (`None`: there is none, the run is it).
@@ -495,6 +499,7 @@ pub fn build(
         export: data.export.clone(),
         setup: data.setup.setup.clone(),
         teardown: data.setup.teardown.clone(),
+        streams: data.streams.clone(),
         connection_wait,
         errors: super::errors::ErrorsTable::of(&data.errors, &meta_requests, &m.run),
     }

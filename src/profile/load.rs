@@ -80,19 +80,7 @@ impl Profile {
             })?;
         profile
             .validate_at(text)
-            .map_err(|(message, at)| match at {
-                Some((line, column)) => ProfileError::Syntax {
-                    path: path.to_path_buf(),
-                    line: line as u64,
-                    column: column as u64,
-                    snippet: snippet(text, line, column),
-                    message,
-                },
-                None => ProfileError::Invalid {
-                    path: path.to_path_buf(),
-                    message,
-                },
-            })?;
+            .map_err(|(message, at)| ProfileError::at(path, text, at, message))?;
         profile.check_templates(text, path)?;
         Ok(profile)
     }
@@ -115,4 +103,41 @@ fn found_at(text: &str, line: usize, column: usize) -> &str {
             }
         })
         .unwrap_or("")
+}
+
+impl ProfileError {
+    /// An error the engine's compile found in a field (a gRPC method or
+    /// message field), placed in the profile's `text`: at `needle` nearest
+    /// after the first `anchor` (else nearest before it), or at `anchor`.
+    pub fn placed(
+        path: &Path,
+        text: &str,
+        anchor: &str,
+        needle: Option<&str>,
+        message: String,
+    ) -> ProfileError {
+        ProfileError::at(
+            path,
+            text,
+            super::locate::near(text, anchor, needle),
+            message,
+        )
+    }
+
+    /// `message` at 1-based `at` in `text` (with its snippet), or unplaced.
+    fn at(path: &Path, text: &str, at: Option<(usize, usize)>, message: String) -> ProfileError {
+        match at {
+            Some((line, column)) => ProfileError::Syntax {
+                path: path.to_path_buf(),
+                line: line as u64,
+                column: column as u64,
+                snippet: snippet(text, line, column),
+                message,
+            },
+            None => ProfileError::Invalid {
+                path: path.to_path_buf(),
+                message,
+            },
+        }
+    }
 }

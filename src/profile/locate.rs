@@ -173,3 +173,20 @@ pub(super) fn snippet(text: &str, line: usize, column: usize) -> String {
         " ".repeat(column.saturating_sub(1))
     )
 }
+
+/// 1-based line and column of `needle` nearest after the first `anchor`
+/// (else the last one before it), or of `anchor` itself without a needle.
+pub(super) fn near(text: &str, anchor: &str, needle: Option<&str>) -> Option<(usize, usize)> {
+    let at = text.find(anchor)?;
+    let offset = match needle {
+        None => at,
+        Some(n) => text[at..]
+            .find(n)
+            .map(|i| at + i)
+            .or_else(|| text[..at].rfind(n))
+            .unwrap_or(at),
+    };
+    let line = text[..offset].matches('\n').count() + 1;
+    let start = text[..offset].rfind('\n').map_or(0, |i| i + 1);
+    Some((line, text[start..offset].chars().count() + 1))
+}

@@ -2,12 +2,14 @@
 //! Each job has its file: the section types ([`sections`]), reading a file
 //! with file/line/column errors ([`load`], placing them with [`locate`]),
 //! the `--set` override language ([`overrides`]) and the checks serde cannot
-//! express ([`validate`]); [`shape`] compiles the load shape into named phases.
+//! express ([`validate`]); the gRPC sections' types ([`grpc`]); [`shape`]
+//! compiles the load shape into named phases.
 //!
 //! Parsing is `serde-saphyr` (pure Rust, budgets against YAML bombs, line and
 //! column in every error); durations use `humantime` (`90s`, `5m`, `1h 30m`).
 
 pub mod collectors;
+pub mod grpc;
 mod load;
 mod locate;
 mod overrides;
@@ -26,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use crate::vocab::{Level, Model, PerHour, Percent};
+pub use grpc::{GrpcCallSpec, GrpcTargetSpec};
 pub use sections::*;
 pub use shape::{Hold, Phase, Plan, Shape};
 pub use validate::target_url;

@@ -82,6 +82,10 @@ pub struct TargetSpec {
     /// falling back to 1.1; cleartext stays 1.1).
     #[serde(default)]
     pub http: HttpVersion,
+    /// gRPC: the `.proto` files the `grpc:` requests are checked and
+    /// encoded against. A profile with gRPC calls speaks HTTP/2.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<super::GrpcTargetSpec>,
 }
 
 /// `target.http`.
@@ -181,8 +185,13 @@ pub struct RequestSpec {
     pub name: Option<String>,
     #[serde(default = "default_method")]
     pub method: String,
-    /// Path and query, e.g. `/api/items?id=7`.
+    /// Path and query, e.g. `/api/items?id=7` (not with `grpc`).
+    #[serde(default)]
     pub path: String,
+    /// A gRPC call instead of an HTTP request (`target.grpc` names the
+    /// `.proto` files); `method`, `path` and `body` are then the call's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc: Option<super::GrpcCallSpec>,
     #[serde(default = "default_weight")]
     pub weight: f64,
     #[serde(default)]
@@ -272,16 +281,16 @@ pub struct ExtractSpec {
 }
 
 impl RequestSpec {
-    /// The request's own name: `name`, else `METHOD path` (`WS path`).
+    /// The request's own name: `name`, else `METHOD path` (`WS path`; a
+    /// gRPC call's method, `pkg.Service/Method`).
     pub fn label(&self) -> String {
-        let method = if self.ws.is_some() {
-            "WS"
-        } else {
-            &self.method
-        };
         self.name
             .clone()
-            .unwrap_or_else(|| format!("{method} {}", self.path))
+            .unwrap_or_else(|| match (&self.grpc, &self.ws) {
+                (Some(g), _) => g.method.clone(),
+                (None, Some(_)) => format!("WS {}", self.path),
+                (None, None) => format!("{} {}", self.method, self.path),
+            })
     }
 }
 

@@ -61,6 +61,9 @@ impl Profile {
             if let Some(ws) = &r.ws {
                 super::ws::template_fields(&key, ws, &mut out);
             }
+            if let Some(g) = &r.grpc {
+                g.template_fields(&format!("{key}.grpc"), &mut out);
+            }
         }
         for (key, r) in self.once_steps() {
             out.push((format!("{key}.path"), r.path.as_str()));
@@ -265,6 +268,18 @@ impl Profile {
                 key("target", &["builtin"], 0),
             ));
         }
+        if self.target.grpc.is_none() {
+            if let Some((key, _, _)) = self
+                .all_requests()
+                .iter()
+                .find(|(_, _, r)| r.grpc.is_some())
+            {
+                return Err((
+                    format!("{key}: a `grpc:` call needs `target.grpc.protos` (the .proto files its method comes from)"),
+                    Some(Place::Text(if key.starts_with("requests") { "requests" } else { "scenarios" }, "grpc".into())),
+                ));
+            }
+        }
         for (i, r) in self.requests.iter().enumerate() {
             let which = r.name.clone().unwrap_or_else(|| format!("#{}", i + 1));
             check_request(&format!("request {which}"), r, "requests")?;
@@ -385,10 +400,11 @@ fn check_once(sect: &'static str, steps: &[RequestSpec]) -> Result<(), (String, 
     for (j, r) in steps.iter().enumerate() {
         let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
         let what = format!("{sect} step {which}");
-        if r.ws.is_some() {
+        let other = [("ws", r.ws.is_some()), ("grpc", r.grpc.is_some())];
+        if let Some((kind, _)) = other.iter().find(|(_, on)| *on) {
             return Err((
-                format!("{what}: `ws:` steps are load, not {sect}: {sect} steps are HTTP requests sent once"),
-                Some(Place::Text(sect, "ws:".into())),
+                format!("{what}: a `{kind}:` step cannot be a {sect} step: {sect} steps are HTTP requests sent once"),
+                Some(Place::Text(sect, format!("{kind}:"))),
             ));
         }
         check_request(&what, r, sect)?;
@@ -461,6 +477,15 @@ fn check_request(
     sect: &'static str,
 ) -> Result<(), (String, Option<Place>)> {
     let at = |needle: String| Some(Place::Text(sect, needle));
+    if let Some(g) = &r.grpc {
+        return super::grpc::check_call(which, r, g).map_err(|(m, n)| (m, at(n)));
+    }
+    if r.path.is_empty() {
+        return Err((
+            format!("{which}: needs a `path` (or a `grpc:` call)"),
+            Some(Place::Text(sect, "-".into())),
+        ));
+    }
     if !r.path.starts_with('/') {
         return Err((
             format!("{which}: path `{}` must start with `/`", r.path),

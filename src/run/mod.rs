@@ -555,6 +555,7 @@ fn finish(
         Some(StopKind::DataExhausted) => out.engine_reason,
         _ => out.recorded.stopped_reason,
     };
+    rundir::write_streams(dir, &spec.engine.stream_rows())?;
     // Judged from the files just written, as `brunt report` judges them
     // (see `rundir::data`: the series' rounding must not tell them apart).
     let data = rundir::RunData::read(dir)?;

@@ -184,7 +184,8 @@ impl RunSpec {
             base_dir: inputs.base_dir.clone(),
         };
         let engine =
-            crate::engine::compile(&profile, &url, plan.clone(), inputs.shard, &engine_inputs)?;
+            crate::engine::compile(&profile, &url, plan.clone(), inputs.shard, &engine_inputs)
+                .map_err(|e| place_grpc(e, path))?;
         Ok(RunSpec {
             profile,
             base_dir: inputs.base_dir.clone(),
@@ -219,4 +220,14 @@ impl RunSpec {
             })
             .map(|b| std::time::Duration::from_secs_f64(b.limit / 1000.0))
     }
+}
+
+/// A gRPC call that does not compile, placed in the profile file's text
+/// (read again only for this error) when it can be.
+fn place_grpc(e: EngineError, path: &Path) -> SpecError {
+    let EngineError::Client(crate::engine::client::ClientError::Grpc(g)) = e else {
+        return e.into();
+    };
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    ProfileError::placed(path, &text, &g.anchor, g.needle.as_deref(), g.to_string()).into()
 }

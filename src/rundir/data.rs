@@ -45,6 +45,8 @@ pub struct RunData {
     pub export: Option<ExportTally>,
     /// What `setup:` and `teardown:` did (`setup.json`; empty without them).
     pub setup: crate::vocab::setup::OnceFile,
+    /// Server-streaming gRPC calls per request (`streams.json`), when there were any.
+    pub streams: Vec<crate::vocab::streams::StreamRow>,
     /// What could not be read (never fatal here: the judge notes it, the
     /// renderers draw what there is).
     pub unread: Vec<Unread>,
@@ -136,6 +138,10 @@ impl RunData {
             meta,
             seconds,
             export,
+            streams: std::fs::read(dir.join(super::STREAMS))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or_default(),
             errors: super::errors::read(dir),
             windows: LogWindows::of(dir).map(|w| Box::new(w) as Box<dyn LatencyWindows>),
             server,

@@ -186,6 +186,17 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RundirErro
     write_atomic(path, (text + "\n").as_bytes())
 }
 
+/// `streams.json`: the server-streaming gRPC calls' rows (no file without any).
+pub fn write_streams(
+    dir: &Path,
+    rows: &[crate::vocab::streams::StreamRow],
+) -> Result<(), RundirError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    write_json(&dir.join(STREAMS), &rows)
+}
+
 /// Write bytes through a temporary file beside `path` and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), RundirError> {
     let mut tmp = path.as_os_str().to_owned();

@@ -17,6 +17,8 @@ pub const ERRORS_LOG: &str = "errors.jsonl";
 pub const EXPORT_LOG: &str = "export.jsonl";
 /// What `setup:` and `teardown:` did ([`super::setup::OnceFile`]; names, never values).
 pub const SETUP: &str = "setup.json";
+/// Server-streaming gRPC calls per request ([`super::streams::StreamRow`]).
+pub const STREAMS: &str = "streams.json";
 pub const DIAGNOSTICS: &str = "diagnostics";
 /// Inside [`DIAGNOSTICS`].
 pub const EVIDENCE: &str = "evidence.json";

@@ -36,6 +36,7 @@ pub mod say;
 pub mod series;
 pub mod setup;
 pub mod status;
+pub mod streams;
 pub mod threads;
 pub mod units;
 

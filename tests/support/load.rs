@@ -108,6 +108,19 @@ pub fn assert_stalls_in_latency_only(
     stall_for: Duration,
     stall_every: Duration,
 ) {
+    assert_stall_latency(r, stall_for, stall_every, 50.0);
+    assert!(srv.stats().stalled > 0, "the server did stall");
+}
+
+/// The latency part of [`assert_stalls_in_latency_only`], whatever the
+/// server: p99 and p99.9 as the stall parameters say, service time p99
+/// under `service_ms`, no errors.
+pub fn assert_stall_latency(
+    r: &RunResult,
+    stall_for: Duration,
+    stall_every: Duration,
+    service_ms: f64,
+) {
     let t = &r.summary.totals;
     let f = stall_for.as_secs_f64() / stall_every.as_secs_f64();
     let expect = |q: f64| stall_for.as_secs_f64() * 1000.0 * (1.0 - (1.0 - q) / f);
@@ -123,12 +136,30 @@ pub fn assert_stalls_in_latency_only(
         t.latency.p999
     );
     assert!(
-        t.service.p99 < 50.0,
+        t.service.p99 < service_ms,
         "service time p99 {} ms must not show the stalls (only requests on busy connections wait)",
         t.service.p99
     );
-    assert!(srv.stats().stalled > 0, "the server did stall");
     assert_eq!(t.errors, 0);
+}
+
+/// The run's overload verdict (the test fails without one).
+pub fn overload_verdict(r: &RunResult) -> brunt::judge::OverloadVerdict {
+    r.summary
+        .verdicts
+        .as_ref()
+        .and_then(|v| v.overload.clone())
+        .expect("overload verdict")
+}
+
+/// The overload verdict's check `name` (the test fails without it).
+pub fn overload_check(r: &RunResult, name: &str) -> brunt::judge::Check {
+    let ov = overload_verdict(r);
+    ov.checks
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no check `{name}`: {:#?}", ov.checks))
+        .clone()
 }
 
 /// The run's stress verdict (the test fails without one).

@@ -29,6 +29,8 @@ pub struct Logged {
 /// Scripted TCP servers, for the binaries that load this file (one copy of `tcp.rs`).
 #[path = "tcp.rs"]
 pub mod tcp;
+// Not every binary that loads this file picks a port through it.
+#[allow(unused_imports)]
 pub use tcp::free_port;
 
 fn nginx_bin() -> PathBuf {
@@ -41,7 +43,7 @@ fn nginx_bin() -> PathBuf {
 }
 
 /// A self-signed certificate for 127.0.0.1 (cert.pem, key.pem) made by openssl.
-fn make_cert(dir: &Path) {
+pub fn make_cert(dir: &Path) {
     let o = Command::new("openssl")
         .args([
             "req",

@@ -43,14 +43,7 @@ impl Service {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("python3 runs");
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut line);
-        }
-        let Some(addr) = line.trim().strip_prefix("service=").map(str::to_string) else {
-            let _ = child.kill();
-            panic!("the Python service {source} did not say where it listens: `{line}`");
-        };
+        let addr = announced(&mut child, "service=", "the Python service");
         Service { child, addr }
     }
 
@@ -60,6 +53,22 @@ impl Service {
 
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+}
+
+/// What a starting service prints after `prefix` on its first line (its
+/// address); the service is killed and the test fails when it prints none.
+pub fn announced(child: &mut Child, prefix: &str, what: &str) -> String {
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    match line.trim().strip_prefix(prefix) {
+        Some(addr) => addr.to_string(),
+        None => {
+            let _ = child.kill();
+            panic!("{what} did not say where it listens: `{line}`");
+        }
     }
 }
 

@@ -166,6 +166,14 @@ impl LaneConn {
         mut msg: Option<Request<Full<Bytes>>>,
         check: bool,
     ) -> Answer {
+        if let (Some(call), Some(m)) = (p.grpc.as_deref(), msg.as_mut()) {
+            if let Err(f) = call.encode(m).await {
+                return Answer {
+                    failure: Some(f),
+                    ..Class::OtherError.into()
+                };
+            }
+        }
         let mut connected = None;
         let mut a = self
             .exchange_inner(t, p, &mut msg, check, &mut connected)
@@ -218,6 +226,7 @@ impl LaneConn {
                 }
                 return Fault::new(Class::Reset, hyper_fault(&e).why).into();
             }
+            let began = std::time::Instant::now();
             let sent = match sender {
                 Sender::H1(s) => {
                     let mut req = msg.take().unwrap_or_else(|| p.request.clone());
@@ -256,6 +265,22 @@ impl LaneConn {
                     return fault.into();
                 }
             };
+            if let Some(call) = &p.grpc {
+                return match crate::engine::grpc::read(resp).await {
+                    Ok((reply, streamed)) => {
+                        call.streamed(began, streamed);
+                        Answer {
+                            retry_after: reply.retry_after,
+                            failure: reply.failure,
+                            ..reply.class.into()
+                        }
+                    }
+                    Err(e) => {
+                        self.sender = None;
+                        hyper_fault(&e).into()
+                    }
+                };
+            }
             let mut class = p.classify_status(resp.status());
             let retry_after =
                 class == Class::Shed && resp.headers().contains_key(hyper::header::RETRY_AFTER);

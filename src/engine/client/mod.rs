@@ -65,4 +65,6 @@ pub enum ClientError {
     Tls(String),
     #[error(transparent)]
     Template(#[from] super::template::BindError),
+    #[error(transparent)]
+    Grpc(#[from] super::grpc::GrpcError),
 }

@@ -2,6 +2,7 @@
 //! forms, its expected statuses and body checks, and a step's extractors.
 
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -10,8 +11,9 @@ use hyper::{Method, Request, Uri};
 
 use super::{ClientError, Target};
 use crate::engine::feeder::Feeder;
+use crate::engine::grpc;
 use crate::engine::h1;
-use crate::engine::template::{self, Dynamic, Inputs};
+use crate::engine::template::{self, Dynamic, Escape, Inputs};
 use crate::profile::{Profile, RequestSpec, Retry};
 
 /// A request of the mix, built once.
@@ -39,6 +41,8 @@ pub struct Prepared {
     pub(super) resend: Resend,
     /// Largest body read for a check or an extraction (`expect.max_body`).
     pub(super) max_body: usize,
+    /// A gRPC call: its answer is read by [`grpc::read`].
+    pub grpc: Option<Arc<grpc::Call>>,
 }
 
 /// Which unanswered sends of a request go out once more on a new connection.
@@ -123,7 +127,8 @@ impl Extractor {
 }
 
 /// Build the request mix once; templated fields are compiled against
-/// `inputs` (environment) and `feeders`.
+/// `inputs` (environment) and `feeders`, gRPC calls against their `.proto`
+/// files ([`grpc::compile`]).
 pub fn prepare(
     profile: &Profile,
     target: &Target,
@@ -131,8 +136,14 @@ pub fn prepare(
     inputs: &Inputs,
     feeders: &[Feeder],
 ) -> Result<Vec<Prepared>, ClientError> {
+    let calls = grpc::compile(profile, inputs.base_dir.as_deref())?;
     let mut mix = prepare_mix(profile, &host_header(target), base, inputs, feeders)?;
     for p in &mut mix {
+        if let Some(call) = calls.get(p.index).cloned().flatten() {
+            call.prebuild(&mut p.request)
+                .map_err(|e| ClientError::Request(p.name.clone(), e))?;
+            p.grpc = Some(call);
+        }
         finish_forms(p, target);
     }
     target.codec.store(
@@ -269,6 +280,16 @@ fn prepare_one(
     inputs: &Inputs,
     feeders: &[Feeder],
 ) -> Result<Prepared, ClientError> {
+    // A gRPC call is built as the HTTP/2 POST it is.
+    let grpc_call = r.grpc.is_some();
+    let lowered;
+    let r = match &r.grpc {
+        Some(g) => {
+            lowered = grpc::lower(r, g);
+            &lowered
+        }
+        None => r,
+    };
     let name = r.label();
     let name = match step.scenario {
         Some(sc) => format!("{sc}/{name}"),
@@ -299,6 +320,8 @@ fn prepare_one(
         &r.path,
         &merged,
         r.body.as_deref(),
+        // A gRPC message's JSON: filled-in values inside its strings.
+        if grpc_call { Escape::Json } else { Escape::Raw },
         inputs,
         feeders,
         names,
@@ -398,5 +421,6 @@ fn prepare_one(
         dynamic,
         resend,
         max_body: r.expect.max_body.map_or(DEFAULT_MAX_BODY, |b| b.bytes()),
+        grpc: None,
     })
 }

@@ -30,6 +30,8 @@ pub struct Target {
     /// `http://host:port` or `https://…`: HTTP/2 requests carry it as
     /// `:scheme` and `:authority`.
     pub(super) origin: String,
+    /// The profile's requests are gRPC calls (`target.grpc`): HTTP/2 only.
+    pub grpc: bool,
 }
 
 impl Target {
@@ -46,6 +48,8 @@ impl Target {
     /// over TLS takes what ALPN chose): `HTTP/2 over TLS`, `HTTP/1.1`, ….
     pub fn protocol(&self) -> &'static str {
         match (self.plans_h2(), self.tls.is_some()) {
+            (true, true) if self.grpc => "gRPC over HTTP/2 over TLS",
+            (true, false) if self.grpc => "gRPC over HTTP/2 cleartext (h2c)",
             (true, true) => "HTTP/2 over TLS",
             (true, false) => "HTTP/2 cleartext (h2c)",
             (false, true) => "HTTP/1.1 over TLS",
@@ -71,7 +75,13 @@ pub fn target_from(profile: &Profile, url: &str) -> Result<(Target, String), Cli
         .port_or_known_default()
         .ok_or_else(|| ClientError::Url(url.into(), "no port".into()))?;
     let base = uri.path().trim_end_matches('/').to_string();
-    let http = profile.target.http;
+    // gRPC is HTTP/2 (h2c with prior knowledge, or ALPN h2 over TLS).
+    let grpc = profile.target.grpc.is_some();
+    let http = if grpc {
+        HttpVersion::Http2
+    } else {
+        profile.target.http
+    };
     let origin = format!("{}://{}", uri.scheme(), authority(&host, port, https));
     let tls = if https {
         let cfg = tls_config(&profile.target.tls, http)?;
@@ -93,6 +103,7 @@ pub fn target_from(profile: &Profile, url: &str) -> Result<(Target, String), Cli
             keep_alive: profile.load.keep_alive,
             codec: AtomicBool::new(true),
             origin,
+            grpc,
         },
         base,
     ))
