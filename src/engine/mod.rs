@@ -18,6 +18,8 @@
 //!   think time; the whole iteration is recorded too (intended start to last
 //!   answer), and one given up at the drain is `unfinished` — for the step
 //!   under way and for its iteration.
+//! - Trace context ([`trace`]): `target.trace` stamps a share of the sends
+//!   with a W3C `traceparent`; their outcomes carry the trace id.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
 //! - Connections ([`client`]): HTTP/1.1 one per lane (or VU); HTTP/2 one per
 //!   `streams_per_connection` lanes, each lane a stream; `keep_alive: false`
@@ -31,6 +33,7 @@ pub mod feeder;
 pub mod h1;
 mod open;
 pub mod template;
+pub mod trace;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -106,6 +109,8 @@ pub struct EngineConfig {
     pub workers: usize,
     /// Feeders and the engine's own stop reason, shared by the workers.
     pub templates: template::Shared,
+    /// `target.trace`: the share of sends that carry a trace context.
+    pub trace: Option<trace::Tracer>,
 }
 
 impl EngineConfig {
@@ -236,6 +241,10 @@ pub fn compile(
         shard,
         workers: workers.max(1),
         templates: template::Shared::new(feeders),
+        trace: match &profile.target.trace {
+            Some(t) => Some(trace::Tracer::new(t)?),
+            None => None,
+        },
     })
 }
 
@@ -569,6 +578,7 @@ async fn send_one(
             let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
             (due, sampled)
         };
+        let (msg, trace) = trace::stamp(cfg.trace.as_ref(), &cfg.target, p, msg);
         let sent = Instant::now();
         report(Event::Due {
             step: k,
@@ -601,6 +611,7 @@ async fn send_one(
             end,
             retry_after,
             connect,
+            trace,
         }));
         last = Some(class);
         let optional = cfg.optional.get(index).copied().unwrap_or(false);

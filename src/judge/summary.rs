@@ -258,6 +258,10 @@ pub struct Summary {
     /// What the remote-write pushes did (absent when the run pushed nothing).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub export: Option<crate::vocab::export::ExportTally>,
+    /// The slowest requests sent with a trace context, per phase (absent
+    /// without `target.trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<super::traces::TracesSummary>,
 }
 
 /// The whole run less its warm-up phase (`None`: there is none, the run is it).
@@ -487,6 +491,7 @@ pub fn build(
         verdicts: shape_verdicts,
         generator: GeneratorHealth::default(),
         export: data.export.clone(),
+        traces: super::traces::TracesSummary::of(data),
         connection_wait,
         errors: super::errors::ErrorsTable::of(&data.errors, &meta_requests, &m.run),
     }

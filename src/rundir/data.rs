@@ -43,6 +43,9 @@ pub struct RunData {
     pub errors: crate::metrics::errors::ErrorTally,
     /// The remote-write pushes (`export.jsonl`), when the run pushed.
     pub export: Option<ExportTally>,
+    /// The slowest requests sent with a trace context (`traces.jsonl`),
+    /// when the run traced any.
+    pub traces: Option<super::traces::TraceData>,
     /// What could not be read (never fatal here: the judge notes it, the
     /// renderers draw what there is).
     pub unread: Vec<Unread>,
@@ -135,6 +138,7 @@ impl RunData {
             seconds,
             export,
             errors: super::errors::read(dir),
+            traces: super::traces::read(dir),
             windows: LogWindows::of(dir).map(|w| Box::new(w) as Box<dyn LatencyWindows>),
             server,
             latency,

@@ -9,6 +9,7 @@
 //!   latency.hlog      HdrHistogram interval log, one line per phase × class × second
 //!   timeseries.csv    one row per phase and second
 //!   errors.jsonl      what went wrong, per phase and second with errors ([`errors`])
+//!   traces.jsonl      the slowest traced requests, per phase and second ([`traces`])
 //!   summary.json      the judged result (`judge::Summary`), written atomically
 //!   findings.json     the diagnosis' findings
 //!   report.html       the rendered report
@@ -32,6 +33,7 @@ pub mod evidence;
 pub mod fds;
 pub mod read;
 pub mod tail;
+pub mod traces;
 pub mod writer;
 
 use std::io::Write as _;
@@ -99,6 +101,9 @@ pub struct RunMeta {
     /// model (absent from directories written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<usize>,
+    /// `target.trace`, when the run sent trace context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<traces::TraceMeta>,
 }
 
 impl RunMeta {

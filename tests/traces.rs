@@ -1,0 +1,263 @@
+//! Trace context (`target.trace`) against a real server on 127.0.0.1 that
+//! answers slowly (300 ms) exactly for the trace ids whose last hex digit
+//! is `0` and logs the ids it slowed: the ids brunt names as slowest are
+//! those; the sampled share holds (server-counted); the header is W3C's
+//! format; without `target.trace` no header goes out. HTTP/1.1 (brunt's
+//! codec) and HTTP/2 (h2c, hyper) alike. Every load is a few seconds at a
+//! fixed rate.
+
+#[path = "support/load.rs"]
+mod load;
+
+use std::collections::HashSet;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response};
+
+/// What the server saw.
+#[derive(Default)]
+struct Seen {
+    /// Every header value of `traceparent` received.
+    traceparents: Vec<String>,
+    /// Trace ids it answered slowly.
+    slowed: HashSet<String>,
+    /// Requests without the header.
+    plain: u64,
+}
+
+/// An HTTP/1.1 and h2c (prior knowledge) server: hyper-util's `auto`.
+struct Server {
+    port: u16,
+    seen: Arc<Mutex<Seen>>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+const SLOW: Duration = Duration::from_millis(300);
+
+async fn answer(
+    req: Request<hyper::body::Incoming>,
+    seen: Arc<Mutex<Seen>>,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let tp = req
+        .headers()
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let slow = {
+        let mut s = seen.lock().unwrap_or_else(|e| e.into_inner());
+        match tp {
+            None => {
+                s.plain += 1;
+                false
+            }
+            Some(tp) => {
+                let id = tp.get(3..35).unwrap_or("").to_string();
+                let slow = id.ends_with('0');
+                if slow {
+                    s.slowed.insert(id);
+                }
+                s.traceparents.push(tp);
+                slow
+            }
+        }
+    };
+    if slow {
+        tokio::time::sleep(SLOW).await;
+    }
+    Ok(Response::new(Full::new(Bytes::from_static(b"ok\n"))))
+}
+
+impl Server {
+    fn start() -> Server {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = l.local_addr().expect("addr").port();
+        l.set_nonblocking(true).expect("nonblocking");
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
+        let s2 = seen.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                let l = tokio::net::TcpListener::from_std(l).expect("listener");
+                loop {
+                    tokio::select! {
+                        _ = &mut rx => break,
+                        a = l.accept() => {
+                            let Ok((s, _)) = a else { continue };
+                            let seen = s2.clone();
+                            tokio::spawn(async move {
+                                let svc = hyper::service::service_fn(move |r| answer(r, seen.clone()));
+                                let _ = hyper_util::server::conn::auto::Builder::new(
+                                    hyper_util::rt::TokioExecutor::new(),
+                                )
+                                .serve_connection(hyper_util::rt::TokioIo::new(s), svc)
+                                .await;
+                            });
+                        }
+                    }
+                }
+            });
+        });
+        Server {
+            port,
+            seen,
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn take(&self) -> Seen {
+        std::mem::take(&mut *self.seen.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn profile(url: &str, http: &str, trace: &str, rate: u32, secs: u32) -> brunt::profile::Profile {
+    load::profile(
+        &format!(
+            r#"
+name: traces
+target: {{ url: "{{url}}", http: "{http}", timeout: 5s{trace} }}
+requests:
+  - {{ name: plain, path: /a }}
+  - {{ name: templated, path: "/b?n={{{{ seq }}}}" }}
+load: {{ model: open, connections: 32, streams_per_connection: 32, workers: 1 }}
+shape: {{ constant: {{ rate: {rate}/s, duration: {secs}s }} }}
+"#
+        ),
+        url,
+    )
+}
+
+fn w3c(tp: &str) -> bool {
+    let re = regex::Regex::new(r"^00-[0-9a-f]{32}-[0-9a-f]{16}-01$").expect("regex");
+    re.is_match(tp)
+        && &tp[3..35] != "00000000000000000000000000000000"
+        && &tp[36..52] != "0000000000000000"
+}
+
+#[test]
+fn at_100_percent_the_slowest_ids_brunt_names_are_exactly_those_the_server_slowed() {
+    let _g = load::serial();
+    let srv = Server::start();
+    let dir = tempfile::tempdir().expect("tmp");
+    let trace = r#", trace: { sample: 100%, url: "https://tempo.example/trace/{trace_id}" }"#;
+    let r = load::run(&profile(&srv.url(), "1.1", trace, 200, 3), dir.path());
+    let seen = srv.take();
+    let s = &r.summary;
+    assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
+    assert_eq!(seen.plain, 0, "every request carried a traceparent");
+    assert_eq!(seen.traceparents.len() as u64, s.totals.requests);
+    assert!(
+        seen.traceparents.iter().all(|t| w3c(t)),
+        "{:?}",
+        seen.traceparents.iter().find(|t| !w3c(t))
+    );
+    let ids: HashSet<&str> = seen.traceparents.iter().map(|t| &t[3..35]).collect();
+    assert_eq!(ids.len(), seen.traceparents.len(), "ids are fresh per send");
+    let t = s.traces.as_ref().expect("summary.traces");
+    assert_eq!((t.header.as_str(), t.sample.0), ("traceparent", 1.0));
+    assert_eq!(t.sent, s.totals.requests);
+    // About 600 sends, one in 16 slowed: ~37, more than the 10 kept.
+    assert!(seen.slowed.len() > 15, "slowed {}", seen.slowed.len());
+    let list = &t.slowest_by_phase["main"];
+    assert_eq!(list.len(), brunt::metrics::traces::KEEP);
+    for row in list {
+        assert!(
+            seen.slowed.contains(&row.trace_id),
+            "{} named slowest ({} ms) but was not slowed",
+            row.trace_id,
+            row.latency_ms
+        );
+        assert!(row.latency_ms >= 300.0, "{row:?}");
+        assert_eq!(row.class, brunt::metrics::Class::Ok);
+        assert!(row.request == "plain" || row.request == "templated");
+        assert!((0.0..4.0).contains(&row.at_s), "{row:?}");
+    }
+    assert!(list.windows(2).all(|w| w[0].latency_ms >= w[1].latency_ms));
+    assert!(
+        list.iter().any(|r| r.request == "templated") && list.iter().any(|r| r.request == "plain"),
+        "rendered and pre-built requests alike: {list:?}"
+    );
+    assert_eq!(
+        t.trace_url.as_deref(),
+        Some("https://tempo.example/trace/{trace_id}")
+    );
+    let text = brunt::report::terminal::render(s);
+    assert!(
+        text.contains(&format!(
+            "slowest trace of main (worst p99): {}",
+            list[0].trace_id
+        )) && text.contains(&format!("https://tempo.example/trace/{}", list[0].trace_id)),
+        "{text}"
+    );
+    let json = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary.json");
+    assert!(json.contains("\"slowest_by_phase\"") && json.contains(&list[0].trace_id));
+    // `brunt report` rebuilds the same list from the directory.
+    let again = brunt::run::rebuild::rebuild(dir.path()).expect("report");
+    assert_eq!(again.traces.as_ref(), Some(t));
+}
+
+#[test]
+fn at_10_percent_a_tenth_carries_it_over_http2_and_without_trace_none_does() {
+    let _g = load::serial();
+    let srv = Server::start();
+    let dir = tempfile::tempdir().expect("tmp");
+    let r = load::run(
+        &profile(&srv.url(), "2", ", trace: { sample: 10% }", 400, 3),
+        dir.path(),
+    );
+    let seen = srv.take();
+    let s = &r.summary;
+    assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
+    let n = s.totals.requests;
+    let traced = seen.traceparents.len() as u64;
+    assert_eq!(traced + seen.plain, n);
+    // 1200 sends at p = 0.1: 120 ± 10.4 (1 sd); ±4 sd.
+    assert!((78..=162).contains(&traced), "{traced} of {n} traced");
+    assert!(seen.traceparents.iter().all(|t| w3c(t)));
+    let t = s.traces.as_ref().expect("summary.traces");
+    assert_eq!(t.sent, traced, "brunt counts what the server saw");
+    assert!(t.trace_url.is_none());
+    let list = &t.slowest_by_phase["main"];
+    // The slowest named are the slowed ones, as many of them as fit.
+    let k = seen.slowed.len().min(list.len());
+    assert!(k > 0, "some traced send was slowed");
+    let top: HashSet<String> = list[..k].iter().map(|r| r.trace_id.clone()).collect();
+    assert!(top.is_subset(&seen.slowed), "{top:?} vs {:?}", seen.slowed);
+    assert!(list[k..]
+        .iter()
+        .all(|r| !seen.slowed.contains(&r.trace_id) && r.latency_ms < 300.0));
+
+    // No `target.trace`: no header, no traces in the summary or the directory.
+    let dir = tempfile::tempdir().expect("tmp");
+    let r = load::run(&profile(&srv.url(), "1.1", "", 100, 1), dir.path());
+    let seen = srv.take();
+    assert!(r.summary.totals.requests > 50);
+    assert_eq!(seen.plain, r.summary.totals.requests);
+    assert!(seen.traceparents.is_empty());
+    assert!(r.summary.traces.is_none());
+    assert!(!dir.path().join("traces.jsonl").exists());
+}
