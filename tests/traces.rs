@@ -261,3 +261,54 @@ fn at_10_percent_a_tenth_carries_it_over_http2_and_without_trace_none_does() {
     assert!(r.summary.traces.is_none());
     assert!(!dir.path().join("traces.jsonl").exists());
 }
+
+#[test]
+fn merge_keeps_the_slowest_traced_requests_of_every_shard() {
+    let _g = load::serial();
+    let srv = Server::start();
+    let dir = tempfile::tempdir().expect("tmp");
+    let p = profile(&srv.url(), "1.1", ", trace: { sample: 100% }", 400, 2);
+    let shards: Vec<std::path::PathBuf> = (0..2u32)
+        .map(|index| {
+            let out = dir.path().join(format!("shard-{}", index + 1));
+            brunt::run::execute(
+                &p,
+                brunt::run::RunOptions {
+                    out: Some(out.clone()),
+                    progress: brunt::run::Progress::Quiet,
+                    shard: brunt::engine::Shard { index, count: 2 },
+                    ..Default::default()
+                },
+            )
+            .unwrap_or_else(|e| panic!("shard {index}: {e}"));
+            out
+        })
+        .collect();
+    let seen = srv.take();
+    let lists: Vec<brunt::judge::traces::TracesSummary> = shards
+        .iter()
+        .map(|d| {
+            let s = brunt::run::rebuild::rebuild(d).expect("shard summary");
+            s.traces.expect("shard traces")
+        })
+        .collect();
+    let m = brunt::shard::merge(&shards, &dir.path().join("merged")).expect("merge");
+    let t = m.summary.traces.as_ref().expect("merged traces");
+    assert_eq!(t.sent, lists.iter().map(|l| l.sent).sum::<u64>());
+    assert_eq!(t.sent, seen.traceparents.len() as u64);
+    let mut union: Vec<_> = lists
+        .iter()
+        .flat_map(|l| l.slowest_by_phase["main"].clone())
+        .collect();
+    union.sort_by(|a, b| b.latency_ms.total_cmp(&a.latency_ms));
+    let want: Vec<&str> = union[..brunt::metrics::traces::KEEP]
+        .iter()
+        .map(|r| r.trace_id.as_str())
+        .collect();
+    let got: Vec<&str> = t.slowest_by_phase["main"]
+        .iter()
+        .map(|r| r.trace_id.as_str())
+        .collect();
+    assert_eq!(got, want);
+    assert!(got.iter().all(|id| seen.slowed.contains(*id)));
+}
