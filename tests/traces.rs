@@ -215,6 +215,18 @@ fn at_100_percent_the_slowest_ids_brunt_names_are_exactly_those_the_server_slowe
     );
     let json = std::fs::read_to_string(dir.path().join("summary.json")).expect("summary.json");
     assert!(json.contains("\"slowest_by_phase\"") && json.contains(&list[0].trace_id));
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
+    for r in list {
+        assert!(
+            html.contains(&format!(
+                "<a href=\"https://tempo.example/trace/{0}\"><code>{0}</code></a>",
+                r.trace_id
+            )),
+            "{} linked in report.html",
+            r.trace_id
+        );
+    }
+    assert!(html.contains("Slowest traced requests") && html.contains("slowest traced request"));
     // `brunt report` rebuilds the same list from the directory.
     let again = brunt::run::rebuild::rebuild(dir.path()).expect("report");
     assert_eq!(again.traces.as_ref(), Some(t));
