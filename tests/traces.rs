@@ -8,6 +8,10 @@
 
 #[path = "support/load.rs"]
 mod load;
+#[path = "support/nginx.rs"]
+mod nginx;
+#[path = "support/prometheus.rs"]
+mod prometheus;
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -323,4 +327,75 @@ fn merge_keeps_the_slowest_traced_requests_of_every_shard() {
         .collect();
     assert_eq!(got, want);
     assert!(got.iter().all(|id| seen.slowed.contains(*id)));
+}
+
+#[test]
+fn prometheus_stores_the_traced_requests_as_exemplars_of_brunt_latency_seconds() {
+    let _g = load::serial();
+    let srv = Server::start();
+    let port = nginx::free_port();
+    let prom = prometheus::prometheus(&[("brunt", format!("127.0.0.1:{port}"))]);
+    let dir = tempfile::tempdir().expect("tmp");
+    let t0 = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("clock")
+        .as_secs_f64();
+    let r = brunt::run::execute(
+        &profile(&srv.url(), "1.1", ", trace: { sample: 100% }", 200, 3),
+        brunt::run::RunOptions {
+            out: Some(dir.path().join("run")),
+            progress: brunt::run::Progress::Quiet,
+            metrics_listen: Some(format!("127.0.0.1:{port}").parse().expect("addr")),
+            metrics_linger: Some(Duration::from_secs(10)),
+            ..Default::default()
+        },
+    )
+    .expect("run");
+    assert_eq!(r.summary.totals.errors, 0);
+    let seen = srv.take();
+    let sent: HashSet<&str> = seen.traceparents.iter().map(|t| &t[3..35]).collect();
+    let url = format!(
+        "{}/api/v1/query_exemplars?query=brunt_latency_seconds_bucket&start={:.3}&end={:.3}",
+        prom.base,
+        t0 - 60.0,
+        t0 + 600.0
+    );
+    let text = prometheus::get(&url).expect("query_exemplars");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    assert_eq!(v["status"], "success", "{text}");
+    let series = v["data"].as_array().expect("series");
+    let mut all = Vec::new();
+    for s in series {
+        let le: f64 = match s["seriesLabels"]["le"].as_str() {
+            Some("+Inf") => f64::INFINITY,
+            Some(x) => x.parse().expect("le"),
+            None => panic!("a bucket series: {s}"),
+        };
+        for e in s["exemplars"].as_array().expect("exemplars") {
+            let id = e["labels"]["trace_id"]
+                .as_str()
+                .expect("trace_id")
+                .to_string();
+            let value: f64 = e["value"]
+                .as_str()
+                .and_then(|x| x.parse().ok())
+                .expect("value");
+            let at = e["timestamp"].as_f64().expect("timestamp");
+            assert!(value <= le * 1.000_001, "{value} in the bucket le={le}");
+            assert!(
+                at >= t0 - 1.0 && at <= t0 + 60.0,
+                "timestamp {at} vs start {t0}"
+            );
+            all.push((id, value));
+        }
+    }
+    assert!(!all.is_empty(), "no exemplar stored: {text}");
+    for (id, _) in &all {
+        assert!(sent.contains(id.as_str()), "{id} was never sent");
+    }
+    assert!(
+        all.iter()
+            .any(|(id, v)| seen.slowed.contains(id) && *v >= 0.3),
+        "a slowed request is an exemplar of a slow bucket: {all:?}"
+    );
 }

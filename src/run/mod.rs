@@ -305,7 +305,7 @@ fn execute_spec(
     if let Some(d) = &opts.dashboard {
         d.follow(&dir);
     }
-    let exporter = export::start(spec, plan, cfg, &dir, &opts)?;
+    let exporter = export::start(spec, plan, cfg, &dir, &opts, clock.start_unix())?;
     let outcome = load(spec, plan, cfg, &dir, clock, &opts, exporter.clone())?;
     drop(demo);
     // The final push before the summary, which counts it (export.jsonl);
