@@ -383,17 +383,22 @@ mod tests {
     }
     use crate::export::figures::Labels;
 
+    /// Figures of run `r`, shard 1/1, one phase.
+    fn figures(phase: &str, requests: &[&str], started_at: f64) -> Arc<Mutex<Figures>> {
+        Arc::new(Mutex::new(Figures::new(Labels {
+            run: "r".into(),
+            shard: "1/1".into(),
+            phases: vec![phase.into()],
+            requests: requests.iter().map(|r| r.to_string()).collect(),
+            started_at,
+        })))
+    }
+
     #[test]
     fn openmetrics_carries_a_traced_request_as_the_exemplar_of_its_bucket_and_text_004_none() {
         use crate::metrics::traces::{Hit, Traced};
         use crate::metrics::{new_hist, Class, Stats, Window};
-        let f = Arc::new(Mutex::new(Figures::new(Labels {
-            run: "r".into(),
-            shard: "1/1".into(),
-            phases: vec!["main".into()],
-            requests: vec!["a \"q\"".into(), "b".into()],
-            started_at: 1_700_000_000.0,
-        })));
+        let f = figures("main", &["a \"q\"", "b"], 1_700_000_000.0);
         let mut s = Stats::default();
         let mut h = new_hist();
         h.record(300_000_000).expect("record");
@@ -451,13 +456,7 @@ mod tests {
 
     #[test]
     fn text_and_protobuf_carry_the_same_series() {
-        let f = Arc::new(Mutex::new(Figures::new(Labels {
-            run: "r".into(),
-            shard: "1/1".into(),
-            phases: vec!["a".into()],
-            requests: vec!["get".into()],
-            started_at: 0.0,
-        })));
+        let f = figures("a", &["get"], 0.0);
         let mut reg = Registry::default();
         reg.register_collector(Box::new(FiguresCollector(f.clone())));
         let text = openmetrics(&reg);

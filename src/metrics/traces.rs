@@ -143,19 +143,22 @@ pub fn slowest_rows(mut rows: Vec<TraceRow>) -> Vec<TraceRow> {
     rows
 }
 
+/// A traced ok answer of `ms`, sent 1.5 s into the run (for tests).
+#[cfg(test)]
+pub(crate) fn test_hit(trace: u128, ms: u64) -> Hit {
+    Hit {
+        trace,
+        latency_ns: ms * 1_000_000,
+        class: Class::Ok,
+        sent_ns: 1_500_000_000,
+        request: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_hit as hit;
     use super::*;
-
-    fn hit(trace: u128, ms: u64) -> Hit {
-        Hit {
-            trace,
-            latency_ns: ms * 1_000_000,
-            class: Class::Ok,
-            sent_ns: 0,
-            request: 0,
-        }
-    }
 
     #[test]
     fn keeps_the_slowest_few_and_merges_to_the_slowest_of_both() {

@@ -204,6 +204,48 @@ pub fn for_each_event<E>(
     Ok(())
 }
 
+/// A JSON Lines file created with its first line (a run with nothing to
+/// say has no file), each line flushed as written so a killed run keeps it.
+pub struct LazyLog {
+    path: PathBuf,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl LazyLog {
+    pub fn new(path: PathBuf) -> LazyLog {
+        LazyLog { path, file: None }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a line has been written (the file exists).
+    pub fn started(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Append one line (creating the file first).
+    pub fn push<T: Serialize>(&mut self, line: &T) -> Result<(), RundirError> {
+        let failed = |source| RundirError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => {
+                let f = std::fs::File::create(&self.path).map_err(failed)?;
+                self.file.insert(std::io::BufWriter::new(f))
+            }
+        };
+        serde_json::to_writer(&mut *file, line)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(file))
+            .and_then(|()| file.flush())
+            .map_err(failed)
+    }
+}
+
 /// `events.jsonl`: one JSON object per line, appended as things happen.
 pub struct EventLog {
     file: std::io::BufWriter<std::fs::File>,

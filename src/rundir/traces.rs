@@ -9,11 +9,11 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{RundirError, TRACES_LOG};
+use super::{LazyLog, RundirError, TRACES_LOG};
 use crate::metrics::traces::{slowest_rows, Hit, TraceRow, Traced, KEEP};
 use crate::vocab::Percent;
 
@@ -40,8 +40,7 @@ pub struct TracesLine {
 
 /// The writer, created with the first line (a run without traces has no file).
 pub struct TracesLog {
-    path: PathBuf,
-    file: Option<std::io::BufWriter<std::fs::File>>,
+    log: LazyLog,
     /// The mix's request names, from `run.json` (read with the first line).
     names: Vec<String>,
 }
@@ -49,8 +48,7 @@ pub struct TracesLog {
 impl TracesLog {
     pub fn new(dir: &Path) -> TracesLog {
         TracesLog {
-            path: dir.join(TRACES_LOG),
-            file: None,
+            log: LazyLog::new(dir.join(TRACES_LOG)),
             names: Vec::new(),
         }
     }
@@ -68,37 +66,23 @@ impl TracesLog {
         let Some(worst) = window.slowest().first().copied() else {
             return Ok(());
         };
-        let failed = |source| RundirError::Write {
-            path: self.path.clone(),
-            source,
-        };
-        let file = match &mut self.file {
-            Some(f) => f,
-            None => {
-                if let Some(dir) = self.path.parent() {
-                    self.names = super::read_meta(dir)
-                        .map(|m| m.requests)
-                        .unwrap_or_default();
-                }
-                let f = std::fs::File::create(&self.path).map_err(failed)?;
-                self.file.insert(std::io::BufWriter::new(f))
+        if !self.log.started() {
+            if let Some(dir) = self.log.path().parent() {
+                self.names = super::read_meta(dir)
+                    .map(|m| m.requests)
+                    .unwrap_or_default();
             }
-        };
+        }
         let mut slowest = vec![TraceRow::of(&worst, &self.names)];
         for h in entering.iter().filter(|h| **h != worst) {
             slowest.push(TraceRow::of(h, &self.names));
         }
-        let line = TracesLine {
+        self.log.push(&TracesLine {
             second,
             phase: phase.to_string(),
             sent: window.sent,
             slowest,
-        };
-        serde_json::to_writer(&mut *file, &line)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(file))
-            .and_then(|()| file.flush())
-            .map_err(failed)
+        })
     }
 }
 
@@ -177,17 +161,7 @@ pub fn read(dir: &Path) -> Option<TraceData> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::Class;
-
-    fn hit(trace: u128, ms: u64) -> Hit {
-        Hit {
-            trace,
-            latency_ns: ms * 1_000_000,
-            class: Class::Ok,
-            sent_ns: 1_500_000_000,
-            request: 0,
-        }
-    }
+    use crate::metrics::traces::test_hit as hit;
 
     #[test]
     fn lines_written_give_each_phases_slowest_and_the_worst_per_second() {
