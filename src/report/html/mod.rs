@@ -184,9 +184,10 @@ pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
     let mut o = String::new();
     header(&mut o, s);
     verdict_section(&mut o, s);
-    let traced = traces::worst_line(data);
+    let mut list = String::new();
+    traces::section(&mut list, s);
+    let traced = (traces::worst_line(data), list);
     time_charts(&mut o, &secs, total, &bands, &knee::p99_budgets(s), traced)?;
-    traces::section(&mut o, s);
     apart::ok_shed_chart(&mut o, &secs, total, &bands)?;
     if let Some(st) = s.verdicts.as_ref().and_then(|v| v.stress.as_ref()) {
         knee::section(&mut o, s, st, &secs)?;
@@ -343,7 +344,8 @@ fn time_charts(
     total: f64,
     bands: &[Band],
     budgets: &[(String, f64)],
-    mut traced: Option<Line>,
+    // The slowest traced request per second, and the list under the latency chart.
+    (mut traced, list): (Option<Line>, String),
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Over time</h2>");
     for (id, title, y_desc, is_log, picks) in TIME_CHARTS {
@@ -361,6 +363,9 @@ fn time_charts(
         let y_fmt: &dyn Fn(&f64) -> String = if is_log { &fmt_ms } else { &fmt_num };
         let chart = time_chart(id, title, y_desc, lines, y_fmt, total, bands);
         o.push_str(&if is_log { log(&chart) } else { linear(&chart) }?);
+        if id == "chart-latency" {
+            o.push_str(&list);
+        }
     }
     Ok(())
 }
