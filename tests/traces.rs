@@ -12,6 +12,8 @@ mod load;
 mod nginx;
 #[path = "support/prometheus.rs"]
 mod prometheus;
+#[path = "support/tokio_server.rs"]
+mod tokio_server;
 
 use std::collections::HashSet;
 use std::convert::Infallible;
@@ -35,10 +37,8 @@ struct Seen {
 
 /// An HTTP/1.1 and h2c (prior knowledge) server: hyper-util's `auto`.
 struct Server {
-    port: u16,
+    srv: tokio_server::TokioServer,
     seen: Arc<Mutex<Seen>>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 const SLOW: Duration = Duration::from_millis(300);
@@ -78,63 +78,28 @@ async fn answer(
 
 impl Server {
     fn start() -> Server {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = l.local_addr().expect("addr").port();
-        l.set_nonblocking(true).expect("nonblocking");
         let seen = Arc::new(Mutex::new(Seen::default()));
-        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
         let s2 = seen.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                let l = tokio::net::TcpListener::from_std(l).expect("listener");
-                loop {
-                    tokio::select! {
-                        _ = &mut rx => break,
-                        a = l.accept() => {
-                            let Ok((s, _)) = a else { continue };
-                            let seen = s2.clone();
-                            tokio::spawn(async move {
-                                let svc = hyper::service::service_fn(move |r| answer(r, seen.clone()));
-                                let _ = hyper_util::server::conn::auto::Builder::new(
-                                    hyper_util::rt::TokioExecutor::new(),
-                                )
-                                .serve_connection(hyper_util::rt::TokioIo::new(s), svc)
-                                .await;
-                            });
-                        }
-                    }
-                }
-            });
+        let srv = tokio_server::TokioServer::start(move |s| {
+            let seen = s2.clone();
+            async move {
+                let svc = hyper::service::service_fn(move |r| answer(r, seen.clone()));
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(hyper_util::rt::TokioIo::new(s), svc)
+                .await;
+            }
         });
-        Server {
-            port,
-            seen,
-            stop: Some(tx),
-            thread: Some(thread),
-        }
+        Server { srv, seen }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.srv.url()
     }
 
     fn take(&self) -> Seen {
         std::mem::take(&mut *self.seen.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
