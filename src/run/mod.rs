@@ -32,7 +32,7 @@ use crate::metrics::hlog::HlogWriter;
 use crate::metrics::series::SeriesWriter;
 use crate::metrics::Measured;
 use crate::profile::{Plan, Profile};
-use crate::rundir::{self, traces::TraceMeta, RunMeta, RundirError};
+use crate::rundir::{self, RunMeta, RundirError};
 use crate::vocab::{RunClock, RunObserver, Say};
 use recorder::Recording;
 pub use spec::RunSpec;
@@ -397,11 +397,7 @@ fn run_meta(
         merged: None,
         writer: crate::rundir::writer::Writer::this(),
         connections: Some(profile.load.connections),
-        trace: profile.target.trace.as_ref().map(|t| TraceMeta {
-            header: t.header.trim().to_string(),
-            sample: t.sample,
-            url: t.url.clone(),
-        }),
+        trace: profile.target.trace.as_ref().map(spec::trace_meta),
     }
 }
 

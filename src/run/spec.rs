@@ -220,3 +220,12 @@ impl RunSpec {
             .map(|b| std::time::Duration::from_secs_f64(b.limit / 1000.0))
     }
 }
+
+/// `target.trace` as `run.json` records it.
+pub(super) fn trace_meta(t: &crate::profile::TraceSpec) -> crate::rundir::traces::TraceMeta {
+    crate::rundir::traces::TraceMeta {
+        header: t.header.trim().to_string(),
+        sample: t.sample,
+        url: t.url.clone(),
+    }
+}
