@@ -124,7 +124,7 @@ fn grpc_over_tls_speaks_h2_through_alpn() {
     let url = srv.url().replace("http://", "https://");
     let yaml = r#"
 name: grpc-tls
-target: { url: "{url}", tls: { insecure: true }, grpc: { protos: ["{proto}"] } }
+target: { url: "{url}", tls: { insecure: true }, grpc: { protos: ["{proto}"] }, trace: { sample: 100% } }
 requests: [ { name: unary, grpc: { method: brunt.test.Load/Unary, message: { name: t } } } ]
 shape: { constant: { rate: 50/s, duration: 1s } }
 "#;
@@ -134,6 +134,9 @@ shape: { constant: { rate: 50/s, duration: 1s } }
     assert_eq!(served.get("Unary").copied(), Some(50), "{served:?}");
     let proto = r.summary.meta.protocol.clone().unwrap_or_default();
     assert_eq!(proto, "gRPC over HTTP/2 over TLS");
+    // Every call carried a trace context (a static message, framed once).
+    let traces = r.summary.traces.as_ref().expect("traced");
+    assert_eq!(traces.sent, 50, "{traces:?}");
 }
 
 #[test]

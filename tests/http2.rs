@@ -7,6 +7,8 @@
 mod load;
 #[path = "support/nginx.rs"]
 mod nginx;
+#[path = "support/tokio_server.rs"]
+mod tokio_server;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -124,62 +126,28 @@ shape: {{ constant: {{ rate: 400/s, duration: 3s }} }}
 /// connection sends GOAWAY: graceful (NO_ERROR) or, with `abrupt`, an
 /// INTERNAL_ERROR that kills the streams in flight.
 struct H2c {
-    port: u16,
+    srv: tokio_server::TokioServer,
     connections: Arc<AtomicU64>,
     requests: Arc<AtomicU64>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl H2c {
     fn start(goaway_every: Option<u64>, abrupt: bool) -> H2c {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        l.set_nonblocking(true).unwrap();
         let connections = Arc::new(AtomicU64::new(0));
         let requests = Arc::new(AtomicU64::new(0));
-        let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
         let (c2, r2) = (connections.clone(), requests.clone());
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let l = tokio::net::TcpListener::from_std(l).unwrap();
-                loop {
-                    tokio::select! {
-                        _ = &mut rx => break,
-                        a = l.accept() => {
-                            let Ok((s, _)) = a else { continue };
-                            c2.fetch_add(1, Ordering::Relaxed);
-                            tokio::spawn(serve(s, r2.clone(), goaway_every, abrupt));
-                        }
-                    }
-                }
-            });
+        let srv = tokio_server::TokioServer::start(move |s| {
+            c2.fetch_add(1, Ordering::Relaxed);
+            serve(s, r2.clone(), goaway_every, abrupt)
         });
         H2c {
-            port,
+            srv,
             connections,
             requests,
-            stop: Some(tx),
-            thread: Some(thread),
         }
     }
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for H2c {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.srv.url()
     }
 }
 

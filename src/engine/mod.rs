@@ -18,6 +18,8 @@
 //!   think time; the whole iteration is recorded too (intended start to last
 //!   answer), and one given up at the drain is `unfinished` — for the step
 //!   under way and for its iteration.
+//! - Trace context ([`trace`]): `target.trace` stamps a share of the sends
+//!   with a W3C `traceparent`; their outcomes carry the trace id.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
 //! - `setup:` and `teardown:` ([`setup`]) are sent once, outside the load,
 //!   on a connection of their own; the setup's values are bound into the
@@ -42,6 +44,7 @@ pub mod h1;
 mod open;
 pub mod setup;
 pub mod template;
+pub mod trace;
 pub mod ws;
 
 use std::cell::RefCell;
@@ -123,6 +126,8 @@ pub struct EngineConfig {
     pub teardown: setup::OnceSteps,
     /// The mix's WebSocket steps ([`ws`]), by request index.
     pub ws: ws::Steps,
+    /// `target.trace`: the share of sends that carry a trace context.
+    pub trace: Option<trace::Tracer>,
 }
 
 impl EngineConfig {
@@ -286,6 +291,10 @@ pub fn compile(
         setup,
         teardown,
         ws,
+        trace: match &profile.target.trace {
+            Some(t) => Some(trace::Tracer::new(t)?),
+            None => None,
+        },
     })
 }
 
@@ -635,6 +644,7 @@ async fn send_one(
             let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
             (due, sampled)
         };
+        let (msg, trace) = trace::stamp(cfg.trace.as_ref(), &cfg.target, p, msg);
         let sent = Instant::now();
         report(Event::Due {
             step: k,
@@ -667,6 +677,7 @@ async fn send_one(
             end,
             retry_after,
             connect,
+            trace,
         }));
         last = Some(class);
         let optional = cfg.optional.get(index).copied().unwrap_or(false);

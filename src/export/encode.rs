@@ -14,7 +14,9 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, MetricEncoder
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 
-use super::figures::{Family, Figures, Value};
+use std::collections::BTreeMap;
+
+use super::figures::{Exemplars, Family, Figures, Value};
 
 /// `prometheus-client` collector over the shared figures: each scrape
 /// renders them as they are at that moment.
@@ -77,6 +79,75 @@ pub(super) fn openmetrics(registry: &Registry) -> String {
     // Writing into a String cannot fail.
     let _ = prometheus_client::encoding::text::encode(&mut out, registry);
     out
+}
+
+/// `text` (OpenMetrics, as [`openmetrics`] wrote it) with an exemplar
+/// `# {trace_id="…"} value timestamp` on each `brunt_latency_seconds`
+/// bucket that has one. A bucket line's sample is read from its `phase` and
+/// `request` labels, its bucket from its place among that sample's lines
+/// (the encoder writes them in bound order, `le` first among the labels).
+pub(super) fn with_exemplars(text: &str, ex: &Exemplars) -> String {
+    use std::fmt::Write as _;
+    if ex.is_empty() {
+        return text.to_string();
+    }
+    const BUCKET: &str = "brunt_latency_seconds_bucket{";
+    let mut out = String::with_capacity(text.len() + 64 * ex.len());
+    // The labels (but `le`) of the sample whose buckets are being read, and the index.
+    let mut at: Option<(BTreeMap<String, String>, usize)> = None;
+    for line in text.lines() {
+        out.push_str(line);
+        if let Some(rest) = line.strip_prefix(BUCKET) {
+            let mut labels = parse_labels(rest);
+            labels.remove("le");
+            let i = match at.take() {
+                Some((s, i)) if s == labels => i + 1,
+                _ => 0,
+            };
+            let key = (
+                labels.get("phase").cloned().unwrap_or_default(),
+                labels.get("request").cloned().unwrap_or_default(),
+            );
+            at = Some((labels, i));
+            if let Some(e) = ex.get(&key).and_then(|b| b.get(&i)) {
+                let _ = write!(
+                    out,
+                    " # {{trace_id=\"{}\"}} {} {:.3}",
+                    e.trace_id, e.value_s, e.at_unix_s
+                );
+            }
+        } else {
+            at = None;
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// The labels of a sample line after its `{`, unescaped (`\\`, `\"`, `\n`).
+fn parse_labels(s: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut chars = s.chars();
+    loop {
+        let name: String = chars.by_ref().take_while(|c| *c != '=').collect();
+        let name = name.trim_start_matches(',').trim().to_string();
+        if name.is_empty() || name.contains('}') || chars.next() != Some('"') {
+            return out;
+        }
+        let mut value = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => match chars.next() {
+                    Some('n') => value.push('\n'),
+                    Some(o) => value.push(o),
+                    None => return out,
+                },
+                '"' => break,
+                c => value.push(c),
+            }
+        }
+        out.insert(name, value);
+    }
 }
 
 /// The remote-write 1.0 messages (`prometheus/prompb/{remote,types}.proto`).
@@ -312,14 +383,80 @@ mod tests {
     }
     use crate::export::figures::Labels;
 
-    #[test]
-    fn text_and_protobuf_carry_the_same_series() {
-        let f = Arc::new(Mutex::new(Figures::new(Labels {
+    /// Figures of run `r`, shard 1/1, one phase.
+    fn figures(phase: &str, requests: &[&str], started_at: f64) -> Arc<Mutex<Figures>> {
+        Arc::new(Mutex::new(Figures::new(Labels {
             run: "r".into(),
             shard: "1/1".into(),
-            phases: vec!["a".into()],
-            requests: vec!["get".into()],
-        })));
+            phases: vec![phase.into()],
+            requests: requests.iter().map(|r| r.to_string()).collect(),
+            started_at,
+        })))
+    }
+
+    #[test]
+    fn openmetrics_carries_a_traced_request_as_the_exemplar_of_its_bucket_and_text_004_none() {
+        use crate::metrics::traces::{Hit, Traced};
+        use crate::metrics::{new_hist, Class, Stats, Window};
+        let f = figures("main", &["a \"q\"", "b"], 1_700_000_000.0);
+        let mut s = Stats::default();
+        let mut h = new_hist();
+        h.record(300_000_000).expect("record");
+        s.add_hist(Class::Ok, &h, crate::metrics::hlog::TagKind::Latency);
+        s.add_hist(Class::Ok, &h, crate::metrics::hlog::TagKind::Request(0));
+        s.traces.offer(Hit {
+            trace: 0xabc,
+            latency_ns: 300_000_000,
+            class: Class::Ok,
+            sent_ns: 2_500_000_000,
+            request: 0,
+        });
+        assert_eq!(s.traces, {
+            let mut t = Traced::default();
+            t.merge(&s.traces);
+            t
+        });
+        let w = Window {
+            second: 2,
+            phases: vec![(0, s)],
+            in_flight: 0,
+            sched_lag_us: 0,
+            busy_pct: None,
+        };
+        f.lock().expect("lock").window(&w, 0);
+        let mut reg = Registry::default();
+        reg.register_collector(Box::new(FiguresCollector(f.clone())));
+        let ex = f.lock().expect("lock").exemplars();
+        let text = with_exemplars(&openmetrics(&reg), &ex);
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        let re = regex::Regex::new(
+            r#"^brunt_latency_seconds_bucket\{le="([0-9.e+-]+)",run="r",shard="1/1",phase="main",request="a \\"q\\""\} (\d+) # \{trace_id="([0-9a-f]{32})"\} ([0-9.]+) (\d+\.\d{3})$"#,
+        )
+        .expect("regex");
+        let marked: Vec<_> = text.lines().filter_map(|l| re.captures(l)).collect();
+        assert_eq!(marked.len(), 1, "{text}");
+        let c = &marked[0];
+        let le: f64 = c[1].parse().expect("le");
+        assert!((0.3..0.4).contains(&le), "the bucket holding 300 ms: {le}");
+        assert_eq!(&c[2], "1");
+        assert_eq!(&c[3], "00000000000000000000000000000abc");
+        assert_eq!(&c[4], "0.3");
+        assert_eq!(&c[5], "1700000002.500");
+        // Every line before it of that sample is an exemplar-free bucket below 300 ms.
+        let before: Vec<&str> = text
+            .lines()
+            .take_while(|l| !l.contains(" # {"))
+            .filter(|l| l.starts_with("brunt_latency_seconds_bucket{") && l.contains("request=\"a"))
+            .collect();
+        assert!(before.iter().all(|l| l.ends_with(" 0")), "{before:?}");
+        assert_eq!(text.matches(" # {").count(), 1);
+        let fams = f.lock().expect("lock").families();
+        assert!(!text_004(&fams).contains(" # {"));
+    }
+
+    #[test]
+    fn text_and_protobuf_carry_the_same_series() {
+        let f = figures("a", &["get"], 0.0);
         let mut reg = Registry::default();
         reg.register_collector(Box::new(FiguresCollector(f.clone())));
         let text = openmetrics(&reg);

@@ -69,7 +69,24 @@ struct PhaseFigures {
     service: Buckets,
     /// Every class, for the quantile gauges.
     hdr: Histogram<u64>,
+    /// (request index, latency bucket) → the newest traced request there.
+    exemplars: BTreeMap<(usize, usize), Exemplar>,
 }
+
+/// A traced request shown beside the latency bucket it fell in (an
+/// OpenMetrics exemplar on `brunt_latency_seconds`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exemplar {
+    /// 32 lowercase hex digits.
+    pub trace_id: String,
+    /// Its latency from the intended start, seconds.
+    pub value_s: f64,
+    /// When it was sent, Unix seconds.
+    pub at_unix_s: f64,
+}
+
+/// (phase, request) → latency bucket index → its exemplar.
+pub type Exemplars = BTreeMap<(String, String), BTreeMap<usize, Exemplar>>;
 
 /// What the run is, for labels.
 #[derive(Debug, Clone)]
@@ -82,6 +99,8 @@ pub struct Labels {
     pub phases: Vec<String>,
     /// Request names of the mix, in profile order.
     pub requests: Vec<String>,
+    /// The run's start, Unix seconds: the exemplars' timestamps count from it.
+    pub started_at: f64,
 }
 
 /// Everything exported, updated once a second by the recorder thread.
@@ -184,7 +203,22 @@ impl Figures {
                 latency: BTreeMap::new(),
                 service: Buckets::new(n_bounds),
                 hdr: new_hist(),
+                exemplars: BTreeMap::new(),
             });
+            if s.traces.sent > 0 {
+                for h in s.traces.slowest() {
+                    let b = self.bounds_ns.partition_point(|x| *x < h.latency_ns);
+                    let i = if split { h.request } else { 0 };
+                    f.exemplars.insert(
+                        (i, b),
+                        Exemplar {
+                            trace_id: crate::metrics::traces::trace_hex(h.trace),
+                            value_s: h.latency_ns as f64 / 1e9,
+                            at_unix_s: self.labels.started_at + h.sent_ns as f64 / 1e9,
+                        },
+                    );
+                }
+            }
             f.offered += s.offered;
             f.dropped += s.dropped;
             for (c, h) in &s.classes {
@@ -330,6 +364,19 @@ impl Figures {
         .collect()
     }
 
+    /// The newest traced request of each latency bucket, by phase and request.
+    pub fn exemplars(&self) -> Exemplars {
+        let mut out = Exemplars::new();
+        for (p, f) in &self.phases {
+            for ((i, b), e) in &f.exemplars {
+                out.entry((self.phase_name(*p), self.request_name(*i)))
+                    .or_default()
+                    .insert(*b, e.clone());
+            }
+        }
+        out
+    }
+
     fn histogram(&self, b: &Buckets) -> Value {
         let mut buckets: Vec<(f64, u64)> = self
             .bounds_s
@@ -390,6 +437,7 @@ mod tests {
             shard: "1/1".into(),
             phases: vec!["steady".into()],
             requests: vec!["get".into()],
+            started_at: 0.0,
         });
         f.window(&window(0, &[1, 2, 3]), 5);
         f.window(&window(1, &[10, 1000]), 2);

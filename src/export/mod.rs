@@ -1,6 +1,7 @@
 //! Live export of a run's figures to Prometheus while it runs: a pull
 //! endpoint (`--metrics-listen 127.0.0.1:PORT`, `/metrics` in OpenMetrics
-//! for a scraper that asks for it, else the text format 0.0.4) and remote-write push (`output.prometheus_remote_write`).
+//! for a scraper that asks for it — with the traced requests as exemplars
+//! on `brunt_latency_seconds` — else the text format 0.0.4) and remote-write push (`output.prometheus_remote_write`).
 //!
 //! | file | owns |
 //! |---|---|
@@ -295,9 +296,14 @@ impl Served {
         }
         let is_final = self.figures.lock().map(|f| f.final_).unwrap_or(false);
         let (ctype, text) = if accept.contains("application/openmetrics-text") {
+            // Taken before the counts: an exemplar is never newer than them.
+            let ex = match self.figures.lock() {
+                Ok(f) => f.exemplars(),
+                Err(p) => p.into_inner().exemplars(),
+            };
             (
                 "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                encode::openmetrics(&self.registry),
+                encode::with_exemplars(&encode::openmetrics(&self.registry), &ex),
             )
         } else {
             // A poisoned lock still holds the last figures: serve them.

@@ -36,6 +36,7 @@
 //! | [`trend`] | slopes and fits of server-side series |
 //! | [`growth`] | what grows in a soak, named: heap class, thread group, sockets, fd kind, native category |
 //! | [`threads`] | the per-phase thread table (dumps and JFR, phase by phase) |
+//! | [`traces`] | `traces`: the slowest requests sent with a trace context, per phase |
 //! | [`wait`] | brunt's own queue: the wait for a lane apart from service time, and when it makes the tail |
 //!
 //! Every verdict is computed from data in memory: the measured histograms
@@ -55,6 +56,7 @@ pub mod spike;
 pub mod stress;
 pub mod summary;
 pub mod threads;
+pub mod traces;
 pub mod trend;
 pub mod verdict;
 pub mod wait;

@@ -268,6 +268,10 @@ pub struct Summary {
     /// stream, time to first message (absent without such calls).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<crate::vocab::streams::StreamRow>,
+    /// The slowest requests sent with a trace context, per phase (absent
+    /// without `target.trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traces: Option<super::traces::TracesSummary>,
 }
 
 /// The whole run less its warm-up phase (`None`: there is none, the run is it).
@@ -500,6 +504,7 @@ pub fn build(
         setup: data.setup.setup.clone(),
         teardown: data.setup.teardown.clone(),
         streams: data.streams.clone(),
+        traces: super::traces::TracesSummary::of(data),
         connection_wait,
         errors: super::errors::ErrorsTable::of(&data.errors, &meta_requests, &m.run),
     }

@@ -11,11 +11,13 @@
 //! - [`measured`]: per-phase totals of a run and the generator's own health.
 //! - [`errors`]: what went wrong beyond the class (statuses, messages,
 //!   failed checks, sample bodies), tallied beside the histograms.
+//! - [`traces`]: the slowest requests sent with a trace context, a few per scope.
 
 pub mod errors;
 pub mod hlog;
 pub mod measured;
 pub mod series;
+pub mod traces;
 
 pub use measured::{GeneratorHealth, InMemoryWindows, LatencyWindows, Measured};
 
@@ -186,6 +188,8 @@ pub struct Stats {
     pub connect_time: Option<Histogram<u64>>,
     /// Every answer not `ok`, by what went wrong (the errors table).
     pub failures: errors::ErrorTally,
+    /// Requests sent with a trace context (`target.trace`): the slowest few.
+    pub traces: traces::Traced,
 }
 
 impl Stats {
@@ -205,6 +209,9 @@ impl Stats {
         }
         if !o.failures.is_empty() {
             self.failures.merge(&o.failures);
+        }
+        if o.traces.sent > 0 {
+            self.traces.merge(&o.traces);
         }
     }
     pub fn count(&self, c: Class) -> u64 {
@@ -390,6 +397,8 @@ pub struct Outcome {
     pub retry_after: bool,
     /// The request opened a connection, taking this long.
     pub connect: Option<Duration>,
+    /// The W3C trace id it was sent with (`target.trace`), if it was.
+    pub trace: Option<std::num::NonZeroU128>,
 }
 
 impl WorkerRecorder {
@@ -431,7 +440,17 @@ impl WorkerRecorder {
         let wait = o.sent.saturating_duration_since(o.intended).as_nanos() as u64;
         let split = self.split_requests;
         let why = self.why.take();
+        let start = self.start;
         let stats = self.stats_at(o.phase, o.end);
+        if let Some(id) = o.trace {
+            stats.traces.offer(traces::Hit {
+                trace: id.get(),
+                latency_ns: latency.max(LOWEST_NS),
+                class: o.class,
+                sent_ns: o.sent.saturating_duration_since(start).as_nanos() as u64,
+                request: o.request,
+            });
+        }
         if o.retry_after {
             stats.shed_retry_after += 1;
         }

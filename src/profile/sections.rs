@@ -86,6 +86,31 @@ pub struct TargetSpec {
     /// encoded against. A profile with gRPC calls speaks HTTP/2.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc: Option<super::GrpcTargetSpec>,
+    /// W3C trace context on a share of the requests (`traceparent`), so the
+    /// slowest ones can be looked up in a tracing backend.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceSpec>,
+}
+
+/// `target.trace`: which requests carry a W3C `traceparent` and where their
+/// traces can be looked at.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TraceSpec {
+    /// The header carrying the trace context. Default `traceparent`.
+    #[serde(default = "default_trace_header")]
+    pub header: String,
+    /// Share of the requests that carry one, e.g. `1%` (up to `100%`). Default 1%.
+    #[serde(default = "default_sample")]
+    pub sample: Percent,
+    /// A link to one trace, `{trace_id}` replaced by its id, e.g.
+    /// `https://tempo.example/trace/{trace_id}`: the report links the slowest ids through it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+fn default_trace_header() -> String {
+    "traceparent".into()
 }
 
 /// `target.http`.

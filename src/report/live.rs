@@ -379,6 +379,7 @@ pub(crate) mod tests {
             merged: None,
             writer: None,
             connections: None,
+            trace: None,
         }
     }
 

@@ -34,6 +34,7 @@ pub fn render(s: &Summary) -> String {
         super::errors::terminal(&mut o, t);
     }
     service_time(&mut o, s);
+    slowest_trace(&mut o, s);
     threads_by_phase(&mut o, s);
     database_by_phase(&mut o, s);
     let mut judged = String::new();
@@ -402,6 +403,37 @@ fn service_time(o: &mut String, s: &Summary) {
             w.share * 100.0
         );
     }
+}
+
+/// The slowest traced request of the worst phase (highest p99 among the
+/// phases that traced any), to look up in the tracing backend.
+fn slowest_trace(o: &mut String, s: &Summary) {
+    let Some(t) = &s.traces else { return };
+    let worst = s
+        .phases
+        .iter()
+        .filter(|p| t.slowest_of(&p.name).is_some())
+        .max_by(|a, b| a.latency.p99.total_cmp(&b.latency.p99));
+    let Some((p, r)) = worst.and_then(|p| Some((p, t.slowest_of(&p.name)?))) else {
+        let _ = writeln!(
+            o,
+            "traces: {} requests sent with {}, none answered",
+            t.sent, t.header
+        );
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "slowest trace of {} (worst p99): {} ({}, {}, at {:.1}s){}",
+        p.name,
+        r.trace_id,
+        fmt_ms(r.latency_ms),
+        r.class.name(),
+        r.at_s,
+        t.link(&r.trace_id)
+            .map(|l| format!(" {l}"))
+            .unwrap_or_default()
+    );
 }
 
 /// The knee of a stress run and the expected capacity. The shape's verdict

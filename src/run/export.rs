@@ -20,6 +20,7 @@ pub(super) fn start(
     cfg: &EngineConfig,
     dir: &Path,
     opts: &RunOptions,
+    started_at: f64,
 ) -> Result<Option<Arc<Exporter>>, RunError> {
     let remote_write = opts
         .remote_write
@@ -50,6 +51,7 @@ pub(super) fn start(
             shard: format!("{}/{}", opts.shard.index + 1, opts.shard.count.max(1)),
             phases: plan.phases.iter().map(|p| p.info.name.clone()).collect(),
             requests: cfg.outcome_names(),
+            started_at,
         },
         linger: opts
             .metrics_linger

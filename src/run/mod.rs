@@ -315,7 +315,7 @@ fn execute_spec(
     if let Some(d) = &opts.dashboard {
         d.follow(&dir);
     }
-    let exporter = export::start(spec, plan, cfg, &dir, &opts)?;
+    let exporter = export::start(spec, plan, cfg, &dir, &opts, clock.start_unix())?;
     let outcome = load(
         spec,
         plan,
@@ -374,6 +374,7 @@ fn run_meta(
         merged: None,
         writer: crate::rundir::writer::Writer::this(),
         connections: Some(profile.load.connections),
+        trace: profile.target.trace.as_ref().map(spec::trace_meta),
     }
 }
 

@@ -21,6 +21,7 @@ use crate::metrics::{pct_us, Aggregator, Class, RecorderMsg, Stats, Window};
 use crate::profile::Plan;
 use crate::report::terminal::{progress_line, progress_prefix};
 use crate::rundir::errors::ErrorsLog;
+use crate::rundir::traces::TracesLog;
 use crate::rundir::EventLog;
 use crate::vocab::{RunClock, RunObserver, ShapeKind, WindowStats};
 
@@ -60,6 +61,8 @@ struct State {
     events: EventLog,
     /// `errors.jsonl`: what went wrong, per phase and second.
     errors: ErrorsLog,
+    /// `traces.jsonl`: the slowest traced requests, per phase and second.
+    traces: TracesLog,
     announced: Option<usize>,
     /// Stress steps judged so far (stop on breach).
     judged: usize,
@@ -80,6 +83,11 @@ impl State {
     ) -> Result<(WindowStats, Vec<Row>), RunError> {
         for (p, s) in &w.phases {
             if let Some(total) = self.phases.get_mut(*p) {
+                if s.traces.sent > 0 {
+                    let entering = s.traces.entering(&total.traces);
+                    let name = self.names.get(*p).map_or("", String::as_str);
+                    self.traces.push(w.second, name, &s.traces, &entering)?;
+                }
                 total.merge(s);
             }
         }
@@ -149,6 +157,7 @@ impl Recording {
             series,
             events,
             errors: ErrorsLog::new(&self.dir),
+            traces: TracesLog::new(&self.dir),
             announced: None,
             judged: 0,
             stopped_reason: None,

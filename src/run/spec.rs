@@ -231,3 +231,12 @@ fn place_grpc(e: EngineError, path: &Path) -> SpecError {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     ProfileError::placed(path, &text, &g.anchor, g.needle.as_deref(), g.to_string()).into()
 }
+
+/// `target.trace` as `run.json` records it.
+pub(super) fn trace_meta(t: &crate::profile::TraceSpec) -> crate::rundir::traces::TraceMeta {
+    crate::rundir::traces::TraceMeta {
+        header: t.header.trim().to_string(),
+        sample: t.sample,
+        url: t.url.clone(),
+    }
+}

@@ -47,6 +47,9 @@ pub struct RunData {
     pub setup: crate::vocab::setup::OnceFile,
     /// Server-streaming gRPC calls per request (`streams.json`), when there were any.
     pub streams: Vec<crate::vocab::streams::StreamRow>,
+    /// The slowest requests sent with a trace context (`traces.jsonl`),
+    /// when the run traced any.
+    pub traces: Option<super::traces::TraceData>,
     /// What could not be read (never fatal here: the judge notes it, the
     /// renderers draw what there is).
     pub unread: Vec<Unread>,
@@ -143,6 +146,7 @@ impl RunData {
                 .and_then(|b| serde_json::from_slice(&b).ok())
                 .unwrap_or_default(),
             errors: super::errors::read(dir),
+            traces: super::traces::read(dir),
             windows: LogWindows::of(dir).map(|w| Box::new(w) as Box<dyn LatencyWindows>),
             server,
             latency,

@@ -4,13 +4,12 @@
 //! live view reads it as it grows ([`ErrorsTail`]); the whole file summed
 //! is the run's table ([`read`]).
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::tail::LineTail;
-use super::{RundirError, ERRORS_LOG};
+use super::{LazyLog, RundirError, ERRORS_LOG};
 use crate::metrics::errors::ErrorTally;
 
 /// One line of `errors.jsonl`.
@@ -23,17 +22,11 @@ pub struct ErrorsLine {
 }
 
 /// The writer, created with the first line (a run without errors has no file).
-pub struct ErrorsLog {
-    path: PathBuf,
-    file: Option<std::io::BufWriter<std::fs::File>>,
-}
+pub struct ErrorsLog(LazyLog);
 
 impl ErrorsLog {
     pub fn new(dir: &Path) -> ErrorsLog {
-        ErrorsLog {
-            path: dir.join(ERRORS_LOG),
-            file: None,
-        }
+        ErrorsLog(LazyLog::new(dir.join(ERRORS_LOG)))
     }
 
     /// Append the tally of `phase` in `second` (nothing when it is empty).
@@ -46,17 +39,6 @@ impl ErrorsLog {
         if tally.is_empty() {
             return Ok(());
         }
-        let failed = |source| RundirError::Write {
-            path: self.path.clone(),
-            source,
-        };
-        let file = match &mut self.file {
-            Some(f) => f,
-            None => {
-                let f = std::fs::File::create(&self.path).map_err(failed)?;
-                self.file.insert(std::io::BufWriter::new(f))
-            }
-        };
         #[derive(Serialize)]
         struct Line<'a> {
             second: u64,
@@ -64,16 +46,11 @@ impl ErrorsLog {
             #[serde(flatten)]
             tally: &'a ErrorTally,
         }
-        let line = Line {
+        self.0.push(&Line {
             second,
             phase,
             tally,
-        };
-        serde_json::to_writer(&mut *file, &line)
-            .map_err(std::io::Error::other)
-            .and_then(|()| writeln!(file))
-            .and_then(|()| file.flush())
-            .map_err(failed)
+        })
     }
 }
 
@@ -112,6 +89,7 @@ mod tests {
     use super::*;
     use crate::metrics::errors::{ErrorKey, What};
     use crate::metrics::Class;
+    use std::io::Write as _;
 
     #[test]
     fn lines_written_add_up_and_a_cut_line_is_skipped() {

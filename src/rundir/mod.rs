@@ -10,6 +10,7 @@
 //!   timeseries.csv    one row per phase and second
 //!   errors.jsonl      what went wrong, per phase and second with errors ([`errors`])
 //!   setup.json        what `setup:` and `teardown:` did ([`read_setup`]; names, never values)
+//!   traces.jsonl      the slowest traced requests, per phase and second ([`traces`])
 //!   summary.json      the judged result (`judge::Summary`), written atomically
 //!   findings.json     the diagnosis' findings
 //!   report.html       the rendered report
@@ -33,6 +34,7 @@ pub mod evidence;
 pub mod fds;
 pub mod read;
 pub mod tail;
+pub mod traces;
 pub mod writer;
 
 use std::io::Write as _;
@@ -102,6 +104,9 @@ pub struct RunMeta {
     /// model (absent from directories written before it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connections: Option<usize>,
+    /// `target.trace`, when the run sent trace context.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<traces::TraceMeta>,
 }
 
 impl RunMeta {
@@ -227,6 +232,48 @@ pub fn for_each_event<E>(
         }
     }
     Ok(())
+}
+
+/// A JSON Lines file created with its first line (a run with nothing to
+/// say has no file), each line flushed as written so a killed run keeps it.
+pub struct LazyLog {
+    path: PathBuf,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl LazyLog {
+    pub fn new(path: PathBuf) -> LazyLog {
+        LazyLog { path, file: None }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether a line has been written (the file exists).
+    pub fn started(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// Append one line (creating the file first).
+    pub fn push<T: Serialize>(&mut self, line: &T) -> Result<(), RundirError> {
+        let failed = |source| RundirError::Write {
+            path: self.path.clone(),
+            source,
+        };
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => {
+                let f = std::fs::File::create(&self.path).map_err(failed)?;
+                self.file.insert(std::io::BufWriter::new(f))
+            }
+        };
+        serde_json::to_writer(&mut *file, line)
+            .map_err(std::io::Error::other)
+            .and_then(|()| writeln!(file))
+            .and_then(|()| file.flush())
+            .map_err(failed)
+    }
 }
 
 /// `events.jsonl`: one JSON object per line, appended as things happen.

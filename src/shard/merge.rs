@@ -9,7 +9,8 @@
 //! merged directory has the files of a single run, is read back through
 //! `RunData::read` and judged by the same code (`judge::judge`), so budgets
 //! are judged on the union — a budget no single shard breaks can fail the
-//! merged run.
+//! merged run. The slowest traced requests of every shard go into one
+//! `traces.jsonl`, so each phase keeps the slowest of them all.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -305,6 +306,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<MergeResult, ShardError> {
     if once != Default::default() {
         rundir::write_json(&out.join(rundir::SETUP), &once)?;
     }
+    carry_traces(&shards, out, base)?;
 
     // Judge the union with the same code as a single run.
     let (m, elapsed) = rundir::read::measured(out, &meta)?;
@@ -455,6 +457,27 @@ fn carry_errors(shards: &[ShardDir], out: &Path) -> Result<(), ShardError> {
     rundir::errors::ErrorsLog::new(out)
         .push(0, "all", &all)
         .map_err(ShardError::Rundir)
+}
+
+/// The shards' `traces.jsonl` lines on the merged clock, in one file: read
+/// back, each phase keeps the slowest of every shard's.
+fn carry_traces(shards: &[ShardDir], out: &Path, base: f64) -> Result<(), ShardError> {
+    let mut all = Vec::new();
+    for s in shards {
+        let late = (s.meta.started_at - base).max(0.0);
+        for mut l in rundir::traces::lines(&s.dir) {
+            l.second += late.round() as u64;
+            for r in &mut l.slowest {
+                r.at_s += late;
+            }
+            all.push(l);
+        }
+    }
+    if all.is_empty() {
+        return Ok(());
+    }
+    all.sort_by_key(|l| l.second);
+    rundir::traces::append(out, &all).map_err(ShardError::Rundir)
 }
 
 /// Every shard's events, each tagged with its shard, then the merge itself.

@@ -13,6 +13,8 @@ pub const FINDINGS: &str = "findings.json";
 pub const REPORT_HTML: &str = "report.html";
 /// The errors table's tally, one line per phase and second with errors.
 pub const ERRORS_LOG: &str = "errors.jsonl";
+/// The slowest requests sent with a trace context, one line per phase and second with any.
+pub const TRACES_LOG: &str = "traces.jsonl";
 /// One row per remote-write push ([`super::export::PushRow`]).
 pub const EXPORT_LOG: &str = "export.jsonl";
 /// What `setup:` and `teardown:` did ([`super::setup::OnceFile`]; names, never values).

@@ -1,6 +1,7 @@
 //! Prometheus for the tests (Debian's `prometheus`, installed by
 //! tests/setup.sh): a scratch server on 127.0.0.1 scraping the given
-//! targets with its remote-write receiver on, and its HTTP API read back.
+//! targets with its remote-write receiver and exemplar storage on, and its
+//! HTTP API read back.
 
 #![allow(dead_code)]
 
@@ -86,6 +87,9 @@ pub fn prometheus(targets: &[(&str, String)]) -> Prom {
         ))
         .arg(format!("--web.listen-address=127.0.0.1:{port}"))
         .arg("--web.enable-remote-write-receiver")
+        // The traced requests' exemplars (tests/traces.rs); it also makes
+        // Prometheus ask for OpenMetrics first.
+        .arg("--enable-feature=exemplar-storage")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).expect("log file"))
         .spawn()

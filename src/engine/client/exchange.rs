@@ -166,7 +166,10 @@ impl LaneConn {
         mut msg: Option<Request<Full<Bytes>>>,
         check: bool,
     ) -> Answer {
-        if let (Some(call), Some(m)) = (p.grpc.as_deref(), msg.as_mut()) {
+        // A templated call's message is rendered as JSON and encoded per
+        // send; a static one (cloned for a trace header) is framed already.
+        let templated = p.dynamic.is_some();
+        if let (Some(call), Some(m), true) = (p.grpc.as_deref(), msg.as_mut(), templated) {
             if let Err(f) = call.encode(m).await {
                 return Answer {
                     failure: Some(f),

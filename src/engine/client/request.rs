@@ -45,6 +45,30 @@ pub struct Prepared {
     pub grpc: Option<Arc<grpc::Call>>,
 }
 
+impl Prepared {
+    /// This send's message with `extra` headers set (a trace context, a
+    /// cookie): the rendered one (`msg`), or a copy of the pre-built one in
+    /// the form the target's protocol takes.
+    pub fn message_with(
+        &self,
+        t: &Target,
+        msg: Option<Request<Full<Bytes>>>,
+        extra: &[(HeaderName, HeaderValue)],
+    ) -> Request<Full<Bytes>> {
+        let mut req = msg.unwrap_or_else(|| {
+            if t.plans_h2() {
+                self.request_h2.clone()
+            } else {
+                self.request.clone()
+            }
+        });
+        for (k, v) in extra {
+            req.headers_mut().insert(k.clone(), v.clone());
+        }
+        req
+    }
+}
+
 /// Which unanswered sends of a request go out once more on a new connection.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Resend {

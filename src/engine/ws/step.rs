@@ -60,6 +60,8 @@ impl Reporter<'_> {
             end,
             retry_after,
             connect,
+            // A socket carries no trace context (yet).
+            trace: None,
         }));
         end
     }

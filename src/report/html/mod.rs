@@ -3,7 +3,8 @@
 //! the end of every run and by `brunt report DIR`.
 //!
 //! Top to bottom: the verdicts; latency percentiles per second with phase
-//! bands, the service time and the p99 budgets as lines; for a stress run
+//! bands, the service time, the p99 budgets and the slowest traced request
+//! as lines, and the slowest traced requests' ids under it ([`traces`]); for a stress run
 //! the knee chart (p99 and throughput against the offered rate, `knee`);
 //! offered vs achieved rate; outcomes per second; ok and shed p99 apart per
 //! second when anything was shed (with the other things kept apart so they
@@ -31,6 +32,7 @@ mod growth;
 mod knee;
 mod server;
 mod threads;
+mod traces;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -182,7 +184,10 @@ pub fn render(s: &Summary, data: &RunData) -> Result<String, ReportError> {
     let mut o = String::new();
     header(&mut o, s);
     verdict_section(&mut o, s);
-    time_charts(&mut o, &secs, total, &bands, &knee::p99_budgets(s))?;
+    let mut list = String::new();
+    traces::section(&mut list, s);
+    let traced = (traces::worst_line(data), list);
+    time_charts(&mut o, &secs, total, &bands, &knee::p99_budgets(s), traced)?;
     apart::ok_shed_chart(&mut o, &secs, total, &bands)?;
     if let Some(st) = s.verdicts.as_ref().and_then(|v| v.stress.as_ref()) {
         knee::section(&mut o, s, st, &secs)?;
@@ -344,6 +349,8 @@ fn time_charts(
     total: f64,
     bands: &[Band],
     budgets: &[(String, f64)],
+    // The slowest traced request per second, and the list under the latency chart.
+    (mut traced, list): (Option<Line>, String),
 ) -> Result<(), ReportError> {
     let _ = writeln!(o, "<h2>Over time</h2>");
     for (id, title, y_desc, is_log, picks) in TIME_CHARTS {
@@ -356,10 +363,14 @@ fn time_charts(
             .collect();
         if id == "chart-latency" {
             lines.extend(knee::budget_lines(budgets, (0.0, total)));
+            lines.extend(traced.take());
         }
         let y_fmt: &dyn Fn(&f64) -> String = if is_log { &fmt_ms } else { &fmt_num };
         let chart = time_chart(id, title, y_desc, lines, y_fmt, total, bands);
         o.push_str(&if is_log { log(&chart) } else { linear(&chart) }?);
+        if id == "chart-latency" {
+            o.push_str(&list);
+        }
     }
     Ok(())
 }
