@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::client::{LaneConn, Pool};
-use super::{is_stopped, send_one, EngineConfig, Event, Worker};
+use super::scenario::{send_one, Event};
+use super::{is_stopped, EngineConfig, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 
 /// A VU's pick under way: its phase, the scenario and when the iteration

@@ -10,10 +10,10 @@
 //! - Wind-down: when the plan ends or the run is stopped, every request still
 //!   queued or in flight gets up to the request timeout to finish (a stop
 //!   gives up the queued ones at once: the load stops); whatever is left then
-//!   is recorded as [`Class::Unfinished`], its latency counted to the moment
-//!   it was given up. So every offered request is accounted for:
+//!   is recorded as [`Class::Unfinished`](crate::metrics::Class::Unfinished),
+//!   its latency counted to the moment it was given up. So every offered request is accounted for:
 //!   `offered = answered (every class) + dropped`, per phase and per run.
-//! - Scenarios (`send_one`): one pick runs its steps in order on one
+//! - Scenarios ([`scenario`]): one pick runs its steps in order on one
 //!   connection, each later step due when the one before answered plus its
 //!   think time; the whole iteration is recorded too (intended start to last
 //!   answer), and one given up at the drain is `unfinished` — for the step
@@ -30,6 +30,7 @@ mod closed;
 pub mod feeder;
 pub mod h1;
 mod open;
+mod scenario;
 pub mod template;
 
 use std::cell::RefCell;
@@ -42,8 +43,7 @@ use std::time::{Duration, Instant};
 
 use thiserror::Error;
 
-use crate::metrics::errors::Failure;
-use crate::metrics::{Class, Outcome, RecorderMsg, WorkerRecorder};
+use crate::metrics::{RecorderMsg, WorkerRecorder};
 use crate::profile::{LoadSpec, Model, Plan, Profile};
 pub use client::{Prepared, Target};
 
@@ -461,32 +461,6 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
     })
 }
 
-/// What [`send_one`] reports as it goes, for the caller to record.
-pub(crate) enum Event {
-    /// Step `request` of the pick is due at `intended` and is being sent
-    /// (at `sent`). The first step's event comes too: the closed model
-    /// counts it as offered here, the open model counted it on arrival.
-    Due {
-        step: usize,
-        request: usize,
-        intended: Instant,
-        sent: Instant,
-    },
-    /// What went wrong with the exchange whose `Done` comes next (the
-    /// errors table's detail; absent for `ok`).
-    Failed(Failure),
-    /// An exchange finished.
-    Done(Outcome),
-    /// A scenario's iteration ended in `class` (`ok`: every step ok;
-    /// `unfinished`: cut short because nothing more could be sent). Not
-    /// reported when not even its first step was sent.
-    Iteration {
-        scenario: usize,
-        class: Class,
-        end: Instant,
-    },
-}
-
 /// The server refused every protocol offered by ALPN.
 fn no_alpn(e: &std::io::Error) -> bool {
     e.get_ref()
@@ -516,117 +490,6 @@ async fn h2c_preface(tcp: &mut tokio::net::TcpStream, within: Duration) -> std::
         // A frame header: length (3), type (4 = SETTINGS), flags, stream 0.
         Ok(Ok(_)) => Ok(head[3] == 4 && head[5..9] == [0, 0, 0, 0]),
     }
-}
-
-/// One pick of the mix on a lane's connection: a request, or each step of a
-/// scenario in order, with its think time between steps (a step that fails
-/// ends the iteration, unless it is `optional`). Every exchange is bounded by the request timeout (a
-/// timed-out connection is in an unknown state and is dropped) and handed to
-/// `report`; a scenario's iteration is reported once at its end. Returns the
-/// class of the last exchange, or `None` when nothing was sent: a `unique`
-/// feeder has run out (and the run's stop flag is set).
-async fn send_one(
-    cfg: &EngineConfig,
-    conn: &mut client::LaneConn,
-    phase: usize,
-    request: usize,
-    intended: Instant,
-    check: bool,
-    mut report: impl FnMut(Event),
-) -> Option<Class> {
-    let unit = cfg.unit_at.get(request).copied().flatten().unwrap_or(Unit {
-        first: request,
-        steps: 1,
-        vars: 0,
-        scenario: None,
-    });
-    // Allocated only for scenarios that extract.
-    let mut vars: Vec<Option<bytes::Bytes>> = vec![None; unit.vars];
-    let mut last = None;
-    // When the next step could start: the previous answer plus its think time.
-    let mut due = intended;
-    let mut ended = Class::Ok;
-    for k in 0..unit.steps {
-        let index = unit.first + k;
-        let p = &cfg.requests[index];
-        if k > 0 && due > Instant::now() {
-            tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
-        }
-        let msg = match &p.dynamic {
-            None => None,
-            Some(d) => match d.render(&cfg.templates, &vars) {
-                Some(m) => Some(m),
-                None => {
-                    ended = Class::Unfinished;
-                    break;
-                }
-            },
-        };
-        // A later step is due when the one before it has answered (plus think time).
-        let (intended, check) = if k == 0 {
-            (intended, check)
-        } else {
-            let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
-            (due, sampled)
-        };
-        let sent = Instant::now();
-        report(Event::Due {
-            step: k,
-            request: index,
-            intended,
-            sent,
-        });
-        let (class, retry_after, connect, failure) =
-            match conn.exchange_within(&cfg.target, p, msg, check).await {
-                Some(a) => {
-                    for (i, v) in a.extracted {
-                        if let Some(slot) = vars.get_mut(i) {
-                            *slot = Some(v);
-                        }
-                    }
-                    (a.class, a.retry_after, a.connected, a.failure)
-                }
-                None => (Class::Timeout, false, None, Some(timed_out(cfg))),
-            };
-        let end = Instant::now();
-        if let Some(f) = failure {
-            report(Event::Failed(f));
-        }
-        report(Event::Done(Outcome {
-            phase,
-            request: index,
-            class,
-            intended,
-            sent,
-            end,
-            retry_after,
-            connect,
-        }));
-        last = Some(class);
-        let optional = cfg.optional.get(index).copied().unwrap_or(false);
-        if class != Class::Ok && !optional {
-            ended = class;
-            break;
-        }
-        due = end + cfg.think.get(index).copied().flatten().unwrap_or_default();
-    }
-    // An iteration of which nothing was sent is the caller's to account for.
-    if let (Some(scenario), Some(_)) = (unit.scenario, last) {
-        report(Event::Iteration {
-            scenario,
-            class: ended,
-            end: Instant::now(),
-        });
-    }
-    last
-}
-
-/// A request that ran out of its timeout, in the errors table's words.
-fn timed_out(cfg: &EngineConfig) -> Failure {
-    Failure::message(format!(
-        "no answer within {} (the request timeout)",
-        humantime::format_duration(cfg.target.timeout)
-    ))
 }
 
 /// Per-worker share of a level: the worker's and the shard's fraction.

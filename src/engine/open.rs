@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::client::{LaneConn, Pool};
-use super::{is_stopped, send_one, share, EngineConfig, Event, Worker};
+use super::scenario::{send_one, Event};
+use super::{is_stopped, share, EngineConfig, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 use crate::profile::{Arrival, Phase};
 
