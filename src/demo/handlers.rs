@@ -153,6 +153,13 @@ impl Shared {
         }
     }
 
+    pub(crate) fn tokens(&self) -> Vec<String> {
+        self.tokens
+            .lock()
+            .map(|t| t.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
     /// Requests per id of `/cache/{id}` since start.
     pub(crate) fn cache_counts(&self) -> HashMap<String, u64> {
         self.cache
@@ -354,7 +361,8 @@ fn cache(shared: &Shared, path: &str) -> Resp {
     resp
 }
 
-/// `POST /login`: a new bearer token, `{"token":"…"}` (any body is read and ignored).
+/// `POST /login`: a new bearer token, `{"token":"…"}`, also set as the
+/// session cookie `sid` (any body is read and ignored).
 async fn login(shared: &Shared, req: Request<Incoming>) -> Resp {
     if req.method() != hyper::Method::POST {
         let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "POST /login\n");
@@ -376,19 +384,30 @@ async fn login(shared: &Shared, req: Request<Incoming>) -> Resp {
     let mut resp = Response::new(Full::new(Bytes::from(format!(
         "{{\"token\":\"{token}\"}}\n"
     ))));
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(v) = HeaderValue::from_str(&format!("sid={token}; Path=/; HttpOnly")) {
+        h.insert(hyper::header::SET_COOKIE, v);
+    }
     resp
 }
 
-/// `GET /items/{id}`: 200 with `Authorization: Bearer <token from /login>`, else 401.
+/// `GET /items/{id}`: 200 with `Authorization: Bearer <token from /login>`
+/// or its `sid` cookie, else 401.
 fn items(shared: &Shared, req: &Request<Incoming>) -> Resp {
-    let token = req
-        .headers()
+    let h = req.headers();
+    let bearer = h
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let sid = || {
+        h.get_all(hyper::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|c| c.trim().strip_prefix("sid="))
+    };
+    let token = bearer.or_else(sid).map(str::trim);
     let known = token.is_some_and(|t| shared.tokens.lock().is_ok_and(|s| s.contains(t)));
     if !known {
         let mut r = text(StatusCode::UNAUTHORIZED, "unauthorized\n");

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::client::{LaneConn, Pool};
-use super::scenario::{send_one, Event};
+use super::scenario::{send_one, Event, Session};
 use super::{is_stopped, EngineConfig, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 
@@ -146,13 +146,14 @@ pub(super) async fn run(w: Worker) {
 async fn vu(
     cfg: Arc<EngineConfig>,
     (v, slot): (u64, usize),
-    mut conn: LaneConn,
+    conn: LaneConn,
     state: Rc<State>,
     rec: Rc<RefCell<WorkerRecorder>>,
     stop: Arc<AtomicBool>,
 ) {
     let mut rng = fastrand::Rng::with_seed(v.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut n: u64 = 0;
+    let mut session = Session::new(conn);
     loop {
         if state.done.get() || is_stopped(&stop) {
             break;
@@ -177,7 +178,7 @@ async fn vu(
             step: None,
         };
         state.set(slot, run);
-        let sent = send_one(&cfg, &mut conn, phase, req, start, check, |e| {
+        let sent = send_one(&cfg, &mut session, phase, req, start, check, |e| {
             if state.closed.get() {
                 return; // given up at the end of the drain, and recorded then
             }

@@ -27,6 +27,7 @@
 
 pub mod client;
 mod closed;
+mod cookies;
 pub mod feeder;
 pub mod h1;
 mod open;
@@ -44,7 +45,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::metrics::{RecorderMsg, WorkerRecorder};
-use crate::profile::{LoadSpec, Model, Plan, Profile};
+use crate::profile::{CookieMode, LoadSpec, Model, Plan, Profile};
 pub use client::{Prepared, Target};
 
 #[derive(Debug, Error)]
@@ -84,6 +85,8 @@ struct Unit {
     vars: usize,
     /// The scenario's index in the profile (`None`: a plain request).
     scenario: Option<usize>,
+    /// Its cookie jar (a plain request keeps none).
+    cookies: CookieMode,
 }
 
 /// Everything the workers need, shared read-only.
@@ -166,7 +169,7 @@ pub fn compile(
     let (target, base) = client::target_from(profile, url)?;
     let feeders = template::open_feeders(profile, inputs, shard)
         .map_err(|e| EngineError::Client(e.into()))?;
-    let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
+    let mut requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
     // The mix's units: each request, then each scenario (its steps in a row).
     let mut units: Vec<(f64, Unit)> = profile
         .requests
@@ -178,6 +181,7 @@ pub fn compile(
                 steps: 1,
                 vars: 0,
                 scenario: None,
+                cookies: CookieMode::Off,
             };
             (r.weight, u)
         })
@@ -189,7 +193,11 @@ pub fn compile(
             steps: sc.steps.len(),
             vars: template::scenario_vars(&sc.steps).len(),
             scenario: Some(k),
+            cookies: sc.cookies.mode(),
         };
+        for p in requests.iter_mut().skip(next).take(sc.steps.len()) {
+            p.cookies = u.cookies != CookieMode::Off;
+        }
         next += sc.steps.len();
         units.push((sc.weight, u));
     }

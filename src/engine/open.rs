@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::client::{LaneConn, Pool};
-use super::scenario::{send_one, Event};
+use super::scenario::{send_one, Event, Session};
 use super::{is_stopped, share, EngineConfig, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 use crate::profile::{Arrival, Phase};
@@ -284,11 +284,12 @@ async fn sleep_checking(when: Instant, stop: &AtomicBool) -> bool {
 async fn lane(
     cfg: Arc<EngineConfig>,
     id: usize,
-    mut conn: LaneConn,
+    conn: LaneConn,
     lanes: Rc<Lanes>,
     rec: Rc<RefCell<WorkerRecorder>>,
 ) {
     let mut n: u64 = 0;
+    let mut session = Session::new(conn);
     loop {
         let ticket = lanes.queue.borrow_mut().pop_front();
         let Some(t) = ticket else {
@@ -303,7 +304,7 @@ async fn lane(
         let p = &cfg.requests[t.req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
-        let sent = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check, |e| {
+        let sent = send_one(&cfg, &mut session, t.phase, t.req, t.intended, check, |e| {
             if lanes.closed.get() {
                 return;
             }

@@ -1,13 +1,34 @@
 //! One pick of the mix on a lane's connection ([`send_one`]): a request, or
 //! a scenario's steps in order, and the [`Event`]s it reports as it goes for
-//! the caller (open or closed model) to record.
+//! the caller (open or closed model) to record; the [`Session`] a virtual
+//! user or a lane keeps between picks (its cookie jar).
 
 use std::time::Instant;
 
+use hyper::header::COOKIE;
+
+use super::cookies::Jar;
+use super::{client, EngineConfig, Unit};
 use crate::metrics::errors::Failure;
 use crate::metrics::{Class, Outcome};
+use crate::profile::{CookieMode, Model};
 
-use super::{client, EngineConfig, Unit};
+/// What a virtual user (closed model) or a lane (open model) keeps
+/// between its picks: its connection and its cookies.
+pub(super) struct Session {
+    pub conn: client::LaneConn,
+    /// Per virtual user; in the open model only for `cookies: per_lane`.
+    pub jar: Jar,
+}
+
+impl Session {
+    pub fn new(conn: client::LaneConn) -> Session {
+        Session {
+            conn,
+            jar: Jar::default(),
+        }
+    }
+}
 
 /// What [`send_one`] reports as it goes, for the caller to record.
 pub(crate) enum Event {
@@ -44,7 +65,7 @@ pub(crate) enum Event {
 /// feeder has run out (and the run's stop flag is set).
 pub(super) async fn send_one(
     cfg: &EngineConfig,
-    conn: &mut client::LaneConn,
+    session: &mut Session,
     phase: usize,
     request: usize,
     intended: Instant,
@@ -56,7 +77,15 @@ pub(super) async fn send_one(
         steps: 1,
         vars: 0,
         scenario: None,
+        cookies: CookieMode::Off,
     });
+    // Empty and unallocated until an answer sets a cookie.
+    let mut own = Jar::default();
+    let mut jar = match (unit.cookies, cfg.load.model) {
+        (CookieMode::Off, _) => None,
+        (CookieMode::Session, Model::Open) => Some(&mut own),
+        _ => Some(&mut session.jar),
+    };
     // Allocated only for scenarios that extract.
     let mut vars: Vec<Option<bytes::Bytes>> = vec![None; unit.vars];
     let mut last = None;
@@ -69,7 +98,7 @@ pub(super) async fn send_one(
         if k > 0 && due > Instant::now() {
             tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
         }
-        let msg = match &p.dynamic {
+        let mut msg = match &p.dynamic {
             None => None,
             Some(d) => match d.render(&cfg.templates, &vars) {
                 Some(m) => Some(m),
@@ -79,6 +108,17 @@ pub(super) async fn send_one(
                 }
             },
         };
+        let origin = cfg.target.origin();
+        if let Some(j) = jar.as_deref() {
+            if let Some(v) = j.header(origin, p.path_of(msg.as_ref())) {
+                msg = Some(p.message_with(&cfg.target, msg, &[(COOKIE, v)]));
+            }
+        }
+        // The URI a `Set-Cookie` answers (the rendered one goes into the exchange).
+        let uri = msg
+            .as_ref()
+            .filter(|_| jar.is_some())
+            .map(|m| m.uri().clone());
         // A later step is due when the one before it has answered (plus think time).
         let (intended, check) = if k == 0 {
             (intended, check)
@@ -93,18 +133,28 @@ pub(super) async fn send_one(
             intended,
             sent,
         });
-        let (class, retry_after, connect, failure) =
-            match conn.exchange_within(&cfg.target, p, msg, check).await {
-                Some(a) => {
-                    for (i, v) in a.extracted {
-                        if let Some(slot) = vars.get_mut(i) {
-                            *slot = Some(v);
-                        }
-                    }
-                    (a.class, a.retry_after, a.connected, a.failure)
+        let (class, retry_after, connect, failure) = match session
+            .conn
+            .exchange_within(&cfg.target, p, msg, check)
+            .await
+        {
+            Some(a) => {
+                if let (Some(j), false) = (jar.as_deref_mut(), a.set_cookies.is_empty()) {
+                    let path = match &uri {
+                        Some(u) => u.path_and_query().map_or("/", |x| x.as_str()),
+                        None => p.path_of(None),
+                    };
+                    j.store(origin, path, &a.set_cookies);
                 }
-                None => (Class::Timeout, false, None, Some(timed_out(cfg))),
-            };
+                for (i, v) in a.extracted {
+                    if let Some(slot) = vars.get_mut(i) {
+                        *slot = Some(v);
+                    }
+                }
+                (a.class, a.retry_after, a.connected, a.failure)
+            }
+            None => (Class::Timeout, false, None, Some(timed_out(cfg))),
+        };
         let end = Instant::now();
         if let Some(f) = failure {
             report(Event::Failed(f));

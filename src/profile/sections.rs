@@ -250,6 +250,54 @@ pub struct ScenarioSpec {
     #[serde(default = "default_weight")]
     pub weight: f64,
     pub steps: Vec<RequestSpec>,
+    /// Keep cookies (default `true`): a jar per virtual user (closed
+    /// model) or per iteration (open model); `per_lane` keeps one per
+    /// lane across iterations; `false` sends and keeps none.
+    #[serde(default, skip_serializing_if = "Cookies::is_default")]
+    pub cookies: Cookies,
+}
+
+/// A scenario's `cookies:` — `true`, `false` or `per_lane`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Cookies {
+    Keep(bool),
+    Lane(PerLane),
+}
+
+/// `cookies: per_lane`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PerLane {
+    PerLane,
+}
+
+/// How long a scenario's cookie jar lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CookieMode {
+    Off,
+    /// Per virtual user (closed model), per iteration (open model).
+    Session,
+    PerLane,
+}
+
+impl Default for Cookies {
+    fn default() -> Self {
+        Cookies::Keep(true)
+    }
+}
+
+impl Cookies {
+    pub fn is_default(&self) -> bool {
+        *self == Cookies::default()
+    }
+    pub fn mode(&self) -> CookieMode {
+        match self {
+            Cookies::Keep(false) => CookieMode::Off,
+            Cookies::Keep(true) => CookieMode::Session,
+            Cookies::Lane(_) => CookieMode::PerLane,
+        }
+    }
 }
 
 /// Where an extracted value comes from: exactly one of the three.

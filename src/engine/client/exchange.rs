@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, CONNECTION};
+use hyper::header::{HeaderValue, CONNECTION, SET_COOKIE};
 use hyper::{Method, Request};
 
 use super::classify::{codec_failed, hyper_fault, unprocessed, Fault};
@@ -61,6 +61,8 @@ pub struct Answer {
     /// What went wrong, for the errors table (`None`: ok, or nothing more
     /// to say than the class).
     pub failure: Option<Failure>,
+    /// Steps that keep cookies: the answer's `Set-Cookie` values.
+    pub set_cookies: Vec<HeaderValue>,
 }
 
 impl From<Class> for Answer {
@@ -71,6 +73,7 @@ impl From<Class> for Answer {
             extracted: Vec::new(),
             connected: None,
             failure: None,
+            set_cookies: Vec::new(),
         }
     }
 }
@@ -263,6 +266,11 @@ impl LaneConn {
                 hyper::HeaderMap::new()
             };
             let status = resp.status().as_u16();
+            let set_cookies = if p.cookies {
+                resp.headers().get_all(SET_COOKIE).iter().cloned().collect()
+            } else {
+                Vec::new()
+            };
             let mut body = resp.into_body();
             let mut extracted = Vec::new();
             let mut failure = None;
@@ -308,6 +316,7 @@ impl LaneConn {
                 extracted,
                 connected: None,
                 failure,
+                set_cookies,
             };
         }
         Class::Reset.into()
@@ -343,6 +352,13 @@ impl LaneConn {
             .send(bytes, head_request, headers.as_mut())
             .await
             .map_err(codec_failed)?;
+        let mut set_cookies = Vec::new();
+        if p.cookies && head.set_cookie {
+            // Read again, only when there is a cookie to keep.
+            let mut all = hyper::HeaderMap::new();
+            let _ = h1::parse_head(c.head_bytes(&head), head_request, Some(&mut all));
+            set_cookies = all.get_all(SET_COOKIE).iter().cloned().collect();
+        }
         let mut class = p.classify_code(head.status);
         let retry_after = class == Class::Shed && head.retry_after;
         let want = !p.extract.is_empty() && class == Class::Ok;
@@ -378,6 +394,7 @@ impl LaneConn {
             extracted,
             connected: None,
             failure,
+            set_cookies,
         })
     }
 

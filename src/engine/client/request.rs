@@ -39,6 +39,9 @@ pub struct Prepared {
     pub(super) resend: Resend,
     /// Largest body read for a check or an extraction (`expect.max_body`).
     pub(super) max_body: usize,
+    /// A step of a scenario that keeps cookies: its answers' `Set-Cookie`
+    /// values are handed out ([`super::Answer::set_cookies`]).
+    pub cookies: bool,
 }
 
 /// Which unanswered sends of a request go out once more on a new connection.
@@ -336,5 +339,32 @@ fn prepare_one(
         dynamic,
         resend,
         max_body: r.expect.max_body.map_or(DEFAULT_MAX_BODY, |b| b.bytes()),
+        cookies: false,
     })
+}
+
+impl Prepared {
+    /// This send's message with `extra` headers set (a cookie, a refreshed
+    /// token): the rendered message `msg`, or a clone of the pre-built one.
+    /// The exchange turns it into HTTP/2's form or the codec's bytes.
+    pub fn message_with(
+        &self,
+        _t: &Target,
+        msg: Option<Request<Full<Bytes>>>,
+        extra: &[(HeaderName, HeaderValue)],
+    ) -> Request<Full<Bytes>> {
+        let mut m = msg.unwrap_or_else(|| self.request.clone());
+        for (k, v) in extra {
+            m.headers_mut().insert(k.clone(), v.clone());
+        }
+        m
+    }
+
+    /// The path and query this send goes to (`msg`: its rendered message).
+    pub fn path_of<'a>(&'a self, msg: Option<&'a Request<Full<Bytes>>>) -> &'a str {
+        msg.unwrap_or(&self.request)
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+    }
 }

@@ -1,0 +1,162 @@
+//! Sessions in scenarios against the built-in demo target on 127.0.0.1: the
+//! cookie jar (`POST /login` sets `sid`, `/items/{id}` answers 401 without
+//! it), counted at the server, and no cookie value left in the run
+//! directory. Every load is bounded (a few dozen iterations over ~1.5 s).
+
+#[path = "support/load.rs"]
+mod load;
+
+use std::path::Path;
+
+use brunt::demo::DemoConfig;
+use brunt::judge::Summary;
+
+/// Login (its cookie kept, no token extracted), then two item pages.
+fn shop(cookies: &str, model: &str) -> String {
+    format!(
+        r#"
+name: cookies
+target: {{ url: "{{url}}" }}
+scenarios:
+  - name: shop
+    {cookies}
+    steps:
+      - {{ name: login, method: POST, path: /login, expect: {{ status: [200] }} }}
+      - {{ name: item, path: /items/7, expect: {{ status: [200] }}, optional: true }}
+      - {{ name: other, path: /items/8, expect: {{ status: [200] }} }}
+{model}
+"#
+    )
+}
+
+const OPEN: &str = "load: { model: open, workers: 1, connections: 16 }
+shape: { constant: { rate: 30/s, duration: 1500ms } }";
+
+fn row<'a>(s: &'a Summary, name: &str) -> &'a brunt::judge::summary::RequestSummary {
+    s.requests
+        .iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no row {name} in {:?}", s.requests))
+}
+
+/// Every file under `dir`, read as bytes.
+fn files(dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+    for e in std::fs::read_dir(dir).expect("read run dir").flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files(&p, out);
+        } else if let Ok(b) = std::fs::read(&p) {
+            out.push((p.display().to_string(), b));
+        }
+    }
+}
+
+#[test]
+fn a_session_cookie_from_login_authorises_later_steps_and_is_never_written() {
+    let _g = load::serial();
+    let load::DemoRun { srv, dir, r } = load::demo_run(DemoConfig::default(), &shop("", OPEN));
+    let s = &r.summary;
+    let (login, item) = (row(s, "shop/login"), row(s, "shop/item"));
+    assert!(login.requests >= 30, "{:?}", s.requests);
+    assert_eq!(login.ok, login.requests, "{:?}", s.requests);
+    assert_eq!(item.requests, login.requests, "{:?}", s.requests);
+    assert_eq!(
+        item.ok, item.requests,
+        "the cookie went along: {:?}",
+        s.requests
+    );
+    assert_eq!(row(s, "shop/other").ok, login.requests);
+    // At the server: one login and two authorised item pages per iteration.
+    let st = srv.stats();
+    assert_eq!(st.login.requests, login.requests);
+    assert_eq!(st.items.requests, 2 * login.requests);
+    assert_eq!(s.totals.errors, 0, "{:?}", s.totals);
+
+    // No cookie value in any file of the run directory.
+    let tokens = srv.tokens();
+    assert_eq!(tokens.len() as u64, login.requests);
+    let mut all = Vec::new();
+    files(dir.path(), &mut all);
+    assert!(
+        all.len() > 3,
+        "{all:?}",
+        all = all.iter().map(|f| &f.0).collect::<Vec<_>>()
+    );
+    for (name, bytes) in &all {
+        let text = String::from_utf8_lossy(bytes);
+        for t in &tokens {
+            assert!(!text.contains(t.as_str()), "{name} carries a cookie value");
+        }
+        assert!(!text.contains("sid="), "{name} carries a cookie");
+    }
+}
+
+#[test]
+fn cookies_false_sends_none_and_the_server_answers_401() {
+    let _g = load::serial();
+    let load::DemoRun { srv, r, .. } =
+        load::demo_run(DemoConfig::default(), &shop("cookies: false", OPEN));
+    let s = &r.summary;
+    let (login, item) = (row(s, "shop/login"), row(s, "shop/item"));
+    assert!(login.requests >= 30, "{:?}", s.requests);
+    assert_eq!(login.ok, login.requests);
+    // `item` is optional: the iteration goes on to `other`, which ends it.
+    assert_eq!(item.ok, 0, "no cookie, no authorisation: {:?}", s.requests);
+    assert_eq!(item.errors, item.requests);
+    assert_eq!(row(s, "shop/other").ok, 0);
+    let st = srv.stats();
+    assert_eq!(st.items.requests, 2 * login.requests);
+    assert_eq!(s.iterations[0].ok, 0);
+}
+
+#[test]
+fn a_virtual_user_keeps_its_cookie_across_iterations_and_an_open_lane_only_with_per_lane() {
+    let _g = load::serial();
+    // Two scenarios: `login` only, and `browse` only. A virtual user that
+    // logged in once browses with its cookie in later iterations.
+    let two = |cookies: &str, load: &str| {
+        format!(
+            r#"
+name: lanes
+target: {{ url: "{{url}}" }}
+scenarios:
+  - name: login
+    weight: 1
+    {cookies}
+    steps: [ {{ name: login, method: POST, path: /login }} ]
+  - name: browse
+    weight: 3
+    {cookies}
+    steps: [ {{ name: item, path: /items/1, expect: {{ status: [200] }} }} ]
+{load}
+"#
+        )
+    };
+    let closed = "load: { model: closed, workers: 1, think_time: 10ms }
+shape: { constant: { vus: 2, duration: 1500ms } }";
+    let r = load::demo_run(DemoConfig::default(), &two("", closed)).r;
+    let item = row(&r.summary, "browse/item");
+    assert!(item.requests >= 20, "{:?}", r.summary.requests);
+    // Only a VU's browses before its first login fail.
+    assert!(
+        item.ok * 10 >= item.requests * 8,
+        "{:?}",
+        r.summary.requests
+    );
+
+    // Open model, one lane: a jar per iteration forgets the login...
+    let open = "load: { model: open, workers: 1, connections: 1 }
+shape: { constant: { rate: 30/s, duration: 1500ms } }";
+    let r = load::demo_run(DemoConfig::default(), &two("", open)).r;
+    let item = row(&r.summary, "browse/item");
+    assert!(item.requests >= 20, "{:?}", r.summary.requests);
+    assert_eq!(item.ok, 0, "{:?}", r.summary.requests);
+    // ...and a lane's jar keeps it.
+    let r = load::demo_run(DemoConfig::default(), &two("cookies: per_lane", open)).r;
+    let item = row(&r.summary, "browse/item");
+    assert!(
+        item.ok * 10 >= item.requests * 8,
+        "{:?}",
+        r.summary.requests
+    );
+}
