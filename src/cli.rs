@@ -493,7 +493,7 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
     }
     let plan = &spec.plan;
     let p = &spec.profile;
-    let steps: usize = p.scenarios.iter().map(|s| s.steps.len()).sum();
+    let steps: usize = p.scenarios.iter().map(|s| s.flat_steps().len()).sum();
     outln!(
         "{}: OK — {} phase(s), {} total, {} request(s) and {} scenario(s) ({} step(s)) in the mix, {} budget(s)",
         profile.display(),
@@ -506,8 +506,8 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
     );
     for sc in &p.scenarios {
         let names: Vec<String> = sc
-            .steps
-            .iter()
+            .flat_steps()
+            .into_iter()
             .map(|st| match st.think_time {
                 Some(t) => format!("{} (+{})", st.label(), humantime::format_duration(t)),
                 None => st.label(),

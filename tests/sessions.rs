@@ -160,3 +160,125 @@ shape: { constant: { rate: 30/s, duration: 1500ms } }";
         r.summary.requests
     );
 }
+
+#[test]
+fn repeat_blocks_and_counters_reach_the_server_as_often_as_written() {
+    let _g = load::serial();
+    let load::DemoRun { srv, r, .. } = load::demo_run(
+        DemoConfig::default(),
+        r#"
+name: loops
+target: { url: "{url}" }
+scenarios:
+  - name: shop
+    steps:
+      - { name: login, method: POST, path: /login }
+      - repeat: 3
+        steps:
+          - { name: a, path: "/cache/a{{ repeat.index }}" }
+          - { name: b, path: /items/1, expect: { status: [200] }, think_time: 2ms }
+      - { name: c, path: "/cache/c{{ repeat.index }}", repeat: "2..4" }
+      - { name: it, path: "/cache/it{{ iteration }}-{{ repeat.index }}" }
+load: { model: closed, workers: 1 }
+shape: { constant: { vus: 2, duration: 1s } }
+"#,
+    );
+    let s = &r.summary;
+    let n = s.iterations[0].iterations;
+    assert!(n >= 10, "{:?}", s.iterations);
+    assert_eq!(s.iterations[0].ok, n, "{:?} {:?}", s.iterations, s.requests);
+    assert_eq!(row(s, "shop/a").requests, 3 * n);
+    assert_eq!(row(s, "shop/b").ok, 3 * n, "the cookie holds in a loop");
+    let c = row(s, "shop/c").requests;
+    assert!((2 * n..=4 * n).contains(&c), "c {c} for {n} iterations");
+    // At the server: every repetition, with its index.
+    let counts = srv.cache_counts();
+    let at = |id: &str| counts.get(id).copied().unwrap_or(0);
+    for i in 0..3 {
+        assert_eq!(at(&format!("a{i}")), n, "{counts:?}");
+    }
+    assert_eq!(at("a3"), 0);
+    assert_eq!((at("c0"), at("c1")), (n, n), "{counts:?}");
+    assert!(
+        at("c2") >= at("c3") && at("c2") > 0 && at("c3") > 0,
+        "uniform 2..4: {counts:?}"
+    );
+    assert_eq!(at("c0") + at("c1") + at("c2") + at("c3"), c);
+    assert_eq!(at("c4"), 0);
+    assert_eq!(srv.stats().items.requests, 3 * n);
+    // `iteration` counts each virtual user's picks from 0; outside a repeat the index is 0.
+    assert_eq!(at("it0-0"), 2, "{counts:?}");
+    let its: u64 = counts
+        .iter()
+        .filter(|(k, _)| k.starts_with("it"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(its, n);
+    let top = (0..n)
+        .rev()
+        .find(|i| at(&format!("it{i}-0")) > 0)
+        .unwrap_or(0);
+    for i in 0..=top {
+        assert!(
+            at(&format!("it{i}-0")) >= 1,
+            "iteration {i} missing: {counts:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_repeat_values_are_located_errors() {
+    use brunt::profile::{Profile, ProfileError};
+    let base = r#"name: bad
+target: { url: "http://127.0.0.1:1" }
+scenarios:
+  - name: shop
+    steps:
+      - { name: login, method: POST, path: /login }
+      - STEP
+shape: { constant: { rate: 1/s, duration: 1s } }
+"#;
+    for (step, want, at) in [
+        ("{ path: /a, repeat: 0 }", "counts start at 1", (7, 29)),
+        (
+            "{ path: /a, repeat: \"9..2\" }",
+            "the low end is above",
+            (7, 29),
+        ),
+        (
+            "{ path: /a, repeat: \"2-5\" }",
+            "neither a count nor a range",
+            (7, 29),
+        ),
+        ("{ path: /a, repeat: 2000000 }", "over the limit", (7, 29)),
+        ("{ steps: [ { path: /a } ] }", "needs `repeat`", (7, 18)),
+        (
+            "{ repeat: 2, steps: [ { path: /a, repeat: 2 } ] }",
+            "cannot repeat again",
+            (7, 29),
+        ),
+        (
+            "{ repeat: 2, path: /x, steps: [ { path: /a } ] }",
+            "holds only `repeat` and `steps`",
+            (7, 39),
+        ),
+    ] {
+        let yaml = base.replace("STEP", step);
+        match Profile::from_yaml(&yaml, Path::new("bad.yaml")) {
+            Err(ProfileError::Syntax {
+                line,
+                column,
+                message,
+                ..
+            }) => {
+                assert!(message.contains(want), "{step}: {message}");
+                assert_eq!((line as usize, column as usize), at, "{step}: {message}");
+            }
+            other => panic!("{step}: expected a located error, got {other:?}"),
+        }
+    }
+    // `repeat` belongs to scenario steps.
+    let plain = "name: p\ntarget: { url: \"http://127.0.0.1:1\" }\nrequests: [ { path: /a, repeat: 2 } ]\nshape: { constant: { rate: 1/s, duration: 1s } }\n";
+    let e = Profile::from_yaml(plain, Path::new("p.yaml")).expect_err("plain repeat");
+    assert!(e.to_string().contains("scenario steps only"), "{e}");
+}

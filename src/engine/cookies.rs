@@ -2,7 +2,8 @@
 //! `HttpOnly`) by the `cookie_store` crate. A jar lives per virtual user
 //! (closed model), per iteration (open model) or per lane (`cookies:
 //! per_lane`); it holds nothing and costs nothing until an answer sets a
-//! cookie. Cookies live in memory only: nothing here is written anywhere.
+//! cookie. `Secure` cookies go over TLS and to loopback addresses (a
+//! trustworthy origin, as browsers treat it). Cookies live in memory only: nothing here is written anywhere.
 
 use cookie_store::{CookieStore, RawCookie};
 use hyper::header::HeaderValue;
@@ -76,7 +77,9 @@ mod tests {
     #[test]
     fn path_secure_and_expiry_rules() {
         let mut j = Jar::default();
-        let o = "http://127.0.0.1:8080";
+        // Nothing is contacted: the jar only reads the URL (a loopback
+        // address would count as secure, as in browsers).
+        let o = "http://shop.example:8080";
         j.store(
             o,
             "/login",
@@ -94,7 +97,10 @@ mod tests {
             shop.contains("sid=abc") && shop.contains("cart=1"),
             "{shop}"
         );
-        // Another host is not this cookie's domain.
-        assert!(j.header("http://127.0.0.2:8080", "/").is_none());
+        // Another host is not this cookie's domain; `Secure` goes over TLS.
+        assert!(j.header("http://other.example:8080", "/").is_none());
+        let tls = j.header("https://shop.example:8080", "/").unwrap();
+        let tls = tls.to_str().unwrap();
+        assert!(tls.contains("sec=x") && tls.contains("sid=abc"), "{tls}");
     }
 }

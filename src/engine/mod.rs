@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 use crate::metrics::{RecorderMsg, WorkerRecorder};
-use crate::profile::{CookieMode, LoadSpec, Model, Plan, Profile};
+use crate::profile::{CookieMode, LoadSpec, Loop, Model, Plan, Profile};
 pub use client::{Prepared, Target};
 
 #[derive(Debug, Error)]
@@ -103,6 +103,8 @@ pub struct EngineConfig {
     think: Vec<Option<Duration>>,
     /// Indexed by request: a scenario step whose failure does not end its iteration.
     optional: Vec<bool>,
+    /// Indexed by request: the `repeat` loop that starts at this step.
+    loop_at: Vec<Option<Loop>>,
     pub load: LoadSpec,
     pub plan: Plan,
     pub shard: Shard,
@@ -187,18 +189,25 @@ pub fn compile(
         })
         .collect();
     let mut next = profile.requests.len();
+    let mut loop_at: Vec<Option<Loop>> = vec![None; requests.len()];
     for (k, sc) in profile.scenarios.iter().enumerate() {
+        let steps = sc.flat_steps();
         let u = Unit {
             first: next,
-            steps: sc.steps.len(),
-            vars: template::scenario_vars(&sc.steps).len(),
+            steps: steps.len(),
+            vars: template::scenario_vars(&steps).len(),
             scenario: Some(k),
             cookies: sc.cookies.mode(),
         };
-        for p in requests.iter_mut().skip(next).take(sc.steps.len()) {
+        for p in requests.iter_mut().skip(next).take(steps.len()) {
             p.cookies = u.cookies != CookieMode::Off;
         }
-        next += sc.steps.len();
+        for l in sc.loops() {
+            if let Some(slot) = loop_at.get_mut(next + l.first) {
+                *slot = Some(l);
+            }
+        }
+        next += steps.len();
         units.push((sc.weight, u));
     }
     let mut acc = 0.0;
@@ -239,6 +248,7 @@ pub fn compile(
         unit_at,
         think,
         optional,
+        loop_at,
         load: profile.load.clone(),
         plan,
         shard,

@@ -8,6 +8,7 @@ use std::time::Instant;
 use hyper::header::COOKIE;
 
 use super::cookies::Jar;
+use super::template::Ctx;
 use super::{client, EngineConfig, Unit};
 use crate::metrics::errors::Failure;
 use crate::metrics::{Class, Outcome};
@@ -19,6 +20,8 @@ pub(super) struct Session {
     pub conn: client::LaneConn,
     /// Per virtual user; in the open model only for `cookies: per_lane`.
     pub jar: Jar,
+    /// Picks of the mix so far (`{{ iteration }}`).
+    pub iteration: u64,
 }
 
 impl Session {
@@ -26,6 +29,7 @@ impl Session {
         Session {
             conn,
             jar: Jar::default(),
+            iteration: 0,
         }
     }
 }
@@ -92,15 +96,36 @@ pub(super) async fn send_one(
     // When the next step could start: the previous answer plus its think time.
     let mut due = intended;
     let mut ended = Class::Ok;
-    for k in 0..unit.steps {
+    // The loop under way (`repeat`), and how many exchanges were sent.
+    let mut rep: Option<Rep> = None;
+    let mut sends = 0usize;
+    let mut k = 0;
+    while k < unit.steps {
         let index = unit.first + k;
         let p = &cfg.requests[index];
-        if k > 0 && due > Instant::now() {
+        if let Some(l) = cfg.loop_at.get(index).copied().flatten() {
+            if rep.is_none_or(|r| r.start != k) {
+                rep = Some(Rep {
+                    start: k,
+                    end: k + l.len,
+                    times: fastrand::u32(l.lo..=l.hi),
+                    index: 0,
+                });
+            }
+        }
+        if sends > 0 && due > Instant::now() {
             tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
         }
         let mut msg = match &p.dynamic {
             None => None,
-            Some(d) => match d.render(&cfg.templates, &vars) {
+            Some(d) => match d.render(
+                &cfg.templates,
+                &Ctx {
+                    vars: &vars,
+                    iteration: session.iteration,
+                    repeat: rep.map_or(0, |r| u64::from(r.index)),
+                },
+            ) {
                 Some(m) => Some(m),
                 None => {
                     ended = Class::Unfinished;
@@ -120,7 +145,7 @@ pub(super) async fn send_one(
             .filter(|_| jar.is_some())
             .map(|m| m.uri().clone());
         // A later step is due when the one before it has answered (plus think time).
-        let (intended, check) = if k == 0 {
+        let (intended, check) = if sends == 0 {
             (intended, check)
         } else {
             let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
@@ -128,7 +153,7 @@ pub(super) async fn send_one(
         };
         let sent = Instant::now();
         report(Event::Due {
-            step: k,
+            step: sends,
             request: index,
             intended,
             sent,
@@ -156,6 +181,7 @@ pub(super) async fn send_one(
             None => (Class::Timeout, false, None, Some(timed_out(cfg))),
         };
         let end = Instant::now();
+        sends += 1;
         if let Some(f) = failure {
             report(Event::Failed(f));
         }
@@ -176,7 +202,17 @@ pub(super) async fn send_one(
             break;
         }
         due = end + cfg.think.get(index).copied().flatten().unwrap_or_default();
+        k += 1;
+        if let Some(r) = rep.as_mut().filter(|r| r.end == k) {
+            r.index += 1;
+            if r.index < r.times {
+                k = r.start;
+            } else {
+                rep = None;
+            }
+        }
     }
+    session.iteration += 1;
     // An iteration of which nothing was sent is the caller's to account for.
     if let (Some(scenario), Some(_)) = (unit.scenario, last) {
         report(Event::Iteration {
@@ -186,6 +222,16 @@ pub(super) async fn send_one(
         });
     }
     last
+}
+
+/// A `repeat` under way: steps `start..end` of the pick, sent `times`
+/// times; `index` is the repetition under way (`{{ repeat.index }}`).
+#[derive(Clone, Copy)]
+struct Rep {
+    start: usize,
+    end: usize,
+    times: u32,
+    index: u32,
 }
 
 /// A request that ran out of its timeout, in the errors table's words.

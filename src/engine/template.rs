@@ -70,6 +70,17 @@ enum Seg {
     },
     /// A scenario variable (index into the iteration's values).
     Var(usize),
+    Iteration,
+    RepeatIndex,
+}
+
+/// What one send renders from beside the feeders: its scenario's values
+/// and the counters of `{{ iteration }}` and `{{ repeat.index }}`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ctx<'a> {
+    pub vars: &'a [Option<Bytes>],
+    pub iteration: u64,
+    pub repeat: u64,
 }
 
 /// A field compiled into segments.
@@ -102,7 +113,7 @@ impl CompiledField {
         w: &mut WorkerState,
         feeders: &[Feeder],
         rows: &[(usize, u32)],
-        vars: &[Option<Bytes>],
+        ctx: &Ctx<'_>,
         out: &mut Vec<u8>,
     ) {
         for s in &self.segs {
@@ -129,8 +140,10 @@ impl CompiledField {
                         .unwrap_or(0);
                     push_display(out, ms);
                 }
+                Seg::Iteration => push_display(out, ctx.iteration),
+                Seg::RepeatIndex => push_display(out, ctx.repeat),
                 Seg::Var(i) => {
-                    if let Some(Some(v)) = vars.get(*i) {
+                    if let Some(Some(v)) = ctx.vars.get(*i) {
                         if self.encode {
                             encode_into(out, v);
                         } else {
@@ -258,6 +271,8 @@ fn compile(
             Expr::Uuid => Seg::Uuid,
             Expr::Seq => Seg::Seq,
             Expr::NowUnixMs => Seg::NowMs,
+            Expr::Iteration => Seg::Iteration,
+            Expr::RepeatIndex => Seg::RepeatIndex,
             Expr::Feeder { feeder, column } => {
                 let (i, f) = feeders
                     .iter()
@@ -280,7 +295,7 @@ fn compile(
 
 /// The variables a scenario's steps extract, in a fixed order (their index
 /// is what `{{ vars.NAME }}` compiles to).
-pub fn scenario_vars(steps: &[crate::profile::RequestSpec]) -> Vec<String> {
+pub fn scenario_vars(steps: &[&crate::profile::RequestSpec]) -> Vec<String> {
     let mut v: Vec<String> = steps
         .iter()
         .flat_map(|s| s.extract.keys().cloned())
@@ -365,7 +380,11 @@ pub fn compile_fields(
                 .iter()
                 .map(|_| Some(Bytes::from_static(b"x")))
                 .collect();
-            p.render(&mut w, feeders, &rows, &sample, &mut buf);
+            let ctx = Ctx {
+                vars: &sample,
+                ..Ctx::default()
+            };
+            p.render(&mut w, feeders, &rows, &ctx, &mut buf);
             if let Err(e) = hyper::Uri::try_from(buf.as_slice()) {
                 return Err(BindError::Invalid {
                     field: format!("{key}.path"),
@@ -422,7 +441,7 @@ impl Dynamic {
 
     /// Build this send's request; `None` when a `unique` feeder has run
     /// out (the run's stop flag is then set and the reason kept).
-    pub fn render(&self, shared: &Shared, vars: &[Option<Bytes>]) -> Option<Request<Full<Bytes>>> {
+    pub fn render(&self, shared: &Shared, ctx: &Ctx<'_>) -> Option<Request<Full<Bytes>>> {
         WORKER.with(|cell| {
             let mut guard = cell.borrow_mut();
             let w = guard.get_or_insert_with(WorkerState::detached);
@@ -444,7 +463,7 @@ impl Dynamic {
             let mut req = self.base.clone();
             let mut buf = Vec::with_capacity(128);
             if let Some(p) = &self.path {
-                p.render(w, &shared.feeders, &rows, vars, &mut buf);
+                p.render(w, &shared.feeders, &rows, ctx, &mut buf);
                 if let Ok(uri) =
                     hyper::Uri::from_maybe_shared(Bytes::from(std::mem::take(&mut buf)))
                 {
@@ -453,7 +472,7 @@ impl Dynamic {
             }
             for (name, c) in &self.headers {
                 buf.clear();
-                c.render(w, &shared.feeders, &rows, vars, &mut buf);
+                c.render(w, &shared.feeders, &rows, ctx, &mut buf);
                 // Control characters cannot go into a header: drop them.
                 buf.retain(|b| *b == b'\t' || (*b >= 32 && *b != 127));
                 if let Ok(v) = HeaderValue::from_bytes(&buf) {
@@ -462,7 +481,7 @@ impl Dynamic {
             }
             if let Some(b) = &self.body {
                 buf.clear();
-                b.render(w, &shared.feeders, &rows, vars, &mut buf);
+                b.render(w, &shared.feeders, &rows, ctx, &mut buf);
                 req.headers_mut()
                     .insert(CONTENT_LENGTH, HeaderValue::from(buf.len()));
                 *req.body_mut() = Full::new(Bytes::from(buf));
@@ -602,7 +621,7 @@ mod tests {
                 };
                 for _ in 0..5 {
                     let mut out = Vec::new();
-                    c.render(&mut w, &[], &[], &[], &mut out);
+                    c.render(&mut w, &[], &[], &Ctx::default(), &mut out);
                     seen.push(
                         String::from_utf8(out)
                             .expect("ascii")

@@ -181,7 +181,8 @@ pub struct RequestSpec {
     pub name: Option<String>,
     #[serde(default = "default_method")]
     pub method: String,
-    /// Path and query, e.g. `/api/items?id=7`.
+    /// Path and query, e.g. `/api/items?id=7` (a block of steps has none).
+    #[serde(default)]
     pub path: String,
     #[serde(default = "default_weight")]
     pub weight: f64,
@@ -210,6 +211,14 @@ pub struct RequestSpec {
     /// When a request that got no answer may be sent again (see [`Retry`]).
     #[serde(default, skip_serializing_if = "Retry::is_default")]
     pub retry: Retry,
+    /// Scenario steps only: send this step (or this block's `steps`) a
+    /// count of times, or a count drawn per iteration from `LO..HI`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<super::Repeat>,
+    /// Scenario steps only: a block of steps `repeat` runs together, in
+    /// place of a request (its entry holds only `repeat` and `steps`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<RequestSpec>,
 }
 
 /// When brunt may send a request again by itself, once, on a new

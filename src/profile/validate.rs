@@ -96,8 +96,8 @@ impl Profile {
             return false;
         };
         self.scenarios.get(s).is_some_and(|sc| {
-            sc.steps
-                .iter()
+            sc.flat_steps()
+                .into_iter()
                 .take(j)
                 .any(|st| st.extract.contains_key(var))
         })
@@ -241,7 +241,16 @@ impl Profile {
                 "`optional` works in scenario steps only",
                 |r| r.optional,
             )?;
+            steps_only(&["repeat"], "`repeat` works in scenario steps only", |r| {
+                r.repeat.is_some()
+            })?;
+            steps_only(
+                &["steps"],
+                "a block of `steps` works in scenarios only",
+                |r| r.is_block(),
+            )?;
         }
+        self.check_repeats()?;
         let mut think_times = 0;
         for (s, sc) in self.scenarios.iter().enumerate() {
             if sc.steps.is_empty() {
@@ -256,11 +265,17 @@ impl Profile {
                     Some(Place::Text("scenarios", sc.name.clone())),
                 ));
             }
-            for (j, r) in sc.steps.iter().enumerate() {
+            let flat = sc.flat_steps();
+            // The last step's think time is the pause between repetitions of its loop.
+            let looped = sc
+                .loops()
+                .last()
+                .is_some_and(|l| l.first + l.len == flat.len());
+            for (j, r) in flat.iter().enumerate() {
                 let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
                 let what = format!("scenario `{}` step {which}", sc.name);
                 check_request(&what, r, "scenarios")?;
-                if j + 1 == sc.steps.len() && r.think_time.is_some() {
+                if j + 1 == flat.len() && r.think_time.is_some() && !looped {
                     return Err((
                         format!(
                             "{what}: `think_time` is the pause before the next step, and the last step has none{}",
@@ -355,6 +370,9 @@ fn check_request(
     sect: &'static str,
 ) -> Result<(), (String, Option<Place>)> {
     let at = |needle: String| Some(Place::Text(sect, needle));
+    if r.path.is_empty() {
+        return Err((format!("{which}: `path` is required"), None));
+    }
     if !r.path.starts_with('/') {
         return Err((
             format!("{which}: path `{}` must start with `/`", r.path),

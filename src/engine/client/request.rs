@@ -183,7 +183,10 @@ pub fn prepare_mix(
         .enumerate()
         .map(|(index, (key, scenario, r))| {
             let (label, vars) = match scenario.and_then(|s| profile.scenarios.get(s)) {
-                Some(sc) => (Some(sc.name.as_str()), template::scenario_vars(&sc.steps)),
+                Some(sc) => (
+                    Some(sc.name.as_str()),
+                    template::scenario_vars(&sc.flat_steps()),
+                ),
                 None => (None, Vec::new()),
             };
             let step = Step {
