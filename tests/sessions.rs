@@ -282,3 +282,121 @@ shape: { constant: { rate: 1/s, duration: 1s } }
     let e = Profile::from_yaml(plain, Path::new("p.yaml")).expect_err("plain repeat");
     assert!(e.to_string().contains("scenario steps only"), "{e}");
 }
+
+/// Login with a token good for `login_query`'s limit, then `n` item pages
+/// with the bearer token, refreshed as `refresh` says.
+fn tokens(login_query: &str, extract: &str, n: u32, think: &str, refresh: &str) -> String {
+    format!(
+        r#"
+name: tokens
+target: {{ url: "{{url}}" }}
+scenarios:
+  - name: soak
+    cookies: false
+    steps:
+      - {{ name: login, method: POST, path: "/login?{login_query}", extract: {{ token: {{ json: /token }}{extract} }} }}
+      - repeat: {n}
+        steps:
+          - name: item
+            path: /items/1
+            headers: {{ Authorization: "Bearer {{{{ vars.token }}}}" }}
+            expect: {{ status: [200] }}
+            {think}
+            refresh: {refresh}
+load: {{ model: closed, workers: 1 }}
+shape: {{ constant: {{ vus: 2, duration: 1500ms }} }}
+"#
+    )
+}
+
+#[test]
+fn an_expired_token_is_refreshed_and_the_request_retried_once() {
+    let _g = load::serial();
+    // Good for 5 uses: 20 pages take 3 refreshes, each after a 401.
+    let yaml = tokens("uses=5", "", 20, "", "{ from: login, on_status: [401] }");
+    let load::DemoRun { srv, r, .. } = load::demo_run(DemoConfig::default(), &yaml);
+    let s = &r.summary;
+    let n = s.iterations[0].iterations;
+    assert!(n >= 4, "{:?}", s.iterations);
+    assert_eq!(s.iterations[0].ok, n, "{:?} {:?}", s.iterations, s.requests);
+    let item = row(s, "soak/item");
+    assert_eq!(item.ok, 20 * n, "{:?}", s.requests);
+    assert_eq!(item.requests, 23 * n, "every 401 was sent again once");
+    assert_eq!(item.errors, 0, "`retried` is not an error");
+    assert_eq!(row(s, "soak/login").requests, 4 * n);
+    let t = &s.totals;
+    assert_eq!((t.retried, t.refreshes), (3 * n, 3 * n), "{t:?}");
+    assert_eq!(t.by_class.get("retried").map(|c| c.count), Some(3 * n));
+    assert_eq!(t.errors, 0);
+    assert_eq!(t.error_rate, 0.0);
+    let phases: u64 = s.phases.iter().map(|p| p.refreshes).sum();
+    assert_eq!(phases, 3 * n, "refreshes per phase add up");
+    // At the server: logins and 401s as the budget says.
+    let st = srv.stats();
+    assert_eq!(st.login.requests, 4 * n);
+    assert_eq!(st.items.requests, 23 * n);
+    assert_eq!(st.unauthorized, 3 * n);
+    // The terminal says so.
+    let term = brunt::report::terminal::render(s);
+    assert!(
+        term.contains(&format!("credentials refreshed {} times", 3 * n)),
+        "{term}"
+    );
+}
+
+#[test]
+fn a_uses_budget_refreshes_before_the_token_runs_out() {
+    let _g = load::serial();
+    let yaml = tokens(
+        "uses=5",
+        "",
+        20,
+        "",
+        "{ from: login, on_status: [401], after_uses: 5 }",
+    );
+    let load::DemoRun { srv, r, .. } = load::demo_run(DemoConfig::default(), &yaml);
+    let s = &r.summary;
+    let n = s.iterations[0].iterations;
+    assert!(n >= 4, "{:?}", s.iterations);
+    assert_eq!(row(s, "soak/item").ok, 20 * n, "{:?}", s.requests);
+    assert_eq!((s.totals.retried, s.totals.refreshes), (0, 3 * n));
+    let st = srv.stats();
+    assert_eq!((st.login.requests, st.items.requests), (4 * n, 20 * n));
+    assert_eq!(st.unauthorized, 0, "refreshed before the server said no");
+}
+
+#[test]
+fn a_token_that_expires_in_time_is_refreshed_from_its_expires_in() {
+    let _g = load::serial();
+    // 300 ms tokens, refreshed at 270 ms; 16 pages 40 ms apart take
+    // ~0.65 s: two refreshes each (at 270 and 540 ms).
+    let yaml = tokens(
+        "ttl_ms=300",
+        ", expires: { json: /expires_in }",
+        16,
+        "think_time: 40ms",
+        "{ from: login, on_status: [401], expires_in: /expires_in }",
+    );
+    let load::DemoRun { srv, r, .. } = load::demo_run(DemoConfig::default(), &yaml);
+    let s = &r.summary;
+    let n = s.iterations[0].iterations;
+    assert!(n >= 2, "{:?}", s.iterations);
+    let st = srv.stats();
+    let authorised = st.items.requests - st.unauthorized;
+    assert!(
+        authorised * 100 >= st.items.requests * 95,
+        "{} of {} authorised",
+        authorised,
+        st.items.requests
+    );
+    // One login per iteration, then one per 270 ms of it (90 % of 300 ms);
+    // a busy machine may stretch an iteration past a third.
+    let (lo, hi) = (3 * n, 4 * n);
+    assert!(
+        (lo..=hi).contains(&st.login.requests),
+        "{} logins for {n} iterations, expected {lo}..={hi}",
+        st.login.requests
+    );
+    assert_eq!(row(s, "soak/item").ok, 16 * n, "{:?}", s.requests);
+    assert_eq!(s.totals.refreshes, st.login.requests - n);
+}

@@ -17,7 +17,7 @@
 //! | `/echo` | echoes the request body (≤ 1 MiB) and its content type |
 //! | `/health` | 200 `ok\n` |
 //! | `/cache/{id}` | the id's ~10 KB value, created on its first request and never evicted: memory grows with distinct ids only |
-//! | `POST /login` | 200 `{"token":"…"}`: a new bearer token (kept for the server's life), also set as the session cookie `sid` |
+//! | `POST /login[?ttl_ms=N&uses=M]` | 200 `{"token":"…"}`: a new bearer token (kept for the server's life), also set as the session cookie `sid`; with `ttl_ms` or `uses` it holds that long (`"expires_in"`: seconds, in the answer) or that many `/items` requests |
 //! | `/items/{id}` | 200 `{"id":…}` with `Authorization: Bearer <token from /login>` or the `sid` cookie, else 401 |
 //!
 //! Stalls ([`DemoConfig::stall_every`]) pause the *whole* server — every
@@ -199,6 +199,8 @@ pub struct DemoStats {
     pub connections: u64,
     /// Responses held back by a stall window.
     pub stalled: u64,
+    /// `/items/{id}` answers 401 (no token, unknown, expired or used up).
+    pub unauthorized: u64,
 }
 
 impl DemoStats {

@@ -190,6 +190,7 @@ async fn vu(
                     run.step = Some((request, sent));
                 }
                 Event::Failed(f) => r.failure(f),
+                Event::Refreshed { at } => r.refreshed(phase, at),
                 Event::Done(o) => {
                     run.step = None;
                     r.record(o);

@@ -31,6 +31,7 @@ mod cookies;
 pub mod feeder;
 pub mod h1;
 mod open;
+mod refresh;
 mod scenario;
 pub mod template;
 
@@ -105,6 +106,8 @@ pub struct EngineConfig {
     optional: Vec<bool>,
     /// Indexed by request: the `repeat` loop that starts at this step.
     loop_at: Vec<Option<Loop>>,
+    /// The steps that refresh their credentials, and the logins they run.
+    refresh: refresh::Refreshes,
     pub load: LoadSpec,
     pub plan: Plan,
     pub shard: Shard,
@@ -190,12 +193,14 @@ pub fn compile(
         .collect();
     let mut next = profile.requests.len();
     let mut loop_at: Vec<Option<Loop>> = vec![None; requests.len()];
+    let mut refreshes = refresh::Refreshes::new(requests.len());
     for (k, sc) in profile.scenarios.iter().enumerate() {
         let steps = sc.flat_steps();
+        let vars = template::scenario_vars(&steps).len();
         let u = Unit {
             first: next,
             steps: steps.len(),
-            vars: template::scenario_vars(&steps).len(),
+            vars: refreshes.add(sc, next, vars, &mut requests),
             scenario: Some(k),
             cookies: sc.cookies.mode(),
         };
@@ -249,6 +254,7 @@ pub fn compile(
         think,
         optional,
         loop_at,
+        refresh: refreshes,
         load: profile.load.clone(),
         plan,
         shard,

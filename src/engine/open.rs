@@ -331,6 +331,7 @@ async fn lane(
                     );
                 }
                 Event::Failed(f) => rec.borrow_mut().failure(f),
+                Event::Refreshed { at } => rec.borrow_mut().refreshed(t.phase, at),
                 Event::Done(o) => {
                     // Between steps the iteration is still running.
                     set_running(

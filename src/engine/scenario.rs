@@ -5,9 +5,11 @@
 
 use std::time::Instant;
 
+use bytes::Bytes;
 use hyper::header::COOKIE;
 
 use super::cookies::Jar;
+use super::refresh::{Creds, Refresh};
 use super::template::Ctx;
 use super::{client, EngineConfig, Unit};
 use crate::metrics::errors::Failure;
@@ -50,6 +52,8 @@ pub(crate) enum Event {
     Failed(Failure),
     /// An exchange finished.
     Done(Outcome),
+    /// A step refreshed its credentials (ran its `refresh.from` again).
+    Refreshed { at: Instant },
     /// A scenario's iteration ended in `class` (`ok`: every step ok;
     /// `unfinished`: cut short because nothing more could be sent). Not
     /// reported when not even its first step was sent.
@@ -62,11 +66,13 @@ pub(crate) enum Event {
 
 /// One pick of the mix on a lane's connection: a request, or each step of a
 /// scenario in order, with its think time between steps (a step that fails
-/// ends the iteration, unless it is `optional`). Every exchange is bounded by the request timeout (a
-/// timed-out connection is in an unknown state and is dropped) and handed to
-/// `report`; a scenario's iteration is reported once at its end. Returns the
-/// class of the last exchange, or `None` when nothing was sent: a `unique`
-/// feeder has run out (and the run's stop flag is set).
+/// ends the iteration, unless it is `optional`), its `repeat` loops, and its
+/// credentials refreshed as `refresh` says. Every exchange is bounded by the
+/// request timeout (a timed-out connection is in an unknown state and is
+/// dropped) and handed to `report`; a scenario's iteration is reported once
+/// at its end. Returns the class of the last exchange, or `None` when
+/// nothing was sent: a `unique` feeder has run out (and the run's stop flag
+/// is set).
 pub(super) async fn send_one(
     cfg: &EngineConfig,
     session: &mut Session,
@@ -90,15 +96,24 @@ pub(super) async fn send_one(
         (CookieMode::Session, Model::Open) => Some(&mut own),
         _ => Some(&mut session.jar),
     };
-    // Allocated only for scenarios that extract.
-    let mut vars: Vec<Option<bytes::Bytes>> = vec![None; unit.vars];
+    let conn = &mut session.conn;
+    let mut pick = Pick {
+        cfg,
+        phase,
+        // Allocated only for scenarios that extract.
+        vars: vec![None; unit.vars],
+        iteration: session.iteration,
+        repeat: 0,
+        sends: 0,
+        creds: Creds::default(),
+    };
+    session.iteration += 1;
     let mut last = None;
     // When the next step could start: the previous answer plus its think time.
     let mut due = intended;
     let mut ended = Class::Ok;
-    // The loop under way (`repeat`), and how many exchanges were sent.
+    // The loop under way (`repeat`).
     let mut rep: Option<Rep> = None;
-    let mut sends = 0usize;
     let mut k = 0;
     while k < unit.steps {
         let index = unit.first + k;
@@ -113,25 +128,152 @@ pub(super) async fn send_one(
                 });
             }
         }
-        if sends > 0 && due > Instant::now() {
+        pick.repeat = rep.map_or(0, |r| u64::from(r.index));
+        if pick.sends > 0 && due > Instant::now() {
             tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
         }
-        let mut msg = match &p.dynamic {
-            None => None,
-            Some(d) => match d.render(
-                &cfg.templates,
-                &Ctx {
-                    vars: &vars,
-                    iteration: session.iteration,
-                    repeat: rep.map_or(0, |r| u64::from(r.index)),
-                },
-            ) {
-                Some(m) => Some(m),
+        // A later step is due when the one before it has answered (plus think time).
+        let (intended, check) = if pick.sends == 0 {
+            (intended, check)
+        } else {
+            let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
+            (due, sampled)
+        };
+        let guard = cfg.refresh.at.get(index).and_then(|r| r.as_deref());
+        // A budget ran out: log in again before sending (nothing is retried).
+        if let Some(r) = guard.filter(|r| pick.creds.due(r, Instant::now())) {
+            match pick.refresh(conn, jar.as_deref_mut(), r, &mut report).await {
+                Some(s) if s.class == Class::Ok => {}
+                s => {
+                    last = s.map(|s| s.class).or(last);
+                    ended = s.map_or(Class::Unfinished, |s| s.class);
+                    break;
+                }
+            }
+        }
+        if guard.is_some() {
+            pick.creds.used();
+        }
+        let shot = Shot {
+            index,
+            intended,
+            check,
+            retry_on: guard.map_or(&[], |r| &r.on_status),
+        };
+        let Some(mut sent) = pick.send(conn, jar.as_deref_mut(), shot, &mut report).await else {
+            ended = Class::Unfinished;
+            break;
+        };
+        // Expired: the answer was `retried`; log in again and send once more.
+        if let Some(r) = guard.filter(|_| sent.class == Class::Retried) {
+            sent = match pick.refresh(conn, jar.as_deref_mut(), r, &mut report).await {
+                Some(s) if s.class == Class::Ok => {
+                    pick.creds.used();
+                    let again = Shot {
+                        index,
+                        intended: Instant::now(),
+                        check,
+                        retry_on: &[],
+                    };
+                    match pick
+                        .send(conn, jar.as_deref_mut(), again, &mut report)
+                        .await
+                    {
+                        Some(s) => s,
+                        None => {
+                            ended = Class::Unfinished;
+                            break;
+                        }
+                    }
+                }
+                Some(s) => s,
                 None => {
                     ended = Class::Unfinished;
                     break;
                 }
-            },
+            };
+        }
+        last = Some(sent.class);
+        let optional = cfg.optional.get(index).copied().unwrap_or(false);
+        if sent.class != Class::Ok && !optional {
+            ended = sent.class;
+            break;
+        }
+        due = sent.end + cfg.think.get(index).copied().flatten().unwrap_or_default();
+        k += 1;
+        if let Some(r) = rep.as_mut().filter(|r| r.end == k) {
+            r.index += 1;
+            if r.index < r.times {
+                k = r.start;
+            } else {
+                rep = None;
+            }
+        }
+    }
+    // An iteration of which nothing was sent is the caller's to account for.
+    if let (Some(scenario), Some(_)) = (unit.scenario, last) {
+        report(Event::Iteration {
+            scenario,
+            class: ended,
+            end: Instant::now(),
+        });
+    }
+    last
+}
+
+/// What a pick's exchanges share: its variables, counters and credentials.
+struct Pick<'a> {
+    cfg: &'a EngineConfig,
+    phase: usize,
+    vars: Vec<Option<Bytes>>,
+    iteration: u64,
+    /// The repetition under way (`{{ repeat.index }}`).
+    repeat: u64,
+    /// Exchanges sent so far.
+    sends: usize,
+    creds: Creds,
+}
+
+/// One exchange: request `index`, due at `intended`; an answer whose status
+/// is in `retry_on` is `retried`.
+struct Shot<'a> {
+    index: usize,
+    intended: Instant,
+    check: bool,
+    retry_on: &'a [u16],
+}
+
+/// What one exchange came to.
+#[derive(Clone, Copy)]
+struct Sent {
+    class: Class,
+    end: Instant,
+}
+
+impl Pick<'_> {
+    /// Render, send and report one exchange (cookies added and kept,
+    /// values extracted, credentials renewed by a login); `None`: not
+    /// sent, a `unique` feeder ran out.
+    async fn send(
+        &mut self,
+        conn: &mut client::LaneConn,
+        jar: Option<&mut Jar>,
+        shot: Shot<'_>,
+        report: &mut impl FnMut(Event),
+    ) -> Option<Sent> {
+        let cfg = self.cfg;
+        let index = shot.index;
+        let p = &cfg.requests[index];
+        let mut msg = match &p.dynamic {
+            None => None,
+            Some(d) => Some(d.render(
+                &cfg.templates,
+                &Ctx {
+                    vars: &self.vars,
+                    iteration: self.iteration,
+                    repeat: self.repeat,
+                },
+            )?),
         };
         let origin = cfg.target.origin();
         if let Some(j) = jar.as_deref() {
@@ -144,84 +286,78 @@ pub(super) async fn send_one(
             .as_ref()
             .filter(|_| jar.is_some())
             .map(|m| m.uri().clone());
-        // A later step is due when the one before it has answered (plus think time).
-        let (intended, check) = if sends == 0 {
-            (intended, check)
-        } else {
-            let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
-            (due, sampled)
-        };
         let sent = Instant::now();
         report(Event::Due {
-            step: sends,
+            step: self.sends,
             request: index,
-            intended,
+            intended: shot.intended,
             sent,
         });
-        let (class, retry_after, connect, failure) = match session
-            .conn
-            .exchange_within(&cfg.target, p, msg, check)
-            .await
-        {
-            Some(a) => {
-                if let (Some(j), false) = (jar.as_deref_mut(), a.set_cookies.is_empty()) {
-                    let path = match &uri {
-                        Some(u) => u.path_and_query().map_or("/", |x| x.as_str()),
-                        None => p.path_of(None),
-                    };
-                    j.store(origin, path, &a.set_cookies);
-                }
-                for (i, v) in a.extracted {
-                    if let Some(slot) = vars.get_mut(i) {
-                        *slot = Some(v);
+        self.sends += 1;
+        let (class, retry_after, connect, failure) =
+            match conn.exchange_within(&cfg.target, p, msg, shot.check).await {
+                Some(a) => {
+                    if let (Some(j), false) = (jar, a.set_cookies.is_empty()) {
+                        let path = match &uri {
+                            Some(u) => u.path_and_query().map_or("/", |x| x.as_str()),
+                            None => p.path_of(None),
+                        };
+                        j.store(origin, path, &a.set_cookies);
                     }
+                    for (i, v) in a.extracted {
+                        if let Some(slot) = self.vars.get_mut(i) {
+                            *slot = Some(v);
+                        }
+                    }
+                    let class = if a.class != Class::Ok && shot.retry_on.contains(&a.status) {
+                        Class::Retried
+                    } else {
+                        a.class
+                    };
+                    (class, a.retry_after, a.connected, a.failure)
                 }
-                (a.class, a.retry_after, a.connected, a.failure)
-            }
-            None => (Class::Timeout, false, None, Some(timed_out(cfg))),
-        };
+                None => (Class::Timeout, false, None, Some(timed_out(cfg))),
+            };
         let end = Instant::now();
-        sends += 1;
         if let Some(f) = failure {
             report(Event::Failed(f));
         }
+        if class == Class::Ok && cfg.refresh.renews.get(index).copied().unwrap_or(false) {
+            let slot = cfg.refresh.expires.get(index).copied().flatten();
+            self.creds.renewed(end, slot, &self.vars);
+        }
         report(Event::Done(Outcome {
-            phase,
+            phase: self.phase,
             request: index,
             class,
-            intended,
+            intended: shot.intended,
             sent,
             end,
             retry_after,
             connect,
         }));
-        last = Some(class);
-        let optional = cfg.optional.get(index).copied().unwrap_or(false);
-        if class != Class::Ok && !optional {
-            ended = class;
-            break;
-        }
-        due = end + cfg.think.get(index).copied().flatten().unwrap_or_default();
-        k += 1;
-        if let Some(r) = rep.as_mut().filter(|r| r.end == k) {
-            r.index += 1;
-            if r.index < r.times {
-                k = r.start;
-            } else {
-                rep = None;
-            }
-        }
+        Some(Sent { class, end })
     }
-    session.iteration += 1;
-    // An iteration of which nothing was sent is the caller's to account for.
-    if let (Some(scenario), Some(_)) = (unit.scenario, last) {
-        report(Event::Iteration {
-            scenario,
-            class: ended,
-            end: Instant::now(),
-        });
+
+    /// Run `r`'s login step again (recorded under its own name) and count
+    /// the refresh.
+    async fn refresh(
+        &mut self,
+        conn: &mut client::LaneConn,
+        jar: Option<&mut Jar>,
+        r: &Refresh,
+        report: &mut impl FnMut(Event),
+    ) -> Option<Sent> {
+        let login = Shot {
+            index: r.from,
+            intended: Instant::now(),
+            check: false,
+            retry_on: &[],
+        };
+        let s = self.send(conn, jar, login, report).await;
+        report(Event::Refreshed { at: Instant::now() });
+        s
     }
-    last
 }
 
 /// A `repeat` under way: steps `start..end` of the pick, sent `times`

@@ -28,7 +28,7 @@ use thiserror::Error;
 pub use crate::vocab::{Level, Model, PerHour, Percent};
 pub use sections::*;
 pub use shape::{Hold, Phase, Plan, Shape};
-pub use steps::{Loop, Repeat};
+pub use steps::{Loop, RefreshSpec, Repeat};
 pub use validate::target_url;
 
 use collectors::CollectorsConfig;

@@ -219,6 +219,10 @@ pub struct RequestSpec {
     /// place of a request (its entry holds only `repeat` and `steps`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<RequestSpec>,
+    /// Scenario steps only: how this step's credentials are renewed
+    /// (see [`super::RefreshSpec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh: Option<super::RefreshSpec>,
 }
 
 /// When brunt may send a request again by itself, once, on a new

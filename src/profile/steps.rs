@@ -16,6 +16,36 @@ pub enum Repeat {
     Range(String),
 }
 
+/// `refresh:` on a scenario step: when its credentials expire, run the
+/// step `from` (a login) again, take its extracts again, and go on. On a
+/// status of `on_status` the answer counts as `retried` and the step is
+/// sent once more after the refresh; `after`, `after_uses` and
+/// `expires_in` refresh before sending (nothing is retried).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefreshSpec {
+    /// The step of this scenario (its name) that gets the credentials.
+    pub from: String,
+    /// Statuses that mean the credentials expired (e.g. `[401]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub on_status: Vec<u16>,
+    /// Refresh once `from` answered this long ago.
+    #[serde(
+        default,
+        with = "humantime_serde",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Option<crate::profile::schema::Duration>")]
+    pub after: Option<std::time::Duration>,
+    /// Refresh after this many sends of refreshing steps since `from` answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_uses: Option<u64>,
+    /// A JSON pointer into `from`'s answer: the credentials' lifetime in
+    /// seconds; refreshed when 90 % of it has passed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<String>,
+}
+
 /// The most repetitions one `repeat` may ask for.
 pub const MAX_REPEAT: u64 = 1_000_000;
 
@@ -148,6 +178,62 @@ impl Profile {
                 if s.steps.iter().any(|t| t.repeat.is_some() || t.is_block()) {
                     return Err((
                         format!("{what}: a repeat block's steps cannot repeat again (one level of `repeat`)"),
+                        here,
+                    ));
+                }
+            }
+        }
+        self.check_refreshes()
+    }
+
+    /// Every step's `refresh`: `from` names another step of its scenario
+    /// that refreshes nothing itself, and at least one trigger is given.
+    fn check_refreshes(&self) -> Result<(), (String, Option<Place>)> {
+        let mut nth = 0;
+        for sc in &self.scenarios {
+            let flat = sc.flat_steps();
+            for r in &flat {
+                let Some(f) = &r.refresh else { continue };
+                let here = Some(Place::Key("scenarios", &["refresh"], nth));
+                nth += 1;
+                let what = format!("scenario `{}` step {}: refresh", sc.name, r.label());
+                let from = flat
+                    .iter()
+                    .find(|s| s.name.as_deref() == Some(f.from.as_str()));
+                let Some(from) = from else {
+                    return Err((
+                        format!("{what}: from: no step named `{}` in this scenario", f.from),
+                        Some(Place::Text("scenarios", format!("from: {}", f.from))),
+                    ));
+                };
+                if std::ptr::eq(*from, *r) || from.refresh.is_some() {
+                    return Err((
+                        format!(
+                            "{what}: from: `{}` refreshes itself; name the login step",
+                            f.from
+                        ),
+                        here,
+                    ));
+                }
+                if f.on_status.is_empty()
+                    && f.after.is_none()
+                    && f.after_uses.is_none()
+                    && f.expires_in.is_none()
+                {
+                    return Err((
+                        format!("{what}: give on_status, after, after_uses or expires_in"),
+                        here,
+                    ));
+                }
+                if let Some(s) = f.on_status.iter().find(|s| !(100..=599).contains(*s)) {
+                    return Err((format!("{what}: on_status {s} is not an HTTP status"), here));
+                }
+                if f.after_uses == Some(0) {
+                    return Err((format!("{what}: after_uses must be at least 1"), here));
+                }
+                if f.expires_in.as_ref().is_some_and(|p| !p.starts_with('/')) {
+                    return Err((
+                        format!("{what}: expires_in is a JSON pointer (`/expires_in`)"),
                         here,
                     ));
                 }

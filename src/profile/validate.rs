@@ -249,6 +249,11 @@ impl Profile {
                 "a block of `steps` works in scenarios only",
                 |r| r.is_block(),
             )?;
+            steps_only(
+                &["refresh"],
+                "`refresh` works in scenario steps only",
+                |r| r.refresh.is_some(),
+            )?;
         }
         self.check_repeats()?;
         let mut think_times = 0;

@@ -63,6 +63,8 @@ pub struct Answer {
     pub failure: Option<Failure>,
     /// Steps that keep cookies: the answer's `Set-Cookie` values.
     pub set_cookies: Vec<HeaderValue>,
+    /// The answer's status (0: none came).
+    pub status: u16,
 }
 
 impl From<Class> for Answer {
@@ -74,6 +76,7 @@ impl From<Class> for Answer {
             connected: None,
             failure: None,
             set_cookies: Vec::new(),
+            status: 0,
         }
     }
 }
@@ -317,6 +320,7 @@ impl LaneConn {
                 connected: None,
                 failure,
                 set_cookies,
+                status,
             };
         }
         Class::Reset.into()
@@ -395,6 +399,7 @@ impl LaneConn {
             connected: None,
             failure,
             set_cookies,
+            status: head.status,
         })
     }
 
