@@ -92,6 +92,21 @@ fn a_session_cookie_from_login_authorises_later_steps_and_is_never_written() {
 }
 
 #[test]
+fn the_cookie_goes_along_over_http2_too() {
+    let _g = load::serial();
+    let yaml = shop("", OPEN).replace(
+        r#"target: { url: "{url}" }"#,
+        r#"target: { url: "{url}", http: "2" }"#,
+    );
+    let load::DemoRun { srv, r, .. } = load::demo_run(DemoConfig::default(), &yaml);
+    let s = &r.summary;
+    let login = row(s, "shop/login");
+    assert!(login.requests >= 30, "{:?}", s.requests);
+    assert_eq!(row(s, "shop/other").ok, login.requests, "{:?}", s.requests);
+    assert_eq!(srv.stats().unauthorized, 0);
+}
+
+#[test]
 fn cookies_false_sends_none_and_the_server_answers_401() {
     let _g = load::serial();
     let load::DemoRun { srv, r, .. } =
@@ -106,6 +121,7 @@ fn cookies_false_sends_none_and_the_server_answers_401() {
     assert_eq!(row(s, "shop/other").ok, 0);
     let st = srv.stats();
     assert_eq!(st.items.requests, 2 * login.requests);
+    assert_eq!(st.unauthorized, st.items.requests);
     assert_eq!(s.iterations[0].ok, 0);
 }
 
@@ -399,4 +415,36 @@ fn a_token_that_expires_in_time_is_refreshed_from_its_expires_in() {
     );
     assert_eq!(row(s, "soak/item").ok, 16 * n, "{:?}", s.requests);
     assert_eq!(s.totals.refreshes, st.login.requests - n);
+}
+
+#[path = "support/cmd.rs"]
+mod cmd;
+
+#[test]
+fn the_shipped_sessions_profile_logs_in_carries_its_cookie_and_refreshes() {
+    let _g = load::serial();
+    let d = tempfile::tempdir().expect("tmp");
+    let run = d.path().join("sessions");
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/sessions.yaml");
+    let o = cmd::brunt()
+        .args(["run", "--plain", profile, "--out"])
+        .arg(&run)
+        .args([
+            "--set",
+            "shape.constant.duration=3s",
+            "--set",
+            "shape.constant.rate=4",
+        ])
+        .output()
+        .expect("brunt runs");
+    let text = cmd::out(&o);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let s: Summary =
+        serde_json::from_slice(&std::fs::read(run.join("summary.json")).expect("summary"))
+            .expect("summary.json");
+    let item = row(&s, "visit/item");
+    assert!(item.requests >= 40, "{:?}", s.requests);
+    assert_eq!(item.errors, 0, "{:?}", s.requests);
+    assert!(s.totals.refreshes >= 4, "{:?}", s.totals);
+    assert!(text.contains("credentials refreshed"), "{text}");
 }
