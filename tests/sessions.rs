@@ -242,9 +242,22 @@ shape: { constant: { vus: 2, duration: 1s } }
     }
 }
 
+/// The line, column and message of the located error `yaml` is.
+fn located(yaml: &str) -> (usize, usize, String) {
+    match brunt::profile::Profile::from_yaml(yaml, Path::new("bad.yaml")) {
+        Err(brunt::profile::ProfileError::Syntax {
+            line,
+            column,
+            message,
+            ..
+        }) => (line as usize, column as usize, message),
+        other => panic!("expected a located error, got {other:?}"),
+    }
+}
+
 #[test]
 fn bad_repeat_values_are_located_errors() {
-    use brunt::profile::{Profile, ProfileError};
+    use brunt::profile::Profile;
     let base = r#"name: bad
 target: { url: "http://127.0.0.1:1" }
 scenarios:
@@ -278,20 +291,25 @@ shape: { constant: { rate: 1/s, duration: 1s } }
             "holds only `repeat` and `steps`",
             (7, 39),
         ),
+        (
+            "{ path: /a, refresh: { from: nope, on_status: [401] } }",
+            "no step named `nope` in this scenario",
+            (7, 32),
+        ),
+        (
+            "{ path: /a, refresh: { from: login } }",
+            "give on_status, after, after_uses or expires_in",
+            (7, 30),
+        ),
+        (
+            "{ path: /a, refresh: { from: login, on_status: [42] } }",
+            "on_status 42 is not an HTTP status",
+            (7, 30),
+        ),
     ] {
-        let yaml = base.replace("STEP", step);
-        match Profile::from_yaml(&yaml, Path::new("bad.yaml")) {
-            Err(ProfileError::Syntax {
-                line,
-                column,
-                message,
-                ..
-            }) => {
-                assert!(message.contains(want), "{step}: {message}");
-                assert_eq!((line as usize, column as usize), at, "{step}: {message}");
-            }
-            other => panic!("{step}: expected a located error, got {other:?}"),
-        }
+        let (line, column, message) = located(&base.replace("STEP", step));
+        assert!(message.contains(want), "{step}: {message}");
+        assert_eq!((line, column), at, "{step}: {message}");
     }
     // `repeat` belongs to scenario steps.
     let plain = "name: p\ntarget: { url: \"http://127.0.0.1:1\" }\nrequests: [ { path: /a, repeat: 2 } ]\nshape: { constant: { rate: 1/s, duration: 1s } }\n";
@@ -299,10 +317,11 @@ shape: { constant: { rate: 1/s, duration: 1s } }
     assert!(e.to_string().contains("scenario steps only"), "{e}");
 }
 
-/// Login with a token good for `login_query`'s limit, then `n` item pages
-/// with the bearer token, refreshed as `refresh` says.
-fn tokens(login_query: &str, extract: &str, n: u32, think: &str, refresh: &str) -> String {
-    format!(
+/// Runs a login with a token good for `login_query`'s limit, then `n` item
+/// pages with the bearer token, refreshed as `refresh` says; the run and its
+/// iterations (at least `min`).
+fn tokens(login_query: &str, n: u32, think: &str, refresh: &str, min: u64) -> (load::DemoRun, u64) {
+    let yaml = format!(
         r#"
 name: tokens
 target: {{ url: "{{url}}" }}
@@ -310,7 +329,7 @@ scenarios:
   - name: soak
     cookies: false
     steps:
-      - {{ name: login, method: POST, path: "/login?{login_query}", extract: {{ token: {{ json: /token }}{extract} }} }}
+      - {{ name: login, method: POST, path: "/login?{login_query}", extract: {{ token: {{ json: /token }} }} }}
       - repeat: {n}
         steps:
           - name: item
@@ -322,18 +341,20 @@ scenarios:
 load: {{ model: closed, workers: 1 }}
 shape: {{ constant: {{ vus: 2, duration: 1500ms }} }}
 "#
-    )
+    );
+    let run = load::demo_run(DemoConfig::default(), &yaml);
+    let n = run.r.summary.iterations[0].iterations;
+    assert!(n >= min, "{:?}", run.r.summary.iterations);
+    (run, n)
 }
 
 #[test]
 fn an_expired_token_is_refreshed_and_the_request_retried_once() {
     let _g = load::serial();
     // Good for 5 uses: 20 pages take 3 refreshes, each after a 401.
-    let yaml = tokens("uses=5", "", 20, "", "{ from: login, on_status: [401] }");
-    let load::DemoRun { srv, r, .. } = load::demo_run(DemoConfig::default(), &yaml);
+    let (load::DemoRun { srv, r, .. }, n) =
+        tokens("uses=5", 20, "", "{ from: login, on_status: [401] }", 4);
     let s = &r.summary;
-    let n = s.iterations[0].iterations;
-    assert!(n >= 4, "{:?}", s.iterations);
     assert_eq!(s.iterations[0].ok, n, "{:?} {:?}", s.iterations, s.requests);
     let item = row(s, "soak/item");
     assert_eq!(item.ok, 20 * n, "{:?}", s.requests);
@@ -363,17 +384,9 @@ fn an_expired_token_is_refreshed_and_the_request_retried_once() {
 #[test]
 fn a_uses_budget_refreshes_before_the_token_runs_out() {
     let _g = load::serial();
-    let yaml = tokens(
-        "uses=5",
-        "",
-        20,
-        "",
-        "{ from: login, on_status: [401], after_uses: 5 }",
-    );
-    let load::DemoRun { srv, r, .. } = load::demo_run(DemoConfig::default(), &yaml);
+    let refresh = "{ from: login, on_status: [401], after_uses: 5 }";
+    let (load::DemoRun { srv, r, .. }, n) = tokens("uses=5", 20, "", refresh, 4);
     let s = &r.summary;
-    let n = s.iterations[0].iterations;
-    assert!(n >= 4, "{:?}", s.iterations);
     assert_eq!(row(s, "soak/item").ok, 20 * n, "{:?}", s.requests);
     assert_eq!((s.totals.retried, s.totals.refreshes), (0, 3 * n));
     let st = srv.stats();
@@ -386,17 +399,10 @@ fn a_token_that_expires_in_time_is_refreshed_from_its_expires_in() {
     let _g = load::serial();
     // 300 ms tokens, refreshed at 270 ms; 16 pages 40 ms apart take
     // ~0.65 s: two refreshes each (at 270 and 540 ms).
-    let yaml = tokens(
-        "ttl_ms=300",
-        ", expires: { json: /expires_in }",
-        16,
-        "think_time: 40ms",
-        "{ from: login, on_status: [401], expires_in: /expires_in }",
-    );
-    let load::DemoRun { srv, r, .. } = load::demo_run(DemoConfig::default(), &yaml);
+    let refresh = "{ from: login, on_status: [401], expires_in: /expires_in }";
+    let (load::DemoRun { srv, r, .. }, n) =
+        tokens("ttl_ms=300", 16, "think_time: 40ms", refresh, 2);
     let s = &r.summary;
-    let n = s.iterations[0].iterations;
-    assert!(n >= 2, "{:?}", s.iterations);
     let st = srv.stats();
     let authorised = st.items.requests - st.unauthorized;
     assert!(
