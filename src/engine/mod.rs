@@ -17,7 +17,9 @@
 //!   connection, each later step due when the one before answered plus its
 //!   think time; the whole iteration is recorded too (intended start to last
 //!   answer), and one given up at the drain is `unfinished` — for the step
-//!   under way and for its iteration.
+//!   under way and for its iteration. `repeat` loops jump back within the
+//!   pick; a scenario keeps cookies ([`cookies`]) and refreshes its
+//!   credentials ([`refresh`]).
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
 //! - Connections ([`client`]): HTTP/1.1 one per lane (or VU); HTTP/2 one per
 //!   `streams_per_connection` lanes, each lane a stream; `keep_alive: false`
