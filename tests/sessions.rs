@@ -352,9 +352,16 @@ shape: {{ constant: {{ vus: 2, duration: 1500ms }} }}
 fn an_expired_token_is_refreshed_and_the_request_retried_once() {
     let _g = load::serial();
     // Good for 5 uses: 20 pages take 3 refreshes, each after a 401.
-    let (load::DemoRun { srv, r, .. }, n) =
+    let (load::DemoRun { srv, r, dir }, n) =
         tokens("uses=5", 20, "", "{ from: login, on_status: [401] }", 4);
     let s = &r.summary;
+    // `brunt report` reads the same counts back from the run directory.
+    let again = brunt::run::rebuild::rebuild(dir.path()).expect("rebuild");
+    assert_eq!(
+        (again.totals.retried, again.totals.refreshes),
+        (s.totals.retried, s.totals.refreshes)
+    );
+    assert_eq!(again.phases, s.phases);
     assert_eq!(s.iterations[0].ok, n, "{:?} {:?}", s.iterations, s.requests);
     let item = row(s, "soak/item");
     assert_eq!(item.ok, 20 * n, "{:?}", s.requests);
