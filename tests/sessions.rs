@@ -298,7 +298,7 @@ shape: { constant: { rate: 1/s, duration: 1s } }
         ),
         (
             "{ path: /a, refresh: { from: login } }",
-            "give on_status, after, after_uses or expires_in",
+            "give on_status, body_regex, after, after_uses or expires_in",
             (7, 30),
         ),
         (
@@ -352,8 +352,20 @@ shape: {{ constant: {{ vus: 2, duration: 1500ms }} }}
 fn an_expired_token_is_refreshed_and_the_request_retried_once() {
     let _g = load::serial();
     // Good for 5 uses: 20 pages take 3 refreshes, each after a 401.
-    let (load::DemoRun { srv, r, dir }, n) =
-        tokens("uses=5", 20, "", "{ from: login, on_status: [401] }", 4);
+    expired_and_retried("{ from: login, on_status: [401] }");
+}
+
+#[test]
+fn a_body_that_says_expired_is_refreshed_and_retried_too() {
+    let _g = load::serial();
+    // The demo's 401 answers `unauthorized`: the body alone says it.
+    expired_and_retried("{ from: login, body_regex: '^unauth' }");
+}
+
+/// 20 pages with a token good for 5 uses, refreshed by `refresh`'s trigger
+/// after each answer that said no: counted at the server and in the summary.
+fn expired_and_retried(refresh: &str) {
+    let (load::DemoRun { srv, r, dir }, n) = tokens("uses=5", 20, "", refresh, 4);
     let s = &r.summary;
     // `brunt report` reads the same counts back from the run directory.
     let again = brunt::run::rebuild::rebuild(dir.path()).expect("rebuild");

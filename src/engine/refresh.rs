@@ -74,6 +74,10 @@ impl Refreshes {
             if let Some(slot) = self.renews.get_mut(from) {
                 *slot = true;
             }
+            let re = f.body_regex.as_deref().map(regex::bytes::Regex::new);
+            if let (Some(Ok(re)), Some(step)) = (re, requests.get_mut(first + j)) {
+                step.expired = Some(re);
+            }
             if let Some(slot) = self.at.get_mut(first + j) {
                 *slot = Some(Box::new(Refresh {
                     from,

@@ -158,7 +158,7 @@ pub(super) async fn send_one(
             index,
             intended,
             check,
-            retry_on: guard.map_or(&[], |r| &r.on_status),
+            retry_on: guard.map(|r| r.on_status.as_slice()),
         };
         let Some(mut sent) = pick.send(conn, jar.as_deref_mut(), shot, &mut report).await else {
             ended = Class::Unfinished;
@@ -173,7 +173,7 @@ pub(super) async fn send_one(
                         index,
                         intended: Instant::now(),
                         check,
-                        retry_on: &[],
+                        retry_on: None,
                     };
                     match pick
                         .send(conn, jar.as_deref_mut(), again, &mut report)
@@ -234,13 +234,14 @@ struct Pick<'a> {
     creds: Creds,
 }
 
-/// One exchange: request `index`, due at `intended`; an answer whose status
-/// is in `retry_on` is `retried`.
+/// One exchange: request `index`, due at `intended`; with `retry_on`, an
+/// answer of one of those statuses (or whose body matched the step's
+/// `refresh.body_regex`) is `retried`.
 struct Shot<'a> {
     index: usize,
     intended: Instant,
     check: bool,
-    retry_on: &'a [u16],
+    retry_on: Option<&'a [u16]>,
 }
 
 /// What one exchange came to.
@@ -309,11 +310,10 @@ impl Pick<'_> {
                             *slot = Some(v);
                         }
                     }
-                    let class = if a.class != Class::Ok && shot.retry_on.contains(&a.status) {
-                        Class::Retried
-                    } else {
-                        a.class
-                    };
+                    let expired = shot.retry_on.is_some_and(|on| {
+                        a.expired || (a.class != Class::Ok && on.contains(&a.status))
+                    });
+                    let class = if expired { Class::Retried } else { a.class };
                     (class, a.retry_after, a.connected, a.failure)
                 }
                 None => (Class::Timeout, false, None, Some(timed_out(cfg))),
@@ -352,7 +352,7 @@ impl Pick<'_> {
             index: r.from,
             intended: Instant::now(),
             check: false,
-            retry_on: &[],
+            retry_on: None,
         };
         let s = self.send(conn, jar, login, report).await;
         report(Event::Refreshed { at: Instant::now() });

@@ -19,7 +19,7 @@ pub enum Repeat {
 /// `refresh:` on a scenario step: when its credentials expire, run the
 /// step `from` (a login) again, take its extracts again, and go on. On a
 /// status of `on_status` the answer counts as `retried` and the step is
-/// sent once more after the refresh; `after`, `after_uses` and
+/// sent once more after the refresh (so on a `body_regex` match); `after`, `after_uses` and
 /// `expires_in` refresh before sending (nothing is retried).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -29,6 +29,10 @@ pub struct RefreshSpec {
     /// Statuses that mean the credentials expired (e.g. `[401]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub on_status: Vec<u16>,
+    /// A regex on the answer's body that means the same (every answer of
+    /// the step is then read, up to `expect.max_body`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body_regex: Option<String>,
     /// Refresh once `from` answered this long ago.
     #[serde(
         default,
@@ -216,17 +220,28 @@ impl Profile {
                     ));
                 }
                 if f.on_status.is_empty()
+                    && f.body_regex.is_none()
                     && f.after.is_none()
                     && f.after_uses.is_none()
                     && f.expires_in.is_none()
                 {
                     return Err((
-                        format!("{what}: give on_status, after, after_uses or expires_in"),
+                        format!(
+                            "{what}: give on_status, body_regex, after, after_uses or expires_in"
+                        ),
                         here,
                     ));
                 }
                 if let Some(s) = f.on_status.iter().find(|s| !(100..=599).contains(*s)) {
                     return Err((format!("{what}: on_status {s} is not an HTTP status"), here));
+                }
+                if let Some(re) = &f.body_regex {
+                    regex::bytes::Regex::new(re).map_err(|e| {
+                        (
+                            format!("{what}: body_regex: {e}"),
+                            Some(Place::Text("scenarios", re.clone())),
+                        )
+                    })?;
                 }
                 if f.after_uses == Some(0) {
                     return Err((format!("{what}: after_uses must be at least 1"), here));

@@ -65,6 +65,8 @@ pub struct Answer {
     pub set_cookies: Vec<HeaderValue>,
     /// The answer's status (0: none came).
     pub status: u16,
+    /// Its body matched the step's `refresh.body_regex`.
+    pub expired: bool,
 }
 
 impl From<Class> for Answer {
@@ -77,6 +79,7 @@ impl From<Class> for Answer {
             failure: None,
             set_cookies: Vec::new(),
             status: 0,
+            expired: false,
         }
     }
 }
@@ -278,16 +281,20 @@ impl LaneConn {
             let mut extracted = Vec::new();
             let mut failure = None;
             let sample = class != Class::Ok && take_sample(p.index, status);
-            if ((check || want) && class == Class::Ok) || sample {
+            let mut expired = false;
+            if ((check || want) && class == Class::Ok) || sample || p.expired.is_some() {
                 match http_body_util::Limited::new(body, p.max_body)
                     .collect()
                     .await
                 {
                     Ok(b) if class != Class::Ok => {
-                        failure = status_failure(What::Status(status), Some(&b.to_bytes()));
+                        let b = b.to_bytes();
+                        expired = p.expired.as_ref().is_some_and(|re| re.is_match(&b));
+                        failure = status_failure(What::Status(status), sample.then_some(&b[..]));
                     }
                     Ok(b) => {
                         let b = b.to_bytes();
+                        expired = p.expired.as_ref().is_some_and(|re| re.is_match(&b));
                         (class, failure) = p.judge_body(check, &headers, &b, &mut extracted);
                     }
                     Err(e) => {
@@ -321,6 +328,7 @@ impl LaneConn {
                 failure,
                 set_cookies,
                 status,
+                expired,
             };
         }
         Class::Reset.into()
@@ -368,18 +376,24 @@ impl LaneConn {
         let want = !p.extract.is_empty() && class == Class::Ok;
         let keep = (check || want) && class == Class::Ok;
         let sample = class != Class::Ok && take_sample(p.index, head.status);
+        let scan = p.expired.is_some();
         body.clear();
         let reusable = c
-            .body(&head, (keep || sample).then_some(&mut *body), p.max_body)
+            .body(
+                &head,
+                (keep || sample || scan).then_some(&mut *body),
+                p.max_body,
+            )
             .await
             .map_err(codec_failed)?;
+        let expired = p.expired.as_ref().is_some_and(|re| re.is_match(body));
         let mut extracted = Vec::new();
         let mut failure = None;
         if class != Class::Ok {
             let kept = sample.then_some(body.as_slice());
             failure = status_failure(What::Status(head.status), kept);
         }
-        if keep || sample {
+        if keep || sample || scan {
             if keep {
                 let none = hyper::HeaderMap::new();
                 let headers = headers.as_ref().unwrap_or(&none);
@@ -400,6 +414,7 @@ impl LaneConn {
             failure,
             set_cookies,
             status: head.status,
+            expired,
         })
     }
 

@@ -42,6 +42,10 @@ pub struct Prepared {
     /// A step of a scenario that keeps cookies: its answers' `Set-Cookie`
     /// values are handed out ([`super::Answer::set_cookies`]).
     pub cookies: bool,
+    /// A step whose `refresh.body_regex` says its credentials expired: every
+    /// answer's body is read (up to `max_body`) and matched
+    /// ([`super::Answer::expired`]).
+    pub expired: Option<regex::bytes::Regex>,
 }
 
 /// Which unanswered sends of a request go out once more on a new connection.
@@ -343,6 +347,7 @@ fn prepare_one(
         resend,
         max_body: r.expect.max_body.map_or(DEFAULT_MAX_BODY, |b| b.bytes()),
         cookies: false,
+        expired: None,
     })
 }
 
