@@ -493,7 +493,7 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
     }
     let plan = &spec.plan;
     let p = &spec.profile;
-    let steps: usize = p.scenarios.iter().map(|s| s.steps.len()).sum();
+    let steps: usize = p.scenarios.iter().map(|s| s.flat_steps().len()).sum();
     outln!(
         "{}: OK — {} phase(s), {} total, {} request(s) and {} scenario(s) ({} step(s)) in the mix, {} budget(s)",
         profile.display(),
@@ -505,12 +505,24 @@ fn validate(profile: &std::path::Path, o: &Overrides) -> Result<i32, Failure> {
         spec.budgets.len()
     );
     for sc in &p.scenarios {
+        let step = |st: &crate::profile::RequestSpec| match st.think_time {
+            Some(t) => format!("{} (+{})", st.label(), humantime::format_duration(t)),
+            None => st.label(),
+        };
+        let times = |r: &Option<crate::profile::Repeat>| match r {
+            Some(crate::profile::Repeat::Times(n)) => format!(" ×{n}"),
+            Some(crate::profile::Repeat::Range(r)) => format!(" ×{r}"),
+            None => String::new(),
+        };
         let names: Vec<String> = sc
             .steps
             .iter()
-            .map(|st| match st.think_time {
-                Some(t) => format!("{} (+{})", st.label(), humantime::format_duration(t)),
-                None => st.label(),
+            .map(|st| match st.is_block() {
+                true => {
+                    let inner: Vec<String> = st.steps.iter().map(step).collect();
+                    format!("[{}]{}", inner.join(" → "), times(&st.repeat))
+                }
+                false => format!("{}{}", step(st), times(&st.repeat)),
             })
             .collect();
         outln!(

@@ -1,6 +1,6 @@
 //! Request routing and the endpoints' behaviour.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -100,8 +100,11 @@ pub(crate) struct Shared {
     stalled: AtomicU64,
     /// `/cache/{id}`: one ~10 KB value and a request count per distinct id, never evicted.
     cache: std::sync::Mutex<HashMap<String, (Bytes, u64)>>,
-    /// Tokens `POST /login` issued (kept for the server's life).
-    tokens: std::sync::Mutex<HashSet<String>>,
+    /// Tokens `POST /login` issued (kept for the server's life), with
+    /// their limits when it asked for any.
+    tokens: std::sync::Mutex<HashMap<String, Limit>>,
+    /// `/items/{id}` answered 401.
+    unauthorized: AtomicU64,
 }
 
 impl Shared {
@@ -121,12 +124,13 @@ impl Shared {
             stalled: AtomicU64::new(0),
             cache: Default::default(),
             tokens: Default::default(),
+            unauthorized: AtomicU64::new(0),
         }
     }
 
     /// `/login` issued this token.
     pub(super) fn knows_token(&self, token: &str) -> bool {
-        self.tokens.lock().is_ok_and(|t| t.contains(token))
+        self.tokens.lock().is_ok_and(|t| t.contains_key(token))
     }
 
     pub(crate) fn connection_opened(&self) {
@@ -155,7 +159,15 @@ impl Shared {
             cache_entries: self.cache.lock().map(|m| m.len() as u64).unwrap_or(0),
             connections: self.connections.load(Ordering::Relaxed),
             stalled: self.stalled.load(Ordering::Relaxed),
+            unauthorized: self.unauthorized.load(Ordering::Relaxed),
         }
+    }
+
+    pub(crate) fn tokens(&self) -> Vec<String> {
+        self.tokens
+            .lock()
+            .map(|t| t.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Requests per id of `/cache/{id}` since start.
@@ -359,8 +371,10 @@ fn cache(shared: &Shared, path: &str) -> Resp {
     resp
 }
 
-/// `POST /login`: a new bearer token, `{"token":"…"}` (any body is read and ignored).
+/// `POST /login`: a new bearer token, `{"token":"…"}`, also set as the
+/// session cookie `sid` (any body is read and ignored).
 async fn login(shared: &Shared, req: Request<Incoming>) -> Resp {
+    let query = req.uri().query().map(str::to_string);
     if req.method() != hyper::Method::POST {
         let mut r = text(StatusCode::METHOD_NOT_ALLOWED, "POST /login\n");
         r.headers_mut()
@@ -375,27 +389,74 @@ async fn login(shared: &Shared, req: Request<Incoming>) -> Resp {
         return text(StatusCode::BAD_REQUEST, "body read failed\n");
     }
     let token = format!("{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..));
+    let num = |k| query_param(query.as_deref(), k).and_then(|v| v.parse::<u64>().ok());
+    let (ttl, uses) = (num("ttl_ms").map(Duration::from_millis), num("uses"));
     if let Ok(mut t) = shared.tokens.lock() {
-        t.insert(token.clone());
+        let expires = ttl.map(|d| Instant::now() + d);
+        t.insert(token.clone(), Limit { expires, uses });
     }
+    let expires_in = ttl.map_or(String::new(), |d| {
+        format!(",\"expires_in\":{}", d.as_secs_f64())
+    });
     let mut resp = Response::new(Full::new(Bytes::from(format!(
-        "{{\"token\":\"{token}\"}}\n"
+        "{{\"token\":\"{token}\"{expires_in}}}\n"
     ))));
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let h = resp.headers_mut();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(v) = HeaderValue::from_str(&format!("sid={token}; Path=/; HttpOnly")) {
+        h.insert(hyper::header::SET_COOKIE, v);
+    }
     resp
 }
 
-/// `GET /items/{id}`: 200 with `Authorization: Bearer <token from /login>`, else 401.
+/// A token's limits (`POST /login?ttl_ms=N&uses=M`).
+#[derive(Debug, Clone, Copy)]
+struct Limit {
+    expires: Option<Instant>,
+    uses: Option<u64>,
+}
+
+impl Limit {
+    /// Whether the token still holds; takes one use.
+    fn take(&mut self) -> bool {
+        if self.expires.is_some_and(|e| Instant::now() >= e) {
+            return false;
+        }
+        match self.uses.as_mut() {
+            Some(0) => false,
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+            None => true,
+        }
+    }
+}
+
+/// `GET /items/{id}`: 200 with `Authorization: Bearer <token from /login>`
+/// or its `sid` cookie, else 401.
 fn items(shared: &Shared, req: &Request<Incoming>) -> Resp {
-    let token = req
-        .headers()
+    let h = req.headers();
+    let bearer = h
         .get(hyper::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim);
-    let known = token.is_some_and(|t| shared.tokens.lock().is_ok_and(|s| s.contains(t)));
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let sid = || {
+        h.get_all(hyper::header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .find_map(|c| c.trim().strip_prefix("sid="))
+    };
+    let token = bearer.or_else(sid).map(str::trim);
+    let known = token.is_some_and(|t| {
+        shared
+            .tokens
+            .lock()
+            .is_ok_and(|mut s| s.get_mut(t).is_some_and(Limit::take))
+    });
     if !known {
+        shared.unauthorized.fetch_add(1, Ordering::Relaxed);
         let mut r = text(StatusCode::UNAUTHORIZED, "unauthorized\n");
         r.headers_mut().insert(
             hyper::header::WWW_AUTHENTICATE,

@@ -17,8 +17,8 @@
 //! | `/echo` | echoes the request body (≤ 1 MiB) and its content type |
 //! | `/health` | 200 `ok\n` |
 //! | `/cache/{id}` | the id's ~10 KB value, created on its first request and never evicted: memory grows with distinct ids only |
-//! | `POST /login` | 200 `{"token":"…"}`: a new bearer token (kept for the server's life) |
-//! | `/items/{id}` | 200 `{"id":…}` with `Authorization: Bearer <token from /login>`, else 401 |
+//! | `POST /login[?ttl_ms=N&uses=M]` | 200 `{"token":"…"}`: a new bearer token (kept for the server's life), also set as the session cookie `sid`; with `ttl_ms` or `uses` it holds that long (`"expires_in"`: seconds, in the answer) or that many `/items` requests |
+//! | `/items/{id}` | 200 `{"id":…}` with `Authorization: Bearer <token from /login>` or the `sid` cookie, else 401 |
 //! | `/ws` | a WebSocket echo (each message back as sent); an `Authorization: Bearer` header must carry a `/login` token, else 401 |
 //!
 //! Stalls ([`DemoConfig::stall_every`]) pause the *whole* server — every
@@ -201,6 +201,8 @@ pub struct DemoStats {
     pub connections: u64,
     /// Responses held back by a stall window.
     pub stalled: u64,
+    /// `/items/{id}` answers 401 (no token, unknown, expired or used up).
+    pub unauthorized: u64,
 }
 
 impl DemoStats {
@@ -311,6 +313,11 @@ impl DemoServer {
     /// Counters since start, per endpoint.
     pub fn stats(&self) -> DemoStats {
         self.shared.stats()
+    }
+
+    /// The tokens (and session cookies) `POST /login` issued since start.
+    pub fn tokens(&self) -> Vec<String> {
+        self.shared.tokens()
     }
 
     /// Requests per id of `/cache/{id}` since start.
@@ -476,7 +483,7 @@ pub fn describe(server: &DemoServer) -> String {
          \x20 {url}/echo                 echoes the body\n\
          \x20 {url}/health               200\n\
          \x20 {url}/cache/ID             ~10 KB value per distinct ID, never evicted\n\
-         \x20 POST {url}/login           a bearer token for /items/ID (401 without)\n\
+         \x20 POST {url}/login           a bearer token (and sid cookie) for /items/ID (401 without)\n\
          \x20 stall: {stall}\n\
          Ctrl-C to stop.",
         threads = c.threads,

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::client::{LaneConn, Pool};
-use super::{is_stopped, send_one, EngineConfig, Event, Worker};
+use super::scenario::{send_one, Session};
+use super::Event;
+use super::{is_stopped, EngineConfig, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 
 /// A VU's pick under way: its phase, the scenario and when the iteration
@@ -145,13 +147,14 @@ pub(super) async fn run(w: Worker) {
 async fn vu(
     cfg: Arc<EngineConfig>,
     (v, slot): (u64, usize),
-    mut conn: LaneConn,
+    conn: LaneConn,
     state: Rc<State>,
     rec: Rc<RefCell<WorkerRecorder>>,
     stop: Arc<AtomicBool>,
 ) {
     let mut rng = fastrand::Rng::with_seed(v.wrapping_mul(0x9e37_79b9_7f4a_7c15));
     let mut n: u64 = 0;
+    let mut session = Session::new(conn);
     loop {
         if state.done.get() || is_stopped(&stop) {
             break;
@@ -176,7 +179,7 @@ async fn vu(
             step: None,
         };
         state.set(slot, run);
-        let sent = send_one(&cfg, &mut conn, phase, req, start, check, |e| {
+        let sent = send_one(&cfg, &mut session, phase, req, start, check, |e| {
             if state.closed.get() {
                 return; // given up at the end of the drain, and recorded then
             }
@@ -188,6 +191,7 @@ async fn vu(
                     run.step = Some((request, sent));
                 }
                 Event::Failed(f) => r.failure(f),
+                Event::Refreshed { at } => r.refreshed(phase, at),
                 Event::Done(o) => {
                     run.step = None;
                     r.record(o);

@@ -10,14 +10,16 @@
 //! - Wind-down: when the plan ends or the run is stopped, every request still
 //!   queued or in flight gets up to the request timeout to finish (a stop
 //!   gives up the queued ones at once: the load stops); whatever is left then
-//!   is recorded as [`Class::Unfinished`], its latency counted to the moment
-//!   it was given up. So every offered request is accounted for:
+//!   is recorded as [`Class::Unfinished`](crate::metrics::Class::Unfinished),
+//!   its latency counted to the moment it was given up. So every offered request is accounted for:
 //!   `offered = answered (every class) + dropped`, per phase and per run.
-//! - Scenarios (`send_one`): one pick runs its steps in order on one
+//! - Scenarios ([`scenario`]): one pick runs its steps in order on one
 //!   connection, each later step due when the one before answered plus its
 //!   think time; the whole iteration is recorded too (intended start to last
 //!   answer), and one given up at the drain is `unfinished` — for the step
-//!   under way and for its iteration.
+//!   under way and for its iteration. `repeat` loops jump back within the
+//!   pick; a scenario keeps cookies ([`cookies`]) and refreshes its
+//!   credentials ([`refresh`]).
 //! - Trace context ([`trace`]): `target.trace` stamps a share of the sends
 //!   with a W3C `traceparent`; their outcomes carry the trace id.
 //! - Shards (`--shard i/N`) take 1/N of the load with interleaved arrivals.
@@ -38,10 +40,13 @@
 
 pub mod client;
 mod closed;
+mod cookies;
 pub mod feeder;
 pub mod grpc;
 pub mod h1;
 mod open;
+mod refresh;
+mod scenario;
 pub mod setup;
 pub mod template;
 pub mod trace;
@@ -59,7 +64,7 @@ use thiserror::Error;
 
 use crate::metrics::errors::Failure;
 use crate::metrics::{Class, Outcome, RecorderMsg, WorkerRecorder};
-use crate::profile::{LoadSpec, Model, Plan, Profile};
+use crate::profile::{CookieMode, LoadSpec, Loop, Model, Plan, Profile};
 pub use client::{Prepared, Target};
 
 #[derive(Debug, Error)]
@@ -99,6 +104,8 @@ struct Unit {
     vars: usize,
     /// The scenario's index in the profile (`None`: a plain request).
     scenario: Option<usize>,
+    /// Its cookie jar (a plain request keeps none).
+    cookies: CookieMode,
 }
 
 /// Everything the workers need, shared read-only.
@@ -115,6 +122,10 @@ pub struct EngineConfig {
     think: Vec<Option<Duration>>,
     /// Indexed by request: a scenario step whose failure does not end its iteration.
     optional: Vec<bool>,
+    /// Indexed by request: the `repeat` loop that starts at this step.
+    loop_at: Vec<Option<Loop>>,
+    /// The steps that refresh their credentials, and the logins they run.
+    refresh: refresh::Refreshes,
     pub load: LoadSpec,
     pub plan: Plan,
     pub shard: Shard,
@@ -209,7 +220,7 @@ pub fn compile(
     let (target, base) = client::target_from(profile, url)?;
     let feeders = template::open_feeders(profile, inputs, shard)
         .map_err(|e| EngineError::Client(e.into()))?;
-    let requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
+    let mut requests = client::prepare(profile, &target, &base, inputs, &feeders)?;
     let once = |sect, steps: &[crate::profile::RequestSpec]| {
         client::prepare_steps(profile, &target, &base, inputs, &feeders, sect, steps)
             .map(|p| setup::OnceSteps::new(sect, steps, p))
@@ -230,19 +241,33 @@ pub fn compile(
                 steps: 1,
                 vars: 0,
                 scenario: None,
+                cookies: CookieMode::Off,
             };
             (r.weight, u)
         })
         .collect();
     let mut next = profile.requests.len();
+    let mut loop_at: Vec<Option<Loop>> = vec![None; requests.len()];
+    let mut refreshes = refresh::Refreshes::new(requests.len());
     for (k, sc) in profile.scenarios.iter().enumerate() {
+        let steps = sc.flat_steps();
+        let vars = template::scenario_vars(steps.iter().copied()).len();
         let u = Unit {
             first: next,
-            steps: sc.steps.len(),
-            vars: template::scenario_vars(&sc.steps).len(),
+            steps: steps.len(),
+            vars: refreshes.add(sc, next, vars, &mut requests),
             scenario: Some(k),
+            cookies: sc.cookies.mode(),
         };
-        next += sc.steps.len();
+        for p in requests.iter_mut().skip(next).take(steps.len()) {
+            p.cookies = u.cookies != CookieMode::Off;
+        }
+        for l in sc.loops() {
+            if let Some(slot) = loop_at.get_mut(next + l.first) {
+                *slot = Some(l);
+            }
+        }
+        next += steps.len();
         units.push((sc.weight, u));
     }
     let mut acc = 0.0;
@@ -283,6 +308,8 @@ pub fn compile(
         unit_at,
         think,
         optional,
+        loop_at,
+        refresh: refreshes,
         load: profile.load.clone(),
         plan,
         shard,
@@ -520,7 +547,7 @@ pub fn preflight(cfg: &EngineConfig) -> Result<(), EngineError> {
     })
 }
 
-/// What [`send_one`] reports as it goes, for the caller to record.
+/// What a pick of the mix ([`scenario`]'s `send_one`, a WebSocket step) reports as it goes, for the caller to record.
 pub(crate) enum Event {
     /// Step `request` of the pick is due at `intended` and is being sent
     /// (at `sent`). The first step's event comes too: the closed model
@@ -536,6 +563,8 @@ pub(crate) enum Event {
     Failed(Failure),
     /// An exchange finished.
     Done(Outcome),
+    /// A step refreshed its credentials (ran its `refresh.from` again).
+    Refreshed { at: Instant },
     /// A scenario's iteration ended in `class` (`ok`: every step ok;
     /// `unfinished`: cut short because nothing more could be sent). Not
     /// reported when not even its first step was sent.
@@ -575,135 +604,6 @@ async fn h2c_preface(tcp: &mut tokio::net::TcpStream, within: Duration) -> std::
         // A frame header: length (3), type (4 = SETTINGS), flags, stream 0.
         Ok(Ok(_)) => Ok(head[3] == 4 && head[5..9] == [0, 0, 0, 0]),
     }
-}
-
-/// One pick of the mix on a lane's connection: a request, or each step of a
-/// scenario in order, with its think time between steps (a step that fails
-/// ends the iteration, unless it is `optional`). Every exchange is bounded by the request timeout (a
-/// timed-out connection is in an unknown state and is dropped) and handed to
-/// `report`; a scenario's iteration is reported once at its end. Returns the
-/// class of the last exchange, or `None` when nothing was sent: a `unique`
-/// feeder has run out (and the run's stop flag is set).
-async fn send_one(
-    cfg: &EngineConfig,
-    conn: &mut client::LaneConn,
-    phase: usize,
-    request: usize,
-    intended: Instant,
-    check: bool,
-    mut report: impl FnMut(Event),
-) -> Option<Class> {
-    let unit = cfg.unit_at.get(request).copied().flatten().unwrap_or(Unit {
-        first: request,
-        steps: 1,
-        vars: 0,
-        scenario: None,
-    });
-    // Allocated only for scenarios that extract.
-    let mut vars: Vec<Option<bytes::Bytes>> = vec![None; unit.vars];
-    let mut last = None;
-    // When the next step could start: the previous answer plus its think time.
-    let mut due = intended;
-    let mut ended = Class::Ok;
-    for k in 0..unit.steps {
-        let index = unit.first + k;
-        let p = &cfg.requests[index];
-        if k > 0 && due > Instant::now() {
-            tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
-        }
-        if let Some(step) = cfg.ws.get(index) {
-            let at = if k == 0 { intended } else { due };
-            let Some((class, end)) =
-                ws::run(cfg, step, &mut vars, (phase, k, index), at, &mut report).await
-            else {
-                ended = Class::Unfinished;
-                break;
-            };
-            last = Some(class);
-            if class != Class::Ok && !cfg.optional.get(index).copied().unwrap_or(false) {
-                ended = class;
-                break;
-            }
-            due = end + cfg.think.get(index).copied().flatten().unwrap_or_default();
-            continue;
-        }
-        let msg = match &p.dynamic {
-            None => None,
-            Some(d) => match d.render(&cfg.templates, &vars) {
-                Some(m) => Some(m),
-                None => {
-                    ended = Class::Unfinished;
-                    break;
-                }
-            },
-        };
-        // A later step is due when the one before it has answered (plus think time).
-        let (intended, check) = if k == 0 {
-            (intended, check)
-        } else {
-            let sampled = p.has_check() && fastrand::u64(..).is_multiple_of(p.check_every.max(1));
-            (due, sampled)
-        };
-        let (msg, trace) = trace::stamp(cfg.trace.as_ref(), &cfg.target, p, msg);
-        let sent = Instant::now();
-        report(Event::Due {
-            step: k,
-            request: index,
-            intended,
-            sent,
-        });
-        let (class, retry_after, connect, failure) =
-            match conn.exchange_within(&cfg.target, p, msg, check).await {
-                Some(a) => {
-                    for (i, v) in a.extracted {
-                        if let Some(slot) = vars.get_mut(i) {
-                            *slot = Some(v);
-                        }
-                    }
-                    (a.class, a.retry_after, a.connected, a.failure)
-                }
-                None => (Class::Timeout, false, None, Some(timed_out(cfg))),
-            };
-        let end = Instant::now();
-        if let Some(f) = failure {
-            report(Event::Failed(f));
-        }
-        report(Event::Done(Outcome {
-            phase,
-            request: index,
-            class,
-            intended,
-            sent,
-            end,
-            retry_after,
-            connect,
-            trace,
-        }));
-        last = Some(class);
-        let optional = cfg.optional.get(index).copied().unwrap_or(false);
-        if class != Class::Ok && !optional {
-            ended = class;
-            break;
-        }
-        due = end + cfg.think.get(index).copied().flatten().unwrap_or_default();
-    }
-    // An iteration of which nothing was sent is the caller's to account for.
-    if let (Some(scenario), Some(_)) = (unit.scenario, last) {
-        report(Event::Iteration {
-            scenario,
-            class: ended,
-            end: Instant::now(),
-        });
-    }
-    last
-}
-
-/// A request that ran out of its timeout, in the errors table's words.
-fn timed_out(cfg: &EngineConfig) -> Failure {
-    Failure::message(format!(
-        "no answer within {} (the request timeout)",
-        humantime::format_duration(cfg.target.timeout)
-    ))
 }
 
 /// Per-worker share of a level: the worker's and the shard's fraction.

@@ -23,7 +23,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::client::{LaneConn, Pool};
-use super::{is_stopped, send_one, share, EngineConfig, Event, Worker};
+use super::scenario::{send_one, Session};
+use super::Event;
+use super::{is_stopped, share, EngineConfig, Worker};
 use crate::metrics::{Class, WorkerRecorder};
 use crate::profile::{Arrival, Phase};
 
@@ -283,11 +285,12 @@ async fn sleep_checking(when: Instant, stop: &AtomicBool) -> bool {
 async fn lane(
     cfg: Arc<EngineConfig>,
     id: usize,
-    mut conn: LaneConn,
+    conn: LaneConn,
     lanes: Rc<Lanes>,
     rec: Rc<RefCell<WorkerRecorder>>,
 ) {
     let mut n: u64 = 0;
+    let mut session = Session::new(conn);
     loop {
         let ticket = lanes.queue.borrow_mut().pop_front();
         let Some(t) = ticket else {
@@ -302,7 +305,7 @@ async fn lane(
         let p = &cfg.requests[t.req];
         n += 1;
         let check = p.has_check() && n.is_multiple_of(p.check_every);
-        let sent = send_one(&cfg, &mut conn, t.phase, t.req, t.intended, check, |e| {
+        let sent = send_one(&cfg, &mut session, t.phase, t.req, t.intended, check, |e| {
             if lanes.closed.get() {
                 return;
             }
@@ -329,6 +332,7 @@ async fn lane(
                     );
                 }
                 Event::Failed(f) => rec.borrow_mut().failure(f),
+                Event::Refreshed { at } => rec.borrow_mut().refreshed(t.phase, at),
                 Event::Done(o) => {
                     // Between steps the iteration is still running.
                     set_running(

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::client::{LaneConn, Prepared, Target};
-use super::template;
+use super::template::{self, Ctx};
 use super::EngineConfig;
 use crate::metrics::Class;
 use crate::profile::RequestSpec;
@@ -115,7 +115,13 @@ async fn send_steps(cfg: &EngineConfig, once: &OnceSteps) -> OnceOutcome {
     for (k, p) in once.steps.iter().enumerate() {
         let msg = match &p.dynamic {
             None => None,
-            Some(d) => match d.render(&cfg.templates, &vars) {
+            Some(d) => match d.render(
+                &cfg.templates,
+                &Ctx {
+                    vars: &vars,
+                    ..Ctx::default()
+                },
+            ) {
                 Some(m) => Some(m),
                 None => {
                     record.ok = false;

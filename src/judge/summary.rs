@@ -117,6 +117,13 @@ pub struct ScopeSummary {
     pub shed: u64,
     /// Shed answers that carried `Retry-After`.
     pub shed_retry_after: u64,
+    /// Answers that made a scenario step refresh its credentials and go
+    /// again once (class `retried`, not an error). Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub retried: u64,
+    /// Credential refreshes (a step's `refresh.from` run again). Absent when zero.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub refreshes: u64,
     pub error_rate: f64,
     /// Offered per second.
     pub offered_rate: f64,
@@ -167,6 +174,8 @@ impl ScopeSummary {
             errors: s.errors(),
             shed: s.count(Class::Shed),
             shed_retry_after: s.shed_retry_after,
+            retried: s.count(Class::Retried),
+            refreshes: s.refreshes,
             error_rate: s.error_rate(),
             offered_rate: s.offered as f64 / secs,
             rps: s.completed() as f64 / secs,

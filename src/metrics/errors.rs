@@ -215,6 +215,7 @@ pub fn default_message(class: Class) -> &'static str {
         Class::Reset => "connection closed before a full answer",
         Class::Unfinished => "given up at the end of the run (queued or in flight)",
         Class::BodyTooLarge => "body larger than expect.max_body",
+        Class::Retried => "sent again after refreshing its credentials",
         _ => "client error",
     }
 }

@@ -66,9 +66,13 @@ pub enum Class {
     /// so the check or extraction it was read for could not run: brunt's
     /// own limit, said as such (never a pass on a body it did not read).
     BodyTooLarge,
+    /// An answer that made a scenario step refresh its credentials (a 401
+    /// on a `refresh.on_status`): the step was sent again once, and that
+    /// send has its own outcome. Not an error: shown, never hidden.
+    Retried,
 }
 
-pub const CLASSES: [Class; 10] = [
+pub const CLASSES: [Class; 11] = [
     Class::Ok,
     Class::Shed,
     Class::HttpError,
@@ -79,6 +83,7 @@ pub const CLASSES: [Class; 10] = [
     Class::OtherError,
     Class::Unfinished,
     Class::BodyTooLarge,
+    Class::Retried,
 ];
 
 impl Class {
@@ -94,15 +99,17 @@ impl Class {
             Class::OtherError => "other_error",
             Class::Unfinished => "unfinished",
             Class::BodyTooLarge => "body_too_large",
+            Class::Retried => "retried",
         }
     }
     pub fn from_name(s: &str) -> Option<Class> {
         CLASSES.iter().copied().find(|c| c.name() == s)
     }
-    /// Errors are everything but `ok` and `shed` (shedding is a deliberate
-    /// answer); `unfinished` is one: the user got no answer.
+    /// Errors are everything but `ok`, `shed` (shedding is a deliberate
+    /// answer) and `retried` (its resend has its own outcome); `unfinished`
+    /// is one: the user got no answer.
     pub fn is_error(self) -> bool {
-        !matches!(self, Class::Ok | Class::Shed)
+        !matches!(self, Class::Ok | Class::Shed | Class::Retried)
     }
 }
 
@@ -190,6 +197,8 @@ pub struct Stats {
     pub failures: errors::ErrorTally,
     /// Requests sent with a trace context (`target.trace`): the slowest few.
     pub traces: traces::Traced,
+    /// Scenario steps that ran their `refresh.from` step again (a login).
+    pub refreshes: u64,
 }
 
 impl Stats {
@@ -204,6 +213,7 @@ impl Stats {
         self.dropped += o.dropped;
         self.shed_retry_after += o.shed_retry_after;
         self.connects += o.connects;
+        self.refreshes += o.refreshes;
         if let Some(h) = &o.connect_time {
             let _ = self.connect_time.get_or_insert_with(new_hist).add(h);
         }
@@ -549,6 +559,11 @@ impl WorkerRecorder {
     #[inline]
     pub fn dropped(&mut self, phase: usize, at: Instant) {
         self.stats_at(phase, at).dropped += 1;
+    }
+
+    /// A scenario step refreshed its credentials (ran its `refresh.from`).
+    pub fn refreshed(&mut self, phase: usize, at: Instant) {
+        self.stats_at(phase, at).refreshes += 1;
     }
 
     /// Cut the window if the clock has moved on (called by a ticker, so that

@@ -47,6 +47,9 @@ pub struct Row {
     /// queue for a lane (see [`super::ClassHists::wait`]).
     #[serde(default)]
     pub wait_p99_us: u64,
+    /// Scenario steps that refreshed their credentials in this second.
+    #[serde(default)]
+    pub refreshes: u64,
 }
 
 /// One second of the run, all its rows together: the one per-second merge
@@ -65,7 +68,7 @@ pub struct Second {
     pub counts: [u64; CLASSES.len()],
     pub ok: u64,
     pub shed: u64,
-    /// Non-ok, non-shed answers (dropped not included).
+    /// Non-ok, non-shed, non-retried answers (dropped not included).
     pub errors: u64,
     pub completed: u64,
     pub in_flight: u64,
@@ -113,7 +116,7 @@ impl Second {
         self.ok += ok;
         self.shed += shed;
         self.completed += r.completed();
-        self.errors += r.completed() - ok - shed;
+        self.errors += r.completed() - ok - shed - r.count(Class::Retried);
         // Written on the second's first row only.
         self.in_flight = self.in_flight.max(r.in_flight);
         self.p50_us = self.p50_us.max(r.p50_us);
@@ -183,6 +186,7 @@ impl Row {
             ok_p99_us: pct_us(&s.latency(Some(Class::Ok)), 0.99),
             shed_p99_us: pct_us(&s.latency(Some(Class::Shed)), 0.99),
             wait_p99_us: pct_us(&s.wait(None), 0.99),
+            refreshes: s.refreshes,
         }
     }
     pub fn count(&self, c: Class) -> u64 {
@@ -199,7 +203,7 @@ fn header() -> String {
         h.push(',');
         h.push_str(c.name());
     }
-    h.push_str(",shed_retry_after,in_flight,sched_lag_ms,worker_busy_pct,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms,connections,connect_p99_ms,ok_p99_ms,shed_p99_ms,wait_p99_ms");
+    h.push_str(",shed_retry_after,in_flight,sched_lag_ms,worker_busy_pct,p50_ms,p90_ms,p99_ms,max_ms,service_p99_ms,connections,connect_p99_ms,ok_p99_ms,shed_p99_ms,wait_p99_ms,refreshes");
     h
 }
 
@@ -226,7 +230,7 @@ impl SeriesWriter {
         let ms = |us: u64| us as f64 / 1000.0;
         writeln!(
             self.out,
-            ",{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.3}",
+            ",{},{},{:.3},{:.1},{:.3},{:.3},{:.3},{:.3},{:.3},{},{:.3},{:.3},{:.3},{:.3},{}",
             r.shed_retry_after,
             r.in_flight,
             ms(r.sched_lag_us),
@@ -240,7 +244,8 @@ impl SeriesWriter {
             ms(r.connect_p99_us),
             ms(r.ok_p99_us),
             ms(r.shed_p99_us),
-            ms(r.wait_p99_us)
+            ms(r.wait_p99_us),
+            r.refreshes
         )
     }
     pub fn flush(&mut self) -> io::Result<()> {
@@ -317,14 +322,15 @@ pub fn read_noting(path: &Path) -> io::Result<(Vec<Row>, Skipped)> {
 pub fn parse_row(line: &str) -> Option<Row> {
     let v: Vec<&str> = line.split(',').collect();
     // Classes only ever get appended, and the columns after them were 9,
-    // then 11 since `connections`, 14 since `ok_p99_ms`: each layout has
-    // its own length.
+    // then 11 since `connections`, 14 since `ok_p99_ms`, 15 since
+    // `refreshes` (with `retried`): each layout has its own length.
     let (k, tail) = match v.len() {
-        21 => (8, 9),              // before `unfinished`
-        22 => (9, 9),              // before `connections`
-        24 => (9, 11),             // before `body_too_large`
-        25 => (CLASSES.len(), 11), // before `ok_p99_ms`
-        n if n == 4 + CLASSES.len() + 14 => (CLASSES.len(), 14),
+        21 => (8, 9),   // before `unfinished`
+        22 => (9, 9),   // before `connections`
+        24 => (9, 11),  // before `body_too_large`
+        25 => (10, 11), // before `ok_p99_ms`
+        28 => (10, 14), // before `retried` and `refreshes`
+        n if n == 4 + CLASSES.len() + 15 => (CLASSES.len(), 15),
         _ => return None,
     };
     let n = |s: &str| s.parse::<u64>().ok();
@@ -354,6 +360,7 @@ pub fn parse_row(line: &str) -> Option<Row> {
         ok_p99_us: if tail > 11 { ms(t[11])? } else { 0 },
         shed_p99_us: if tail > 11 { ms(t[12])? } else { 0 },
         wait_p99_us: if tail > 11 { ms(t[13])? } else { 0 },
+        refreshes: if tail > 14 { n(t[14])? } else { 0 },
     })
 }
 
@@ -383,14 +390,24 @@ mod tests {
         let mut r = test_row(3, "main", 10, 40_000);
         r.counts[Class::Shed as usize] = 5;
         (r.ok_p99_us, r.shed_p99_us, r.wait_p99_us) = (40_000, 300, 12_000);
+        r.counts[Class::Retried as usize] = 2;
+        r.refreshes = 2;
         let mut w = SeriesWriter::create(&path).expect("create");
         w.row(&r).expect("row");
         w.flush().expect("flush");
         assert_eq!(read(&path).expect("read"), vec![r.clone()]);
-        // A line written before `ok_p99_ms` (three columns fewer) reads with zeros.
+        // A line written before `retried` and `refreshes` (the class and the
+        // last column fewer) reads with zeros for them.
         let text = std::fs::read_to_string(&path).expect("text");
         let line = text.lines().nth(1).expect("a row");
-        let older: Vec<&str> = line.split(',').collect();
+        let mut older: Vec<&str> = line.split(',').collect();
+        older.remove(4 + Class::Retried as usize);
+        older.pop();
+        let before = parse_row(&older.join(",")).expect("layout before `retried`");
+        assert_eq!(before.refreshes, 0);
+        assert_eq!(before.count(Class::Shed), 5);
+        assert_eq!(before.wait_p99_us, r.wait_p99_us);
+        // A line written before `ok_p99_ms` (three columns fewer) reads with zeros.
         let old = parse_row(&older[..older.len() - 3].join(",")).expect("older layout");
         assert_eq!((old.ok_p99_us, old.shed_p99_us, old.wait_p99_us), (0, 0, 0));
         assert_eq!(old.p99_us, r.p99_us);

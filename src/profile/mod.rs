@@ -16,6 +16,7 @@ mod overrides;
 pub mod schema;
 pub mod sections;
 pub mod shape;
+mod steps;
 pub mod template;
 mod validate;
 pub mod verdicts;
@@ -31,6 +32,7 @@ pub use crate::vocab::{Level, Model, PerHour, Percent};
 pub use grpc::{GrpcCallSpec, GrpcTargetSpec};
 pub use sections::*;
 pub use shape::{Hold, Phase, Plan, Shape};
+pub use steps::{Loop, RefreshSpec, Repeat};
 pub use validate::target_url;
 
 use collectors::CollectorsConfig;
@@ -145,7 +147,8 @@ impl Profile {
 
     /// Every request the engine sends, in mix order: the `requests`, then each
     /// scenario's steps; with the key naming it in errors (`requests[0]`,
-    /// `scenarios[1].steps[0]`) and its scenario's index.
+    /// `scenarios[1].steps[0]`, the index counting a block's steps in its
+    /// place) and its scenario's index.
     pub fn all_requests(&self) -> Vec<(String, Option<usize>, &RequestSpec)> {
         let mut out: Vec<(String, Option<usize>, &RequestSpec)> = self
             .requests
@@ -154,7 +157,7 @@ impl Profile {
             .map(|(i, r)| (format!("requests[{i}]"), None, r))
             .collect();
         for (s, sc) in self.scenarios.iter().enumerate() {
-            for (j, r) in sc.steps.iter().enumerate() {
+            for (j, r) in sc.flat_steps().into_iter().enumerate() {
                 out.push((format!("scenarios[{s}].steps[{j}]"), Some(s), r));
             }
         }

@@ -210,7 +210,7 @@ pub struct RequestSpec {
     pub name: Option<String>,
     #[serde(default = "default_method")]
     pub method: String,
-    /// Path and query, e.g. `/api/items?id=7` (not with `grpc`).
+    /// Path and query, e.g. `/api/items?id=7` (not with `grpc`; a block of steps has none).
     #[serde(default)]
     pub path: String,
     /// A gRPC call instead of an HTTP request (`target.grpc` names the
@@ -248,6 +248,18 @@ pub struct RequestSpec {
     /// this says what is sent on the socket (see [`super::ws`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ws: Option<super::ws::WsSpec>,
+    /// Scenario steps only: send this step (or this block's `steps`) a
+    /// count of times, or a count drawn per iteration from `LO..HI`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<super::Repeat>,
+    /// Scenario steps only: a block of steps `repeat` runs together, in
+    /// place of a request (its entry holds only `repeat` and `steps`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<RequestSpec>,
+    /// Scenario steps only: how this step's credentials are renewed
+    /// (see [`super::RefreshSpec`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh: Option<super::RefreshSpec>,
 }
 
 /// When brunt may send a request again by itself, once, on a new
@@ -288,6 +300,54 @@ pub struct ScenarioSpec {
     #[serde(default = "default_weight")]
     pub weight: f64,
     pub steps: Vec<RequestSpec>,
+    /// Keep cookies (default `true`): a jar per virtual user (closed
+    /// model) or per iteration (open model); `per_lane` keeps one per
+    /// lane across iterations; `false` sends and keeps none.
+    #[serde(default, skip_serializing_if = "Cookies::is_default")]
+    pub cookies: Cookies,
+}
+
+/// A scenario's `cookies:` — `true`, `false` or `per_lane`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Cookies {
+    Keep(bool),
+    Lane(PerLane),
+}
+
+/// `cookies: per_lane`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PerLane {
+    PerLane,
+}
+
+/// How long a scenario's cookie jar lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CookieMode {
+    Off,
+    /// Per virtual user (closed model), per iteration (open model).
+    Session,
+    PerLane,
+}
+
+impl Default for Cookies {
+    fn default() -> Self {
+        Cookies::Keep(true)
+    }
+}
+
+impl Cookies {
+    pub fn is_default(&self) -> bool {
+        *self == Cookies::default()
+    }
+    pub fn mode(&self) -> CookieMode {
+        match self {
+            Cookies::Keep(false) => CookieMode::Off,
+            Cookies::Keep(true) => CookieMode::Session,
+            Cookies::Lane(_) => CookieMode::PerLane,
+        }
+    }
 }
 
 /// Where an extracted value comes from: exactly one of the three.

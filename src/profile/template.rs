@@ -15,6 +15,8 @@
 //! | `feeder.NAME.COLUMN` | a column of the row feeder NAME hands this request |
 //! | `vars.NAME` | in a scenario step: the value an earlier step's `extract` took |
 //! | `setup.NAME` | what a `setup:` step extracted, once before the load (not in `setup:` itself) |
+//! | `iteration` | this virtual user's (closed model) or lane's (open model) pick of the mix, 0-based (k6's `__ITER`) |
+//! | `repeat.index` | in a repeated step or block: the repetition, 0-based (0 outside a repeat) |
 //! | `"text"` / `'text'` | the text itself (write a literal `{{` as `{{ "{{" }}`) |
 
 use thiserror::Error;
@@ -48,6 +50,10 @@ pub enum Expr {
     Var(String),
     /// A value a `setup:` step extracted, once before the load.
     Setup(String),
+    /// The virtual user's or lane's pick number (0-based).
+    Iteration,
+    /// The repetition of the innermost `repeat` (0-based).
+    RepeatIndex,
 }
 
 /// A template that does not parse: what is wrong and where in the string.
@@ -61,7 +67,7 @@ pub struct TemplateError {
     pub message: String,
 }
 
-const EXPECTED: &str = "expected env.NAME, random.int(lo, hi), random.choice(a, b, …), uuid, seq, now.unix_ms, feeder.NAME.COLUMN, vars.NAME or setup.NAME";
+const EXPECTED: &str = "expected env.NAME, random.int(lo, hi), random.choice(a, b, …), uuid, seq, now.unix_ms, feeder.NAME.COLUMN, vars.NAME, setup.NAME, iteration or repeat.index";
 
 impl Template {
     /// Whether the text holds any `{{` at all (fields without one are kept as they are).
@@ -205,6 +211,8 @@ fn parse_expr(e: &str) -> Result<Part, String> {
             "uuid" => Expr::Uuid,
             "seq" => Expr::Seq,
             "now.unix_ms" => Expr::NowUnixMs,
+            "iteration" => Expr::Iteration,
+            "repeat.index" => Expr::RepeatIndex,
             _ => return Err(unknown(e)),
         }
     };
@@ -229,13 +237,16 @@ fn unquote(s: &str) -> Option<Result<String, String>> {
 /// An unknown expression, with the nearest known one when a typo is likely
 /// (`random.integer` → `random.int(lo, hi)`).
 fn unknown(e: &str) -> String {
-    const KNOWN: [(&str, &str); 6] = [
+    const KNOWN: [(&str, &str); 9] = [
         ("random.int", "random.int(lo, hi)"),
         ("random.choice", "random.choice(a, b, …)"),
         ("uuid", "uuid"),
         ("seq", "seq"),
         ("now.unix_ms", "now.unix_ms"),
         ("now", "now.unix_ms"),
+        ("iteration", "iteration"),
+        ("repeat.index", "repeat.index"),
+        ("repeat", "repeat.index"),
     ];
     let head = e.split(['(', ' ']).next().unwrap_or(e);
     let near = KNOWN

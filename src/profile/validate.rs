@@ -122,14 +122,15 @@ impl Profile {
             .and_then(num)
             .map(|(m, _)| m);
         self.scenarios.get(s).is_some_and(|sc| {
-            let earlier = sc.steps.iter().take(j).any(|st| {
+            let flat = sc.flat_steps();
+            let earlier = flat.iter().take(j).any(|st| {
                 st.extract.contains_key(var)
                     || st
                         .ws
                         .as_ref()
                         .is_some_and(|ws| super::ws::extracted(ws).any(|(_, k)| k == var))
             });
-            let this_step = sc.steps.get(j).and_then(|st| st.ws.as_ref());
+            let this_step = flat.get(j).and_then(|st| st.ws.as_ref());
             earlier
                 || message.zip(this_step).is_some_and(|(m, ws)| {
                     super::ws::extracted(ws).any(|(at, k)| at < ws.send.len() + m && k == var)
@@ -312,7 +313,21 @@ impl Profile {
                 "`optional` works in scenario steps only",
                 |r| r.optional,
             )?;
+            steps_only(&["repeat"], "`repeat` works in scenario steps only", |r| {
+                r.repeat.is_some()
+            })?;
+            steps_only(
+                &["steps"],
+                "a block of `steps` works in scenarios only",
+                |r| r.is_block(),
+            )?;
+            steps_only(
+                &["refresh"],
+                "`refresh` works in scenario steps only",
+                |r| r.refresh.is_some(),
+            )?;
         }
+        self.check_repeats()?;
         let mut think_times = 0;
         for (s, sc) in self.scenarios.iter().enumerate() {
             if sc.steps.is_empty() {
@@ -327,12 +342,18 @@ impl Profile {
                     Some(Place::Text("scenarios", sc.name.clone())),
                 ));
             }
-            for (j, r) in sc.steps.iter().enumerate() {
+            let flat = sc.flat_steps();
+            // The last step's think time is the pause between repetitions of its loop.
+            let looped = sc
+                .loops()
+                .last()
+                .is_some_and(|l| l.first + l.len == flat.len());
+            for (j, r) in flat.iter().enumerate() {
                 let which = r.name.clone().unwrap_or_else(|| format!("#{}", j + 1));
                 let what = format!("scenario `{}` step {which}", sc.name);
                 check_request(&what, r, "scenarios")?;
                 check_ws(&what, r, "scenarios", true)?;
-                if j + 1 == sc.steps.len() && r.think_time.is_some() {
+                if j + 1 == flat.len() && r.think_time.is_some() && !looped {
                     return Err((
                         format!(
                             "{what}: `think_time` is the pause before the next step, and the last step has none{}",

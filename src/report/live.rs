@@ -47,7 +47,7 @@ fn window_stats(t: &Second, phase: usize) -> WindowStats {
         completed: t.completed,
         ok,
         shed,
-        errors: t.completed - ok - shed + t.dropped,
+        errors: t.errors + t.dropped,
         in_flight: t.in_flight,
         p50_us: t.p50_us,
         p99_us: t.p99_us,

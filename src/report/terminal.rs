@@ -252,6 +252,9 @@ fn phase_table(o: &mut String, s: &Summary) {
             "warm-up (not judged): sent, but no budget or verdict reads it"
         );
     }
+    if let Some(line) = refreshes(s) {
+        let _ = writeln!(o, "{line}");
+    }
     for p in s.phases.iter().filter(|p| p.abandoned) {
         let _ = writeln!(
             o,
@@ -303,6 +306,27 @@ fn ok_vs_shed(o: &mut String, s: &Summary) {
             phase_name(&p.name)
         );
     }
+}
+
+/// Credentials refreshed and answers sent again after one (`retried`, not
+/// errors), per phase; `None` when no step refreshed.
+pub fn refreshes(s: &Summary) -> Option<String> {
+    let t = &s.totals;
+    if t.refreshes == 0 && t.retried == 0 {
+        return None;
+    }
+    let per: Vec<String> = s
+        .phases
+        .iter()
+        .filter(|p| p.refreshes + p.retried > 0)
+        .map(|p| format!("{} {}", phase_name(&p.name), p.refreshes))
+        .collect();
+    Some(format!(
+        "credentials refreshed {} times ({}); {} answers were `retried` (sent again once after a refresh, not errors)",
+        t.refreshes,
+        per.join(", "),
+        t.retried
+    ))
 }
 
 /// `warm-up` for the warm-up phase (sent, judged by nothing).

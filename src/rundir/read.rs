@@ -75,6 +75,7 @@ impl SecondPart<'_> {
                 st.offered += r.offered;
                 st.dropped += r.dropped;
                 st.shed_retry_after += r.shed_retry_after;
+                st.refreshes += r.refreshes;
             }
         }
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{HeaderValue, CONNECTION};
+use hyper::header::{HeaderValue, CONNECTION, SET_COOKIE};
 use hyper::{Method, Request};
 
 use super::classify::{codec_failed, hyper_fault, unprocessed, Fault};
@@ -61,8 +61,12 @@ pub struct Answer {
     /// What went wrong, for the errors table (`None`: ok, or nothing more
     /// to say than the class).
     pub failure: Option<Failure>,
-    /// The answer's status; 0 when none came (a setup step's record shows it).
+    /// Steps that keep cookies: the answer's `Set-Cookie` values.
+    pub set_cookies: Vec<HeaderValue>,
+    /// The answer's status (0: none came).
     pub status: u16,
+    /// Its body matched the step's `refresh.body_regex`.
+    pub expired: bool,
 }
 
 impl From<Class> for Answer {
@@ -74,6 +78,8 @@ impl From<Class> for Answer {
             connected: None,
             failure: None,
             status: 0,
+            set_cookies: Vec::new(),
+            expired: false,
         }
     }
 }
@@ -294,20 +300,29 @@ impl LaneConn {
                 hyper::HeaderMap::new()
             };
             let status = resp.status().as_u16();
+            let set_cookies = if p.cookies {
+                resp.headers().get_all(SET_COOKIE).iter().cloned().collect()
+            } else {
+                Vec::new()
+            };
             let mut body = resp.into_body();
             let mut extracted = Vec::new();
             let mut failure = None;
             let sample = class != Class::Ok && take_sample(p.index, status);
-            if ((check || want) && class == Class::Ok) || sample {
+            let mut expired = false;
+            if ((check || want) && class == Class::Ok) || sample || p.expired.is_some() {
                 match http_body_util::Limited::new(body, p.max_body)
                     .collect()
                     .await
                 {
                     Ok(b) if class != Class::Ok => {
-                        failure = status_failure(What::Status(status), Some(&b.to_bytes()));
+                        let b = b.to_bytes();
+                        expired = p.expired.as_ref().is_some_and(|re| re.is_match(&b));
+                        failure = status_failure(What::Status(status), sample.then_some(&b[..]));
                     }
                     Ok(b) => {
                         let b = b.to_bytes();
+                        expired = p.expired.as_ref().is_some_and(|re| re.is_match(&b));
                         (class, failure) = p.judge_body(check, &headers, &b, &mut extracted);
                     }
                     Err(e) => {
@@ -340,6 +355,8 @@ impl LaneConn {
                 connected: None,
                 failure,
                 status,
+                set_cookies,
+                expired,
             };
         }
         Class::Reset.into()
@@ -375,23 +392,36 @@ impl LaneConn {
             .send(bytes, head_request, headers.as_mut())
             .await
             .map_err(codec_failed)?;
+        let mut set_cookies = Vec::new();
+        if p.cookies && head.set_cookie {
+            // Read again, only when there is a cookie to keep.
+            let mut all = hyper::HeaderMap::new();
+            let _ = h1::parse_head(c.head_bytes(&head), head_request, Some(&mut all));
+            set_cookies = all.get_all(SET_COOKIE).iter().cloned().collect();
+        }
         let mut class = p.classify_code(head.status);
         let retry_after = class == Class::Shed && head.retry_after;
         let want = !p.extract.is_empty() && class == Class::Ok;
         let keep = (check || want) && class == Class::Ok;
         let sample = class != Class::Ok && take_sample(p.index, head.status);
+        let scan = p.expired.is_some();
         body.clear();
         let reusable = c
-            .body(&head, (keep || sample).then_some(&mut *body), p.max_body)
+            .body(
+                &head,
+                (keep || sample || scan).then_some(&mut *body),
+                p.max_body,
+            )
             .await
             .map_err(codec_failed)?;
+        let expired = p.expired.as_ref().is_some_and(|re| re.is_match(body));
         let mut extracted = Vec::new();
         let mut failure = None;
         if class != Class::Ok {
             let kept = sample.then_some(body.as_slice());
             failure = status_failure(What::Status(head.status), kept);
         }
-        if keep || sample {
+        if keep || sample || scan {
             if keep {
                 let none = hyper::HeaderMap::new();
                 let headers = headers.as_ref().unwrap_or(&none);
@@ -411,6 +441,8 @@ impl LaneConn {
             connected: None,
             failure,
             status: head.status,
+            set_cookies,
+            expired,
         })
     }
 

@@ -43,6 +43,13 @@ pub struct Prepared {
     pub(super) max_body: usize,
     /// A gRPC call: its answer is read by [`grpc::read`].
     pub grpc: Option<Arc<grpc::Call>>,
+    /// A step of a scenario that keeps cookies: its answers' `Set-Cookie`
+    /// values are handed out ([`super::Answer::set_cookies`]).
+    pub cookies: bool,
+    /// A step whose `refresh.body_regex` says its credentials expired: every
+    /// answer's body is read (up to `max_body`) and matched
+    /// ([`super::Answer::expired`]).
+    pub expired: Option<regex::bytes::Regex>,
 }
 
 impl Prepared {
@@ -272,7 +279,10 @@ pub fn prepare_mix(
         .enumerate()
         .map(|(index, (key, scenario, r))| {
             let (label, vars) = match scenario.and_then(|s| profile.scenarios.get(s)) {
-                Some(sc) => (Some(sc.name.as_str()), template::scenario_vars(&sc.steps)),
+                Some(sc) => (
+                    Some(sc.name.as_str()),
+                    template::scenario_vars(sc.flat_steps()),
+                ),
                 None => (None, Vec::new()),
             };
             let step = Step {
@@ -446,5 +456,17 @@ fn prepare_one(
         resend,
         max_body: r.expect.max_body.map_or(DEFAULT_MAX_BODY, |b| b.bytes()),
         grpc: None,
+        cookies: false,
+        expired: None,
     })
+}
+
+impl Prepared {
+    /// The path and query this send goes to (`msg`: its rendered message).
+    pub fn path_of<'a>(&'a self, msg: Option<&'a Request<Full<Bytes>>>) -> &'a str {
+        msg.unwrap_or(&self.request)
+            .uri()
+            .path_and_query()
+            .map_or("/", |p| p.as_str())
+    }
 }

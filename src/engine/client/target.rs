@@ -35,6 +35,11 @@ pub struct Target {
 }
 
 impl Target {
+    /// `http://host:port` or `https://…`.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
     /// Lanes share HTTP/2 connections.
     pub fn plans_h2(&self) -> bool {
         self.h2.load(Ordering::Relaxed)

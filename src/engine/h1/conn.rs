@@ -138,6 +138,12 @@ impl CodecConn {
         }
     }
 
+    /// The bytes of `head`, the head [`CodecConn::send`] just returned
+    /// (valid until [`CodecConn::body`] reads on).
+    pub fn head_bytes(&self, head: &Head) -> &[u8] {
+        &self.buf[self.start.saturating_sub(head.len)..self.start]
+    }
+
     /// Consume the body of the response `head` is of; `keep`: collect it
     /// there, up to `limit` bytes. `Ok(true)`: the connection can carry
     /// another request.

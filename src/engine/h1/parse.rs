@@ -25,6 +25,8 @@ pub struct Head {
     /// The connection ends after this response.
     pub close: bool,
     pub retry_after: bool,
+    /// It carries `Set-Cookie` (read again by a caller that keeps cookies).
+    pub set_cookie: bool,
 }
 
 /// Parse a response head from the start of `buf`: `Ok(None)` when more
@@ -52,6 +54,7 @@ pub fn parse_head(
     let mut length: Option<u64> = None;
     let mut coding: Option<bool> = None; // Some(last coding is chunked)
     let mut retry_after = false;
+    let mut set_cookie = false;
     for h in r.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -76,6 +79,8 @@ pub fn parse_head(
             }
         } else if name.eq_ignore_ascii_case(b"retry-after") {
             retry_after = true;
+        } else if name.eq_ignore_ascii_case(b"set-cookie") {
+            set_cookie = true;
         }
         if let Some(map) = headers.as_deref_mut() {
             if let (Ok(k), Ok(v)) = (
@@ -109,6 +114,7 @@ pub fn parse_head(
         framing,
         close,
         retry_after,
+        set_cookie,
     }))
 }
 

@@ -186,7 +186,7 @@ pub fn compile(
             continue;
         };
         let vars = match sc.and_then(|k| profile.scenarios.get(k)) {
-            Some(sc) => template::scenario_vars(&sc.steps),
+            Some(sc) => template::scenario_vars(sc.flat_steps()),
             None => Vec::new(),
         };
         let bad = |m: String| ClientError::Request(r.label(), m);

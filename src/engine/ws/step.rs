@@ -13,6 +13,7 @@ use tokio_tungstenite::tungstenite::Message as Frame;
 
 use super::conn::{self, Socket};
 use super::{json_at, Correlate, Message, Step};
+use crate::engine::template::Ctx;
 use crate::engine::{EngineConfig, Event};
 use crate::metrics::errors::{Failure, What, SAMPLE_BYTES};
 use crate::metrics::{Class, Outcome};
@@ -166,6 +167,7 @@ pub(crate) async fn run(
     cfg: &EngineConfig,
     step: &Step,
     vars: &mut [Option<Bytes>],
+    counters: Ctx<'_>,
     (phase, k, index): (usize, usize, usize),
     intended: Instant,
     report: &mut dyn FnMut(Event),
@@ -173,7 +175,7 @@ pub(crate) async fn run(
     let p = &cfg.requests[index];
     let req = match &p.dynamic {
         None => p.request.clone(),
-        Some(d) => d.render(&cfg.templates, vars)?,
+        Some(d) => d.render(&cfg.templates, &Ctx { vars, ..counters })?,
     };
     let mut out = Reporter {
         report,
@@ -213,7 +215,16 @@ pub(crate) async fn run(
         if due > Instant::now() {
             tokio::time::sleep_until(due.into()).await;
         }
-        let (c, end, e) = message(cfg, m, &mut socket, vars, &mut out, due, &mut received).await;
+        let (c, end, e) = message(
+            cfg,
+            m,
+            &mut socket,
+            (vars, counters),
+            &mut out,
+            due,
+            &mut received,
+        )
+        .await;
         due = end + m.pause;
         if c != Class::Ok {
             class = c;
@@ -294,12 +305,12 @@ async fn message(
     cfg: &EngineConfig,
     m: &Message,
     socket: &mut Socket,
-    vars: &mut [Option<Bytes>],
+    (vars, counters): (&mut [Option<Bytes>], Ctx<'_>),
     out: &mut Reporter<'_>,
     due: Instant,
     received: &mut u64,
 ) -> (Class, Instant, Option<Ending>) {
-    let Some(text) = m.text.render(&cfg.templates, vars) else {
+    let Some(text) = m.text.render(&cfg.templates, &Ctx { vars, ..counters }) else {
         return (Class::Unfinished, Instant::now(), None);
     };
     let sent = Instant::now();

@@ -697,6 +697,9 @@ fn phase_table(o: &mut String, s: &Summary) {
             esc(&kinds.join(" · "))
         );
     }
+    if let Some(line) = crate::report::terminal::refreshes(s) {
+        let _ = writeln!(o, "<p class=\"meta\">{}</p>", esc(&line));
+    }
 }
 
 /// Per request (scenario steps as `scenario/step`) and per scenario's whole

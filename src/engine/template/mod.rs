@@ -72,6 +72,21 @@ enum Seg {
     Var(usize),
     /// A setup value (index into [`Shared`]'s, in [`scenario_vars`] order of `setup:`).
     Setup(usize),
+    /// `{{ iteration }}`: the virtual user's or lane's pick number.
+    Iteration,
+    /// `{{ repeat.index }}`: the repetition under way.
+    RepeatIndex,
+}
+
+/// What one send renders from beside the feeders: its scenario's values
+/// and the counters of `{{ iteration }}` and `{{ repeat.index }}`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ctx<'a> {
+    pub vars: &'a [Option<Bytes>],
+    pub iteration: u64,
+    pub repeat: u64,
+    /// The setup's values (bound once, before the load).
+    pub setup: &'a [Bytes],
 }
 
 /// How values filled into a field are written.
@@ -114,8 +129,7 @@ impl CompiledField {
         w: &mut WorkerState,
         feeders: &[Feeder],
         rows: &[(usize, u32)],
-        vars: &[Option<Bytes>],
-        setup: &[Bytes],
+        ctx: &Ctx<'_>,
         out: &mut Vec<u8>,
     ) {
         for s in &self.segs {
@@ -142,13 +156,15 @@ impl CompiledField {
                         .unwrap_or(0);
                     push_display(out, ms);
                 }
+                Seg::Iteration => push_display(out, ctx.iteration),
+                Seg::RepeatIndex => push_display(out, ctx.repeat),
                 Seg::Var(i) => {
-                    if let Some(Some(v)) = vars.get(*i) {
+                    if let Some(Some(v)) = ctx.vars.get(*i) {
                         escape_into(out, v, self.escape);
                     }
                 }
                 Seg::Setup(i) => {
-                    if let Some(v) = setup.get(*i) {
+                    if let Some(v) = ctx.setup.get(*i) {
                         escape_into(out, v, self.escape);
                     }
                 }
@@ -299,6 +315,8 @@ fn compile(
             Expr::Uuid => Seg::Uuid,
             Expr::Seq => Seg::Seq,
             Expr::NowUnixMs => Seg::NowMs,
+            Expr::Iteration => Seg::Iteration,
+            Expr::RepeatIndex => Seg::RepeatIndex,
             Expr::Feeder { feeder, column } => {
                 let (i, f) = feeders
                     .iter()
@@ -321,9 +339,11 @@ fn compile(
 
 /// The variables a scenario's steps extract, in a fixed order (their index
 /// is what `{{ vars.NAME }}` compiles to).
-pub fn scenario_vars(steps: &[crate::profile::RequestSpec]) -> Vec<String> {
+pub fn scenario_vars<'a>(
+    steps: impl IntoIterator<Item = &'a crate::profile::RequestSpec>,
+) -> Vec<String> {
     let mut v: Vec<String> = steps
-        .iter()
+        .into_iter()
         .flat_map(|s| {
             let ws = s.ws.iter().flat_map(crate::profile::ws::extracted);
             s.extract.keys().chain(ws.map(|(_, k)| k)).cloned()
@@ -417,7 +437,12 @@ pub fn compile_fields(
                 .iter()
                 .map(|_| Bytes::from_static(b"x"))
                 .collect();
-            p.render(&mut w, feeders, &rows, &sample, &setup, &mut buf);
+            let ctx = Ctx {
+                vars: &sample,
+                setup: &setup,
+                ..Ctx::default()
+            };
+            p.render(&mut w, feeders, &rows, &ctx, &mut buf);
             if let Err(e) = hyper::Uri::try_from(buf.as_slice()) {
                 return Err(BindError::Invalid {
                     field: format!("{key}.path"),
@@ -481,16 +506,19 @@ impl Dynamic {
 
     /// Build this send's request; `None` when a `unique` feeder has run
     /// out (the run's stop flag is then set and the reason kept).
-    pub fn render(&self, shared: &Shared, vars: &[Option<Bytes>]) -> Option<Request<Full<Bytes>>> {
+    pub fn render(&self, shared: &Shared, ctx: &Ctx<'_>) -> Option<Request<Full<Bytes>>> {
         WORKER.with(|cell| {
             let mut guard = cell.borrow_mut();
             let w = guard.get_or_insert_with(WorkerState::detached);
             let rows = shared.take_rows(&self.feeders, w)?;
-            let setup = shared.setup_values();
+            let ctx = &Ctx {
+                setup: shared.setup_values(),
+                ..*ctx
+            };
             let mut req = self.base.clone();
             let mut buf = Vec::with_capacity(128);
             if let Some(p) = &self.path {
-                p.render(w, &shared.feeders, &rows, vars, setup, &mut buf);
+                p.render(w, &shared.feeders, &rows, ctx, &mut buf);
                 if let Ok(uri) =
                     hyper::Uri::from_maybe_shared(Bytes::from(std::mem::take(&mut buf)))
                 {
@@ -499,7 +527,7 @@ impl Dynamic {
             }
             for (name, c) in &self.headers {
                 buf.clear();
-                c.render(w, &shared.feeders, &rows, vars, setup, &mut buf);
+                c.render(w, &shared.feeders, &rows, ctx, &mut buf);
                 // Control characters cannot go into a header: drop them.
                 buf.retain(|b| *b == b'\t' || (*b >= 32 && *b != 127));
                 if let Ok(v) = HeaderValue::from_bytes(&buf) {
@@ -508,7 +536,7 @@ impl Dynamic {
             }
             if let Some(b) = &self.body {
                 buf.clear();
-                b.render(w, &shared.feeders, &rows, vars, setup, &mut buf);
+                b.render(w, &shared.feeders, &rows, ctx, &mut buf);
                 req.headers_mut()
                     .insert(CONTENT_LENGTH, HeaderValue::from(buf.len()));
                 *req.body_mut() = Full::new(Bytes::from(buf));
@@ -546,7 +574,7 @@ impl Text {
     }
 
     /// This send's text; `None` when a `unique` feeder has run out.
-    pub fn render(&self, shared: &Shared, vars: &[Option<Bytes>]) -> Option<Bytes> {
+    pub fn render(&self, shared: &Shared, ctx: &Ctx<'_>) -> Option<Bytes> {
         if let Some(b) = self.field.literal() {
             return Some(b);
         }
@@ -555,9 +583,11 @@ impl Text {
             let w = guard.get_or_insert_with(WorkerState::detached);
             let rows = shared.take_rows(&self.feeders, w)?;
             let mut out = Vec::with_capacity(64);
-            let setup = shared.setup_values();
-            self.field
-                .render(w, &shared.feeders, &rows, vars, setup, &mut out);
+            let ctx = Ctx {
+                setup: shared.setup_values(),
+                ..*ctx
+            };
+            self.field.render(w, &shared.feeders, &rows, &ctx, &mut out);
             Some(Bytes::from(out))
         })
     }
@@ -679,111 +709,4 @@ pub(super) fn enter_worker(worker: usize, workers: usize, shard: Shard, stop: Ar
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uuid_is_version_4() {
-        let mut out = Vec::new();
-        push_uuid(&mut out, &mut fastrand::Rng::with_seed(3));
-        let s = String::from_utf8(out).expect("ascii");
-        assert_eq!(s.len(), 36);
-        assert_eq!(&s[14..15], "4");
-        assert!(matches!(&s[19..20], "8" | "9" | "a" | "b"), "{s}");
-    }
-
-    #[test]
-    fn env_folds_into_literal_text_and_values_are_encoded_in_paths() {
-        let inputs = Inputs {
-            env: [("T".to_string(), "a b/c".to_string())].into(),
-            base_dir: None,
-        };
-        let c = compile(
-            "/x/{{ env.T }}",
-            "p",
-            Escape::Percent,
-            &inputs,
-            &[],
-            Names::default(),
-        )
-        .expect("compiles");
-        assert_eq!(c.literal().as_deref(), Some(&b"/x/a%20b%2Fc"[..]));
-        let c = compile(
-            "Bearer {{ env.T }}",
-            "h",
-            Escape::Raw,
-            &inputs,
-            &[],
-            Names::default(),
-        )
-        .expect("compiles");
-        assert_eq!(c.literal().as_deref(), Some(&b"Bearer a b/c"[..]));
-        let e = compile(
-            "{{ env.BRUNT_SURELY_UNSET_VAR }}",
-            "h",
-            Escape::Raw,
-            &inputs,
-            &[],
-            Names::default(),
-        )
-        .expect_err("missing");
-        assert!(e.to_string().contains("BRUNT_SURELY_UNSET_VAR"));
-    }
-
-    #[test]
-    fn values_filled_into_json_strings_are_escaped() {
-        let vars = ["x".to_string()];
-        let c = compile(
-            "id-{{ vars.x }}",
-            "m",
-            Escape::Json,
-            &Inputs::default(),
-            &[],
-            Names {
-                vars: &vars,
-                setup: &[],
-            },
-        )
-        .expect("compiles");
-        let mut out = Vec::new();
-        let v = [Some(Bytes::from_static(b"a\"b\\c\n"))];
-        c.render(&mut WorkerState::detached(), &[], &[], &v, &[], &mut out);
-        assert_eq!(out, b"id-a\\\"b\\\\c\\n");
-    }
-
-    #[test]
-    fn seq_interleaves_across_workers_and_shards() {
-        let inputs = Inputs::default();
-        let c = compile(
-            "{{ seq }}",
-            "p",
-            Escape::Raw,
-            &inputs,
-            &[],
-            Names::default(),
-        )
-        .expect("compiles");
-        let mut seen = Vec::new();
-        for shard in 0..2u64 {
-            for worker in 0..3u64 {
-                let mut w = WorkerState {
-                    stride: 6,
-                    offset: shard * 3 + worker,
-                    ..WorkerState::detached()
-                };
-                for _ in 0..5 {
-                    let mut out = Vec::new();
-                    c.render(&mut w, &[], &[], &[], &[], &mut out);
-                    seen.push(
-                        String::from_utf8(out)
-                            .expect("ascii")
-                            .parse::<u64>()
-                            .expect("int"),
-                    );
-                }
-            }
-        }
-        seen.sort_unstable();
-        assert_eq!(seen, (0..30).collect::<Vec<u64>>());
-    }
-}
+mod tests;
