@@ -231,6 +231,22 @@ fn files_holding(root: &Path, secret: &str) -> Vec<String> {
     found
 }
 
+/// Every shard of `prof`, talking through `control`: (number, run directory, process).
+fn spawn_all(
+    prof: &Path,
+    url: &str,
+    root: &Path,
+    start_at: f64,
+    control: &str,
+) -> Vec<(u32, std::path::PathBuf, std::process::Child)> {
+    (1..=SHARDS)
+        .map(|i| {
+            let (dir, child) = spawn_shard(prof, url, root, i, start_at, &["--control", control]);
+            (i, dir, child)
+        })
+        .collect()
+}
+
 #[test]
 fn one_run_sets_up_once_carries_the_token_and_tears_down_once() {
     let srv = AuthServer::start(false);
@@ -373,19 +389,7 @@ fn four_shards_with_control_set_up_once_and_all_carry_shard_1s_token() {
 
     let control = format!("127.0.0.1:{}", free_port());
     let start_at = unix_now() + 3.0;
-    let children: Vec<_> = (1..=SHARDS)
-        .map(|i| {
-            let (dir, child) = spawn_shard(
-                &prof,
-                &srv.url(),
-                root.path(),
-                i,
-                start_at,
-                &["--control", &control],
-            );
-            (i, dir, child)
-        })
-        .collect();
+    let children = spawn_all(&prof, &srv.url(), root.path(), start_at, &control);
     let mut dirs = Vec::new();
     let mut sent = 0;
     for (i, dir, child) in children {
@@ -499,19 +503,7 @@ fn a_failed_setup_on_shard_1_stops_every_shard() {
     let prof = write(root.path(), "once.yaml", &profile(&srv.url()));
     let control = format!("127.0.0.1:{}", free_port());
     let start_at = unix_now() + 2.0;
-    let children: Vec<_> = (1..=SHARDS)
-        .map(|i| {
-            let (dir, child) = spawn_shard(
-                &prof,
-                &srv.url(),
-                root.path(),
-                i,
-                start_at,
-                &["--control", &control],
-            );
-            (i, dir, child)
-        })
-        .collect();
+    let children = spawn_all(&prof, &srv.url(), root.path(), start_at, &control);
     for (i, dir, child) in children {
         let o = wait_with_limit(child, Duration::from_secs(40));
         assert_eq!(o.status.code(), Some(1), "shard {i}: {}", text(&o));

@@ -442,3 +442,67 @@ shape: { constant: { vus: 4, duration: 2s } }",
     let m = row(s, "echo m").latency.p50;
     assert!((19.0..45.0).contains(&m), "round trip p50 {m} ms");
 }
+
+#[test]
+fn a_stress_run_finds_the_knee_of_a_socket_service() {
+    let _g = load::serial();
+    // One lock, 10 ms a message: about 100 messages a second, then a queue.
+    let srv = WsServer::start(&[]);
+    let yaml = one_message(
+        "work",
+        "/serial?work_ms=10",
+        "job",
+        "load: { model: open, connections: 256 }
+shape:
+  stress: { start: 25/s, step: 25/s, step_duration: 2s, max: 200/s, stop_on_breach: true }
+budgets: [ \"p99 < 200ms\", \"error_rate < 1%\" ]",
+    );
+    let (_dir, r, st) = load::stress_judged(&yaml, &srv.url());
+    let knee = st.capacity.unwrap_or_else(|| panic!("a knee: {}", st.text));
+    assert!((25.0..=100.0).contains(&knee), "{}", st.text);
+    assert!(
+        st.first_breach.is_some(),
+        "the queue broke p99: {}",
+        st.text
+    );
+    // Every message brunt counts ok the server worked; it got none brunt did not send.
+    let job = row(&r.summary, "work job");
+    let served = srv.stats()["messages"]["/serial"].as_u64().unwrap_or(0);
+    assert!(
+        job.ok > 0 && job.ok <= served && served <= job.requests,
+        "{served} {job:?}"
+    );
+}
+
+#[test]
+fn a_socket_service_that_sheds_with_1013_passes_the_overload_verdict() {
+    let _g = load::serial();
+    // 2 messages at work, 20 ms each: about 100 a second; past that the
+    // connection is closed with 1013 at once.
+    let srv = WsServer::start(&[]);
+    let yaml = one_message(
+        "order",
+        "/limited?capacity=2&work_ms=20",
+        "buy",
+        "load: { model: open, connections: 512 }
+shape:
+  overload: { baseline: 30/s, baseline_duration: 2s, ramp: 2s, rate: 300/s, duration: 3s, recovery_duration: 2s, fast_fail: 100ms }",
+    );
+    let dir = tempfile::tempdir().expect("tmp");
+    let r = load::run(&load::profile(&yaml, &srv.url()), dir.path());
+    let s = &r.summary;
+    let stats = srv.stats();
+    let buy = row(s, "order buy");
+    assert!(buy.shed > 100, "{:?}", s.totals.by_class);
+    assert_eq!(buy.shed, stats["limited_refused"], "{stats}");
+    assert_eq!(buy.ok, stats["limited_ok"], "{stats}");
+    assert_eq!(
+        s.totals.errors, 0,
+        "shedding is not failing: {:?}",
+        s.totals.by_class
+    );
+    for name in ["shed answers are fast", "Retry-After on shed answers"] {
+        let c = load::overload_check(&r, name);
+        assert_eq!(c.status, brunt::judge::CheckStatus::Pass, "{c:?}");
+    }
+}

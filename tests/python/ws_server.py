@@ -8,6 +8,11 @@ Paths:
                      upgrade and replies wait the stall out)
   /shed              reads one message, then closes with 1013 (try again later)
   /drop              reads one message, then drops the TCP connection (no close frame)
+  /serial?work_ms=M  echoes each message after M ms of work under one lock
+                     for the whole server: capacity 1000/M messages a second
+  /limited?capacity=N&work_ms=M
+                     echoes after M ms with at most N messages at work; one
+                     past that closes at once with 1013 (load shedding)
   /login?user=U      HTTP: {"token": "tok-U"}
   /chat              needs `Authorization: Bearer tok-…` (else HTTP 401);
                      {"type":"hello","id":N} -> {"type":"welcome","id":N,"room":"room-U"};
@@ -36,7 +41,11 @@ STATS = {
     "wrong_room": 0,
     "stalled": 0,
     "room_logins": 0,
+    "limited_ok": 0,
+    "limited_refused": 0,
 }
+AT_WORK = {"limited": 0}
+LOCK = None
 TOKENS = {}
 ARGS = None
 STARTED = time.monotonic()
@@ -96,7 +105,25 @@ async def handler(connection):
                 STATS["closed_1013"] += 1
                 await connection.close(code=1013, reason="try again later")
                 return
-            if path == "/stall":
+            if path == "/serial":
+                work = int(query.get("work_ms", ["10"])[0]) / 1000.0
+                async with LOCK:
+                    await asyncio.sleep(work)
+                await connection.send(message)
+            elif path == "/limited":
+                capacity = int(query.get("capacity", ["4"])[0])
+                if AT_WORK["limited"] >= capacity:
+                    STATS["limited_refused"] += 1
+                    await connection.close(code=1013, reason="over capacity")
+                    return
+                AT_WORK["limited"] += 1
+                try:
+                    await asyncio.sleep(int(query.get("work_ms", ["20"])[0]) / 1000.0)
+                finally:
+                    AT_WORK["limited"] -= 1
+                STATS["limited_ok"] += 1
+                await connection.send(message)
+            elif path == "/stall":
                 await stall_out()
                 await connection.send(message)
             elif path == "/chat":
@@ -118,6 +145,8 @@ async def handler(connection):
 
 
 async def main():
+    global LOCK
+    LOCK = asyncio.Lock()
     tls = None
     if ARGS.cert:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
